@@ -1,0 +1,2 @@
+"""tf_ipmssl: semi-supervised learning with IPM-based GANs (SPEC.md)."""
+from tf_ipmssl.version import __version__

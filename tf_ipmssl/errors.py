@@ -1,0 +1,25 @@
+"""Errors that are the user's to fix.
+
+Every command-line program catches `UserError`, prints its message (which names the fix)
+and exits with status 1, without a traceback. Anything else is a bug and keeps its traceback.
+"""
+
+
+class UserError(Exception):
+  """A mistake the user can fix: bad configuration, missing data, impossible request."""
+
+
+class DatasetNotFoundError(UserError):
+  """No source held the requested dataset; the message lists every place searched."""
+
+
+class SplitError(UserError):
+  """An impossible labeled/validation split was requested."""
+
+
+class ConfigError(UserError):
+  """A configuration (gin file, binding, flag) that cannot work."""
+
+
+class TrainingDivergedError(UserError):
+  """A loss became NaN or Inf; the last good checkpoint is left intact."""
