@@ -23,6 +23,7 @@ setuptools.setup(
         # on top (BUILD.md).
         "tensorflow-cpu>=2.16",
         "keras>=3.0",
+        "tensorboard>=2.16",  # tf.summary needs it; tensorflow-cpu does not pull it in
         "tensorflow-datasets>=4.9",
         "absl-py>=1.0",
         "gin-config>=0.5",

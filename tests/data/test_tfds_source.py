@@ -1,0 +1,68 @@
+"""Loading through TensorFlow Datasets, with `tfds.testing.mock_data` (no download)."""
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from tests import fixtures
+from tf_ipmssl import errors
+from tf_ipmssl.data import datasets
+from tf_ipmssl.data import tfds_source
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_data(tmp_path, monkeypatch):
+  monkeypatch.delenv(datasets.DATA_DIR_ENV, raising=False)
+  monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+  monkeypatch.setitem(datasets.SYSTEM_DIRS, 'fashion_mnist', ())
+
+
+@pytest.mark.parametrize('name', datasets.DATASETS)
+def test_mocked_tfds_dataset(tmp_path, name):
+  with tfds.testing.mock_data(num_examples=12):
+    data = datasets.load_dataset(name, source='tfds', data_dir=str(tmp_path))
+  assert data.source.startswith(f'tfds:{tfds_source.TFDS_NAMES[name]} ')
+  # (mock_data reads TFDS's bundled metadata, overriding data_dir: see the test below.)
+  for images, labels in ((data.train_images, data.train_labels),
+                         (data.test_images, data.test_labels)):
+    assert images.shape == (12,) + datasets.IMAGE_SHAPES[name]
+    assert images.dtype == np.uint8 and labels.dtype == np.int64
+    assert labels.shape == (12,)
+    assert 0 <= labels.min() and labels.max() < 10
+  assert data.image_shape == datasets.IMAGE_SHAPES[name]
+  assert data.num_classes == 10
+  assert data.train_images.std() > 0  # real pixels, not padding
+
+
+def test_mocked_tfds_svhn_extra_split(tmp_path):
+  with tfds.testing.mock_data(num_examples=5):
+    data = datasets.load_dataset('svhn', source='tfds', data_dir=str(tmp_path),
+                                 include_extra=True)
+  assert '(train+extra/test)' in data.source
+  assert data.train_images.shape[1:] == (32, 32, 3)
+
+
+def test_auto_falls_back_to_tfds_and_prefers_local(tmp_path):
+  with tfds.testing.mock_data(num_examples=4):
+    data = datasets.load_dataset('cifar10', data_dir=str(tmp_path))
+    assert data.source.startswith('tfds:cifar10')
+    arrays = fixtures.make_fake_dataset(str(tmp_path), 'cifar10', num_train=20,
+                                        num_test=10)
+    data = datasets.load_dataset('cifar10', data_dir=str(tmp_path))
+  assert data.source.startswith('local:')
+  np.testing.assert_array_equal(data.train_images, arrays[0])
+
+
+def test_unprepared_tfds_dataset_is_not_found(tmp_path):
+  with pytest.raises(errors.DatasetNotFoundError) as e:
+    datasets.load_dataset('fashion_mnist', source='tfds', data_dir=str(tmp_path))
+  message = str(e.value)
+  assert f'fashion_mnist in {tmp_path / "fashion_mnist"}' in message
+  assert 'not prepared (download=False)' in message
+  assert f'tfds build fashion_mnist --data_dir={tmp_path}' in message
+  assert 'Looked for the original files' not in message  # source='tfds' only
+  assert not (tmp_path / 'fashion_mnist').exists()  # nothing written
+
+
+def test_tfds_data_dir_is_honoured(tmp_path):
+  assert tfds_source.tfds_data_dir('svhn', str(tmp_path)).startswith(
+      str(tmp_path / 'svhn_cropped'))

@@ -1,0 +1,162 @@
+"""Tiny datasets written in the real distribution formats, for tests.
+
+The writers produce the files the dataset authors publish (CIFAR-10 python pickles and
+tarball, SVHN .mat, Fashion-MNIST IDX .gz), so that tests exercise the same readers as
+real data. `make_fake_dataset` writes a small learnable dataset where
+`load_dataset(name, source='local', data_dir=directory)` finds it. Pure numpy / scipy.
+"""
+import gzip
+import io
+import os
+import pickle
+import struct
+import tarfile
+
+import numpy as np
+import scipy.io
+
+CIFAR10_LABEL_NAMES = ('airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog',
+                       'horse', 'ship', 'truck')
+IMAGE_SHAPES = {'cifar10': (32, 32, 3), 'svhn': (32, 32, 3), 'fashion_mnist': (28, 28, 1)}
+# Where make_fake_dataset puts each dataset under its directory.
+FAKE_SUBDIRS = {'cifar10': 'cifar-10-batches-py', 'svhn': 'svhn',
+                'fashion_mnist': 'fashion_mnist'}
+
+
+def _cifar10_batch(images, labels, batch_label):
+  """A batch dict as in the original pickles: bytes keys, data [N, 3072] channel-major."""
+  images = np.asarray(images, np.uint8)
+  return {
+      b'batch_label': batch_label.encode(),
+      b'labels': [int(y) for y in labels],
+      b'data': images.transpose(0, 3, 1, 2).reshape(len(images), 3 * 32 * 32),
+      b'filenames': [f'image_{i}.png'.encode() for i in range(len(images))],
+  }
+
+
+def _cifar10_files(train_images, train_labels, test_images, test_labels):
+  """{file name: pickled bytes} of cifar-10-batches-py/."""
+  files = {}
+  parts = np.array_split(np.arange(len(train_images)), 5)
+  for i, part in enumerate(parts, start=1):
+    files[f'data_batch_{i}'] = _cifar10_batch(
+        np.asarray(train_images)[part], np.asarray(train_labels)[part],
+        f'training batch {i} of 5')
+  files['test_batch'] = _cifar10_batch(test_images, test_labels, 'testing batch 1 of 1')
+  files['batches.meta'] = {
+      b'label_names': [n.encode() for n in CIFAR10_LABEL_NAMES],
+      b'num_cases_per_batch': len(parts[0]),
+      b'num_vis': 3 * 32 * 32,
+  }
+  # Protocol 2, as the original python 2 pickles.
+  return {name: pickle.dumps(content, protocol=2) for name, content in files.items()}
+
+
+def write_cifar10_batches(directory, train_images, train_labels, test_images,
+                          test_labels):
+  """Writes `directory/cifar-10-batches-py/` (data_batch_1..5, test_batch, batches.meta).
+
+  Images are uint8 [N, 32, 32, 3]; train is spread over the 5 data batches.
+  Returns the cifar-10-batches-py path.
+  """
+  batch_dir = os.path.join(directory, 'cifar-10-batches-py')
+  os.makedirs(batch_dir, exist_ok=True)
+  for name, content in _cifar10_files(train_images, train_labels, test_images,
+                                      test_labels).items():
+    with open(os.path.join(batch_dir, name), 'wb') as f:
+      f.write(content)
+  return batch_dir
+
+
+def write_cifar10_tarball(path, train_images, train_labels, test_images, test_labels):
+  """Writes `cifar-10-python.tar.gz` at `path`, holding cifar-10-batches-py/. Returns it."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with tarfile.open(path, 'w:gz') as tar:
+    for name, content in _cifar10_files(train_images, train_labels, test_images,
+                                        test_labels).items():
+      info = tarfile.TarInfo(f'cifar-10-batches-py/{name}')
+      info.size = len(content)
+      tar.addfile(info, io.BytesIO(content))
+  return path
+
+
+def write_svhn_mat(path, images, labels):
+  """Writes an SVHN .mat file: X uint8 [32, 32, 3, N], y [N, 1] with 10 for digit 0."""
+  images = np.asarray(images, np.uint8)
+  labels = np.asarray(labels)
+  y = np.where(labels == 0, 10, labels).astype(np.uint8).reshape(-1, 1)
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  scipy.io.savemat(path, {'X': images.transpose(1, 2, 3, 0), 'y': y})
+  return path
+
+
+def write_idx(path, array, magic):
+  """Writes an IDX file of unsigned bytes (gzipped when path ends in .gz)."""
+  array = np.asarray(array, np.uint8)
+  header = struct.pack('>I', magic) + struct.pack(f'>{array.ndim}I', *array.shape)
+  opener = gzip.open if path.endswith('.gz') else open
+  with opener(path, 'wb') as f:
+    f.write(header + array.tobytes())
+  return path
+
+
+def write_idx_gz(directory, train_images, train_labels, test_images, test_labels):
+  """Writes the four Fashion-MNIST .gz files (images [N, 28, 28] or [N, 28, 28, 1])."""
+  os.makedirs(directory, exist_ok=True)
+  for stem, array, magic in (
+      ('train-images-idx3-ubyte', train_images, 2051),
+      ('train-labels-idx1-ubyte', train_labels, 2049),
+      ('t10k-images-idx3-ubyte', test_images, 2051),
+      ('t10k-labels-idx1-ubyte', test_labels, 2049)):
+    array = np.asarray(array)
+    if magic == 2051 and array.ndim == 4:
+      array = array[..., 0]
+    write_idx(os.path.join(directory, stem + '.gz'), array, magic)
+  return directory
+
+
+def fake_images_and_labels(name, num_examples, seed=0, num_classes=10):
+  """Random images that depend on their class, so that a classifier can learn them.
+
+  Each class has a blocky prototype (4x4-pixel blocks of a random colour); an image is
+  70% its class prototype and 30% per-pixel noise. The prototypes depend only on
+  `name`, so train and test (drawn with different seeds) share them.
+
+  Returns:
+    uint8 [N, H, W, C] images and int64 [N] labels (balanced: N/K per class, +-1).
+  """
+  height, width, channels = IMAGE_SHAPES[name]
+  blocks = np.random.default_rng(sum(map(ord, name))).integers(
+      0, 256, size=(num_classes, height // 4, width // 4, channels))
+  prototypes = blocks.repeat(4, axis=1).repeat(4, axis=2)
+  rng = np.random.default_rng(seed)
+  labels = rng.permutation(np.arange(num_examples) % num_classes).astype(np.int64)
+  noise = rng.integers(0, 256, size=(num_examples, height, width, channels))
+  images = 0.7 * prototypes[labels] + 0.3 * noise
+  return np.round(images).astype(np.uint8), labels
+
+
+def make_fake_dataset(directory, name, num_train=500, num_test=100, seed=0):
+  """Writes a small fake `name` dataset where `load_dataset` (source='local') finds it.
+
+  Layout under `directory`: cifar10 -> cifar-10-batches-py/, svhn -> svhn/
+  (train_32x32.mat, test_32x32.mat), fashion_mnist -> fashion_mnist/ (IDX .gz).
+
+  Returns:
+    (train_images, train_labels, test_images, test_labels) as written (uint8 NHWC,
+    int64), i.e. what load_dataset must return.
+  """
+  train_images, train_labels = fake_images_and_labels(name, num_train, seed=2 * seed)
+  test_images, test_labels = fake_images_and_labels(name, num_test, seed=2 * seed + 1)
+  arrays = (train_images, train_labels, test_images, test_labels)
+  if name == 'cifar10':
+    write_cifar10_batches(directory, *arrays)
+  elif name == 'svhn':
+    svhn_dir = os.path.join(directory, FAKE_SUBDIRS['svhn'])
+    write_svhn_mat(os.path.join(svhn_dir, 'train_32x32.mat'), train_images, train_labels)
+    write_svhn_mat(os.path.join(svhn_dir, 'test_32x32.mat'), test_images, test_labels)
+  elif name == 'fashion_mnist':
+    write_idx_gz(os.path.join(directory, FAKE_SUBDIRS['fashion_mnist']), *arrays)
+  else:
+    raise ValueError(f'unknown dataset {name!r}')
+  return arrays

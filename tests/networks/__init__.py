@@ -1,0 +1,1 @@
+"""Tests of tf_ipmssl.networks."""

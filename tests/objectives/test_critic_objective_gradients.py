@@ -1,0 +1,164 @@
+"""The full critic objective −L_D (SPEC §3): its value against NumPy, its gradient against
+central finite differences of that value in float64.
+
+The surrogate loss is what the trainer differentiates; its weight gradient must equal the
+gradient of the true objective values['critic_loss'] (same batches, same α seed), including
+the ρ/2·Ω² terms and the second derivatives behind Sobolev and GP. Penalty weights ρ are set
+large (the paper's 1e-7 would hide an error in those terms) and λ's nonzero.
+"""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.objectives import gradient_checks
+from tests.objectives import numpy_reference
+from tests.objectives import tiny_critics
+from tf_ipmssl.objectives import fisher
+from tf_ipmssl.objectives import gradient_penalty
+from tf_ipmssl.objectives import sobolev
+
+_ALPHA_SEED = tf.constant([4, 2], tf.int32)
+
+# name: (formulation, constraints, multipliers, has_batch_norm, reference_pairwise_f)
+_CASES = {
+    'kplus1_fisher_f_sobolev_fneg_batched': (
+        'kplus1', [fisher.Fisher('f', 0.3), sobolev.Sobolev('f-', 0.2)],
+        {'fisher_f': 0.7, 'sobolev_f_neg': -0.4}, False, False),
+    'kplus1_gp_fneg_batched': (
+        'kplus1', [gradient_penalty.GradientPenalty('f-')], {}, False, False),
+    'kplus1_fisher_fpos_sobolev_f_separate': (
+        'kplus1', [fisher.Fisher('f+', 0.5), sobolev.Sobolev('f', 0.1)],
+        {'fisher_f_pos': -0.6, 'sobolev_f': 0.9}, True, False),
+    'entropy_fisher_fpos_sobolev_f_gp_f_batched': (
+        'kplus1_entropy', [fisher.Fisher('f+', 0.4), sobolev.Sobolev('f', 0.3),
+                           gradient_penalty.GradientPenalty('f', 2.0)],
+        {'fisher_f_pos': 0.5, 'sobolev_f': -0.3}, False, False),
+    'entropy_fisher_f_gp_fneg_separate': (
+        'kplus1_entropy', [fisher.Fisher('f', 0.2),
+                           gradient_penalty.GradientPenalty('f-', per_example_alpha=False)],
+        {'fisher_f': 1.1}, True, False),
+    'plain_fisher_sobolev_separate': (
+        'plain', [fisher.Fisher('f', 0.3), sobolev.Sobolev('f', 0.3)],
+        {'fisher_f': 0.2, 'sobolev_f': 0.4}, True, False),
+    'kplus1_pairwise_fisher_f_sobolev_f_gp_fneg': (
+        'kplus1', [fisher.Fisher('f', 0.01), sobolev.Sobolev('f', 1e-4),
+                   gradient_penalty.GradientPenalty('f-', 1.0)],
+        {'fisher_f': 0.3, 'sobolev_f': 0.05}, False, True),
+}
+
+
+def _kwargs(case):
+  formulation, constraints, multipliers, _, pairwise = _CASES[case]
+  return dict(formulation=formulation, constraints=constraints, multipliers=multipliers,
+              reference_pairwise_f=pairwise, alpha_seed=_ALPHA_SEED, lambda_ce=1.5)
+
+
+@pytest.mark.parametrize('case', sorted(_CASES))
+def test_critic_loss_value_matches_numpy(case):
+  _, _, _, has_batch_norm, _ = _CASES[case]
+  critic = tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=11)
+  batches = tiny_critics.random_batches(seed=12)
+  kwargs = _kwargs(case)
+  result = gradient_checks.run_critic_objective(critic, batches, **kwargs)
+  gps = [c for c in kwargs['constraints'] if c.kind == 'gp']
+  alpha = gradient_penalty.interpolation_weights(
+      4, _ALPHA_SEED, per_example=gps[0].per_example_alpha if gps else True,
+      dtype=tf.float64).numpy()
+  expected, omegas = numpy_reference.critic_loss(
+      numpy_reference.NumpyMlp(critic.numpy_params()), *batches,
+      formulation=kwargs['formulation'], constraints=kwargs['constraints'],
+      multipliers=kwargs['multipliers'], lambda_ce=1.5, alpha=alpha,
+      pairwise=kwargs['reference_pairwise_f'])
+  np.testing.assert_allclose(result.values['critic_loss'].numpy(), expected, rtol=1e-10)
+  for name, omega in omegas.items():
+    np.testing.assert_allclose(result.values[f'omega/{name}'].numpy(), omega, rtol=1e-9,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize('case', sorted(_CASES))
+def test_surrogate_gradient_matches_finite_differences(case):
+  _, _, _, has_batch_norm, _ = _CASES[case]
+  critic = tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=13)
+  batches = tiny_critics.random_batches(seed=14)
+  kwargs = _kwargs(case)
+  grads, _ = gradient_checks.surrogate_gradients(critic, batches, **kwargs)
+  expected = gradient_checks.finite_difference_gradients(
+      lambda: gradient_checks.run_critic_objective(critic, batches, **kwargs)
+      .values['critic_loss'], critic.trainable_variables)
+  for variable, grad, fd in zip(critic.trainable_variables, grads, expected):
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8, err_msg=variable.path)
+
+
+def test_batch_norm_critic_gradient_matches_finite_differences():
+  """A real batch-norm layer: separate passes, and ∇_x h then mixes the examples of a pass."""
+  critic = tiny_critics.MlpCritic(batch_norm=True, seed=15)
+  batches = tiny_critics.random_batches(seed=16)
+  kwargs = dict(formulation='kplus1', alpha_seed=_ALPHA_SEED, multipliers={
+      'fisher_f': 0.4, 'sobolev_f_neg': -0.2},
+                constraints=[fisher.Fisher('f', 0.3), sobolev.Sobolev('f-', 0.2),
+                             gradient_penalty.GradientPenalty('f+', 1.0)])
+  grads, _ = gradient_checks.surrogate_gradients(critic, batches, **kwargs)
+  expected = gradient_checks.finite_difference_gradients(
+      lambda: gradient_checks.run_critic_objective(critic, batches, **kwargs)
+      .values['critic_loss'], critic.trainable_variables)
+  for variable, grad, fd in zip(critic.trainable_variables, grads, expected):
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8, err_msg=variable.path)
+
+
+def test_batch_norm_critic_sees_each_batch_in_its_own_pass():
+  critic = tiny_critics.MlpCritic(batch_norm=True, seed=17)
+  batches = tiny_critics.random_batches(seed=18)
+  result = gradient_checks.run_critic_objective(
+      critic, batches, formulation='kplus1', constraints=[fisher.Fisher()],
+      multipliers={'fisher_f': 0.0})
+
+  def mean_f(x):
+    fake, logits = critic(tf.constant(x), training=True)
+    return np.mean(numpy_reference.components(fake.numpy(), logits.numpy(), 'kplus1')['f'])
+
+  np.testing.assert_allclose(result.values['ipm'].numpy(),
+                             mean_f(batches[2]) - mean_f(batches[3]), rtol=1e-12)
+  stacked = np.concatenate(batches[2:])
+  fake, logits = critic(tf.constant(stacked), training=True)
+  f_joint = numpy_reference.components(fake.numpy(), logits.numpy(), 'kplus1')['f']
+  joint_ipm = f_joint[:4].mean() - f_joint[4:].mean()
+  assert abs(joint_ipm - result.values['ipm'].numpy()) > 1e-6  # One joint pass would differ.
+
+
+def test_batched_and_separate_passes_agree_for_a_per_example_critic():
+  batches = tiny_critics.random_batches(seed=19)
+  kwargs = _kwargs('entropy_fisher_fpos_sobolev_f_gp_f_batched')
+  results = []
+  for has_batch_norm in (False, True):
+    critic = tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=20)
+    results.append(gradient_checks.surrogate_gradients(critic, batches, **kwargs))
+  (grads_a, res_a), (grads_b, res_b) = results
+  for key, value in res_a.values.items():
+    np.testing.assert_allclose(value.numpy(), res_b.values[key].numpy(), rtol=1e-12)
+  for a, b in zip(grads_a, grads_b):
+    np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
+
+
+def test_float32_critic_under_tf_function_matches_eager():
+  """The trainer's setting: float32 weights and λ variables, inside a tf.function."""
+  critic = tiny_critics.MlpCritic(seed=21, dtype='float32')
+  batches = tiny_critics.random_batches(seed=22, dtype=np.float32)
+  multipliers = {'fisher_f': tf.Variable(0.5), 'sobolev_f_neg': tf.Variable(-0.25)}
+  kwargs = dict(formulation='kplus1', multipliers=multipliers, alpha_seed=_ALPHA_SEED,
+                constraints=[fisher.Fisher('f', 0.3), sobolev.Sobolev('f-', 0.2),
+                             gradient_penalty.GradientPenalty('f')])
+
+  eager_grads, eager = gradient_checks.surrogate_gradients(critic, batches, **kwargs)
+
+  @tf.function
+  def traced():
+    with tf.GradientTape() as tape:
+      result = gradient_checks.run_critic_objective(critic, batches, **kwargs)
+    return tape.gradient(result.surrogate_loss, critic.trainable_variables), result.values
+
+  graph_grads, graph = traced()
+  np.testing.assert_allclose(graph['critic_loss'].numpy(), eager.values['critic_loss'].numpy(),
+                             rtol=1e-5)
+  assert eager.values['critic_loss'].dtype == tf.float32
+  for a, b in zip(eager_grads, graph_grads):
+    np.testing.assert_allclose(b.numpy(), a, rtol=1e-4, atol=1e-6)

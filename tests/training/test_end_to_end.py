@@ -1,0 +1,115 @@
+"""bin/train end to end on tiny fake data, in subprocesses (issue: trainer and command line)."""
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.training import runs
+
+
+@pytest.fixture(scope='module')
+def finished_run(tmp_path_factory):
+  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
+  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stdout + result.stderr
+  return data_dir, model_dir, result
+
+
+def _event_tags(directory):
+  tags = set()
+  for name in tf.io.gfile.listdir(directory):
+    for record in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+      for value in record.summary.value:
+        tags.add(value.tag)
+  return tags
+
+
+def test_run_writes_everything(finished_run):
+  _, model_dir, result = finished_run
+  for name in ('config.gin', 'operative_config.gin', 'versions.json', 'metrics.json'):
+    assert os.path.isfile(os.path.join(model_dir, name)), name
+  assert tf.train.latest_checkpoint(os.path.join(model_dir, 'checkpoints')).endswith('ckpt-4')
+  assert tf.train.latest_checkpoint(os.path.join(model_dir, 'best')) is not None
+  assert os.path.isfile(os.path.join(model_dir, 'export', 'saved_model.pb'))
+  versions = json.load(open(os.path.join(model_dir, 'versions.json')))
+  assert versions['tensorflow'] == tf.__version__
+  assert 'train.constraints = [@Fisher()]' in open(os.path.join(model_dir, 'config.gin')).read()
+  operative = open(os.path.join(model_dir, 'operative_config.gin')).read()
+  assert 'build_critic.width = 0.0625' in operative
+  assert 'step 4/4' in result.stdout and 'Finished 4 steps' in result.stdout
+
+
+def test_progress_line_fields(finished_run):
+  _, _, result = finished_run
+  line = [l for l in result.stdout.splitlines() if l.startswith('step 4/4')][0]
+  for field in ('epoch', 'img/s', 'ETA', 'ce', 'ipm', 'omega/fisher_f', 'lambda/fisher_f',
+                'val_err'):
+    assert field in line, (field, line)
+
+
+def test_tensorboard_tags(finished_run):
+  _, model_dir, _ = finished_run
+  train_tags = _event_tags(os.path.join(model_dir, 'train'))
+  for tag in ('ce', 'ipm', 'critic_loss', 'generator_loss', 'omega/fisher_f', 'lambda/fisher_f',
+              'norm/v', 'norm/S', 'grad_norm/critic', 'grad_norm/generator',
+              'time/step_seconds', 'images_per_second', 'generator_samples'):
+    assert tag in train_tags, tag
+  assert {'eval/validation_error', 'eval/test_error'} <= _event_tags(
+      os.path.join(model_dir, 'eval'))
+
+
+def test_metrics_json(finished_run):
+  _, model_dir, _ = finished_run
+  metrics = json.load(open(os.path.join(model_dir, 'metrics.json')))
+  assert metrics['finished'] and metrics['step'] == 4 and metrics['total_steps'] == 4
+  for key in ('validation_error', 'test_error'):
+    assert 0.0 <= metrics['final'][key] <= 100.0
+  assert metrics['best']['step'] in (2, 4)
+  assert metrics['best']['validation_error'] <= metrics['final']['validation_error']
+  # λ_F after 4 steps of 2 critic iterations: 8 updates of ρ·Ω with Ω ≥ −1.
+  assert metrics['multipliers']['fisher_f'] >= -8 * 1e-7 - 1e-12
+
+
+def test_rerun_of_finished_run_does_nothing(finished_run):
+  data_dir, model_dir, _ = finished_run
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stderr
+  assert 'already finished' in result.stdout
+
+
+def test_resume_continues_from_saved_step(finished_run, tmp_path):
+  data_dir, _, _ = finished_run
+  model_dir = str(tmp_path / 'model')
+  first = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{'train.steps': 2}))
+  assert first.returncode == 0, first.stderr
+  # The training length may grow on resume; the run's identity stays.
+  second = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
+  assert second.returncode == 0, second.stderr
+  assert 'Resuming from' in second.stdout and 'ckpt-2' in second.stdout
+  assert 'step 4/4' in second.stdout and 'step 2/4' not in second.stdout
+
+
+def test_resume_with_other_config_is_refused(finished_run):
+  data_dir, model_dir, _ = finished_run
+  before = runs.checkpoint_values(tf.train.latest_checkpoint(
+      os.path.join(model_dir, 'checkpoints')))
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{'train.lambda_ce': 0.5}))
+  assert result.returncode == 1
+  assert 'different configuration' in result.stderr and 'Traceback' not in result.stderr
+  after = runs.checkpoint_values(tf.train.latest_checkpoint(
+      os.path.join(model_dir, 'checkpoints')))
+  assert before.keys() == after.keys()
+  assert all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def test_supervised_mode(finished_run, tmp_path):
+  data_dir, _, _ = finished_run
+  model_dir = str(tmp_path / 'model')
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{'train.mode': "'supervised'"}))
+  assert result.returncode == 0, result.stderr
+  metrics = json.load(open(os.path.join(model_dir, 'metrics.json')))
+  assert metrics['finished'] and metrics['multipliers'] == {}
+  assert 'Training supervised' in result.stdout

@@ -1,0 +1,94 @@
+"""SavedModel export: a fresh process predicts what the in-memory classifier predicts."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests import fixtures
+from tests.training import runs
+
+_RELOAD_SCRIPT = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+module = tf.saved_model.load(sys.argv[1])
+images = np.load(sys.argv[2])
+out = module.signatures['serving_default'](images=tf.constant(images))
+np.save(sys.argv[3], out['probabilities'].numpy())
+np.save(sys.argv[4], out['labels'].numpy())
+"""
+
+
+@pytest.fixture(scope='module')
+def exported_run(tmp_path_factory):
+  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
+  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{'train.steps': 2}))
+  assert result.returncode == 0, result.stderr
+  return data_dir, model_dir
+
+
+def test_reloaded_export_predicts_like_in_memory_model(exported_run, tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.data import pipelines  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import restore  # pylint: disable=g-import-not-at-top
+  _, model_dir = exported_run
+  images, _ = fixtures.fake_images_and_labels('fashion_mnist', 24, seed=7)
+  critic, dataset, _ = restore.load_critic(model_dir, 'latest')
+  assert dataset['image_shape'] == [28, 28, 1]
+  logits = critic.classify(pipelines.to_model_input(tf.constant(images)), training=False)
+  expected = tf.nn.softmax(logits).numpy()
+
+  np.save(tmp_path / 'images.npy', images)
+  subprocess.run([sys.executable, '-c', _RELOAD_SCRIPT, os.path.join(model_dir, 'export'),
+                  str(tmp_path / 'images.npy'), str(tmp_path / 'p.npy'), str(tmp_path / 'l.npy')],
+                 check=True, env=runs.environment(), timeout=300)
+  probabilities = np.load(tmp_path / 'p.npy')
+  np.testing.assert_allclose(probabilities, expected, rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(np.load(tmp_path / 'l.npy'), expected.argmax(-1))
+  np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+
+
+def test_export_rejects_wrong_shape_and_dtype(exported_run):
+  from tf_ipmssl import errors  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import export  # pylint: disable=g-import-not-at-top
+  _, model_dir = exported_run
+  classifier = export.LoadedClassifier(os.path.join(model_dir, 'export'))
+  good = np.zeros([2, 28, 28, 1], np.uint8)
+  assert classifier(good)['labels'].shape == (2,)
+  with pytest.raises(errors.UserError, match=r'shape \[N, 28, 28, 1\]'):
+    classifier(np.zeros([2, 32, 32, 1], np.uint8))
+  with pytest.raises(errors.UserError, match='uint8'):
+    classifier(good.astype(np.float32))
+  # The raw signature itself refuses a float input.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  module = tf.saved_model.load(os.path.join(model_dir, 'export'))
+  with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
+    module.signatures['serving_default'](images=tf.zeros([2, 28, 28, 1], tf.float32))
+
+
+def test_bin_export_and_evaluate(exported_run, tmp_path):
+  _, model_dir = exported_run
+  export_dir = str(tmp_path / 'best_export')
+  result = subprocess.run(
+      [sys.executable, str(runs.REPO_ROOT / 'bin' / 'export'), f'--model_dir={model_dir}',
+       '--checkpoint=best', f'--export_dir={export_dir}'],
+      capture_output=True, text=True, env=runs.environment(), timeout=300)
+  assert result.returncode == 0, result.stderr
+  assert os.path.isfile(os.path.join(export_dir, 'saved_model.pb'))
+  evaluations = []
+  for extra in ([], [f'--export_dir={os.path.join(model_dir, "export")}']):
+    result = subprocess.run(
+        [sys.executable, str(runs.REPO_ROOT / 'bin' / 'evaluate'), f'--model_dir={model_dir}',
+         '--split=test'] + extra, capture_output=True, text=True, env=runs.environment(),
+        timeout=300)
+    assert result.returncode == 0, result.stderr
+    evaluations.append(json.loads(result.stdout.strip().splitlines()[-1]))
+  metrics = json.load(open(os.path.join(model_dir, 'metrics.json')))
+  # The latest checkpoint and its export give the error the trainer logged at the end.
+  for evaluation in evaluations:
+    assert evaluation['examples'] == 40
+    assert evaluation['error'] == pytest.approx(metrics['final']['test_error'])

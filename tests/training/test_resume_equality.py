@@ -1,0 +1,54 @@
+"""A run killed (SIGKILL) mid-way and resumed ends with the weights of an uninterrupted run."""
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from tests.training import runs
+
+
+def _bindings(data_dir):
+  return runs.tiny_bindings(data_dir, **{
+      'train.steps': 8, 'train.checkpoint_every': 1, 'train.eval_every': 3,
+      'train.log_every': 1, 'train.deterministic_ops': True, 'train.export_classifier': False,
+      'train.constraints': '[@Fisher(), @Sobolev()]', 'Sobolev.component': "'f_neg'"})
+
+
+def test_kill_and_resume_matches_uninterrupted_run(tmp_path):
+  data_dir = runs.make_data(tmp_path / 'data')
+  reference_dir, killed_dir = str(tmp_path / 'reference'), str(tmp_path / 'killed')
+  reference = runs.run_train(reference_dir, _bindings(data_dir))
+  assert reference.returncode == 0, reference.stderr
+
+  process = subprocess.Popen(runs.train_command(killed_dir, _bindings(data_dir)),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=runs.environment(), cwd=str(runs.REPO_ROOT))
+  checkpoint_dir = os.path.join(killed_dir, 'checkpoints')
+  deadline = time.time() + 300
+  while time.time() < deadline and process.poll() is None:
+    latest = tf.train.latest_checkpoint(checkpoint_dir) if os.path.isdir(checkpoint_dir) else None
+    if latest and int(latest.rsplit('-', 1)[1]) >= 3:
+      break
+    time.sleep(0.05)
+  assert process.poll() is None, 'the run ended before it could be killed'
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  killed_at = int(tf.train.latest_checkpoint(checkpoint_dir).rsplit('-', 1)[1])
+  assert killed_at < 8
+
+  resumed = runs.run_train(killed_dir, _bindings(data_dir))
+  assert resumed.returncode == 0, resumed.stderr
+  assert 'Resuming from' in resumed.stdout
+
+  expected = runs.checkpoint_values(tf.train.latest_checkpoint(
+      os.path.join(reference_dir, 'checkpoints')))
+  actual = runs.checkpoint_values(tf.train.latest_checkpoint(checkpoint_dir))
+  assert expected.keys() == actual.keys()
+  names = [k for k in expected if 'critic' in k or 'generator' in k or 'lambda' in k
+           or 'multipliers' in k]
+  assert len(names) > 20
+  for name in expected:
+    np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)

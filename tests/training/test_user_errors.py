@@ -1,0 +1,78 @@
+"""User mistakes give one clear message and exit status 1, never a traceback."""
+import os
+
+import pytest
+
+from tests.training import runs
+
+
+@pytest.fixture(scope='module')
+def data_dir(tmp_path_factory):
+  return runs.make_data(tmp_path_factory.mktemp('data'))
+
+
+def _assert_user_error(result, *fragments):
+  assert result.returncode == 1, result.stdout + result.stderr
+  assert 'Traceback' not in result.stderr, result.stderr
+  error_lines = [l for l in result.stderr.splitlines() if l.startswith('error: ')]
+  assert len(error_lines) == 1, result.stderr
+  for fragment in fragments:
+    assert fragment in result.stderr, (fragment, result.stderr)
+
+
+def test_bad_gin_binding(data_dir, tmp_path):
+  result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(data_dir) + ['train.stepz = 3'])
+  _assert_user_error(result, "doesn't have a parameter named 'stepz'")
+
+
+def test_bad_gin_file_path(data_dir, tmp_path):
+  result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(data_dir),
+                          gin_files=['gin/does_not_exist.gin'])
+  _assert_user_error(result, 'gin/does_not_exist.gin does not exist')
+
+
+def test_missing_dataset(tmp_path):
+  empty = tmp_path / 'empty'
+  empty.mkdir()
+  result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(
+      str(empty), dataset='cifar10', **{'build_ssl_data.source': "'auto'"}))
+  _assert_user_error(result, "'cifar10' not found", str(empty))
+  assert not os.path.exists(tmp_path / 'm' / 'checkpoints')
+
+
+def test_impossible_label_count(data_dir, tmp_path):
+  result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(
+      data_dir, **{'build_ssl_data.num_labeled': 25}))
+  _assert_user_error(result, 'divisible')
+
+
+def test_constraint_on_missing_component(data_dir, tmp_path):
+  result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(
+      data_dir, **{'train.formulation': "'plain'", 'Fisher.component': "'f_neg'"}))
+  _assert_user_error(result, "'plain' formulation does not have")
+
+
+def test_design_card_config_fails_fast_without_cifar10(tmp_path, monkeypatch):
+  empty = tmp_path / 'home'
+  empty.mkdir()
+  monkeypatch.setenv('HOME', str(empty))
+  monkeypatch.delenv('TF_IPMSSL_DATA_DIR', raising=False)
+  result = runs.run_train(str(tmp_path / 'm'), [],
+                          gin_files=[str(runs.REPO_ROOT / 'gin' / 'cifar_fisher_ln.gin')])
+  _assert_user_error(result, "'cifar10' not found", 'cifar-10-python.tar.gz')
+
+
+def test_nan_stops_and_keeps_last_good_checkpoint(data_dir, tmp_path):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  model_dir = str(tmp_path / 'm')
+  # A huge learning rate: step 1's loss is finite, its update blows the weights up.
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{
+      'train.mode': "'supervised'", 'train.critic_learning_rate': 1e30, 'train.steps': 6, 'train.log_every': 1,
+      'train.checkpoint_every': 1, 'train.eval_every': 100}))
+  _assert_user_error(result, 'NaN or Inf', 'left intact')
+  latest = tf.train.latest_checkpoint(os.path.join(model_dir, 'checkpoints'))
+  assert latest is not None
+  values = runs.checkpoint_values(latest)
+  assert all(np.all(np.isfinite(v)) for v in values.values()
+             if np.issubdtype(np.asarray(v).dtype, np.floating))

@@ -1,0 +1,76 @@
+"""Shared plumbing of the bin/ programs: gin flags and user-error handling.
+
+A `UserError` (bad gin binding, missing dataset, impossible split, wrong input) is printed
+as one line `error: ...` on stderr with exit status 1 — no traceback. Anything else is a bug
+and keeps its traceback.
+"""
+import os
+import pathlib
+import sys
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+from absl import logging
+import gin
+
+from tf_ipmssl import errors
+
+REPO_GIN_DIR = pathlib.Path(__file__).resolve().parents[1] / 'gin'
+
+
+def define_gin_flags():
+  flags.DEFINE_multi_string('gin_file', [], 'gin config file(s), applied in order.')
+  flags.DEFINE_multi_string('gin_bindings', [],
+                            "gin binding(s), e.g. --gin_bindings='train.steps = 100'.")
+
+
+def _search_paths(gin_files):
+  """Where `include` statements are resolved: the repo's gin/ and each file's gin/ root."""
+  paths = [str(REPO_GIN_DIR)]
+  for name in gin_files:
+    for parent in pathlib.Path(name).resolve().parents:
+      paths.append(str(parent))
+      if parent.name == 'gin':
+        break
+  return list(dict.fromkeys(paths))
+
+
+def parse_gin(gin_files, gin_bindings):
+  """Parses gin files and bindings; any gin error becomes a ConfigError naming the fix."""
+  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  for name in gin_files:
+    if not os.path.isfile(name):
+      raise errors.ConfigError(f'gin file {name} does not exist (see gin/README.md for the '
+                               'list of configs, or `bin/cells`)')
+  for path in _search_paths(gin_files):
+    gin.add_config_file_search_path(path)
+  verbosity = logging.get_verbosity()
+  # gin logs an ERROR for every search path an `include` is not found in before the one
+  # where it is; real failures raise.
+  logging.set_verbosity(logging.FATAL)
+  try:
+    gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
+  except Exception as e:  # gin raises ValueError, KeyError, SyntaxError, IOError...
+    message = str(e).strip().replace('\n', ' ')
+    raise errors.ConfigError(
+        f'bad gin configuration: {message}. Check the spelling of the binding against the '
+        'parameters documented in tf_ipmssl (e.g. `train.steps = 100`).') from None
+  finally:
+    logging.set_verbosity(verbosity)
+
+
+def run(main):
+  """absl app.run with user errors reported in one line and exit status 1."""
+  def wrapped(argv):
+    logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines drown the progress lines.
+    try:
+      return main(argv)
+    except errors.UserError as e:
+      # gin appends "In call to configurable ..." lines: context for bugs, noise here.
+      message = '\n'.join(line for line in str(e).splitlines()
+                          if not line.strip().startswith('In call to configurable'))
+      print(f'error: {message}', file=sys.stderr, flush=True)
+      sys.exit(1)
+  app.run(wrapped)

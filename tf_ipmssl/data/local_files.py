@@ -1,0 +1,366 @@
+"""Readers of the original distribution files of CIFAR-10, SVHN and Fashion-MNIST.
+
+These are the files the dataset authors publish (SPEC.md section 6), read as they are
+downloaded, so that no conversion step or network access is needed:
+
+- CIFAR-10: the python pickles `data_batch_1`..`data_batch_5` and `test_batch`, in the
+  `cifar-10-batches-py/` directory or inside `cifar-10-python.tar.gz` (read without
+  extracting it to disk).
+- SVHN cropped digits: `train_32x32.mat`, `test_32x32.mat`, `extra_32x32.mat` (MATLAB v5;
+  `X` is [32, 32, 3, N]; label 10 means digit 0).
+- Fashion-MNIST: the IDX files `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`,
+  `t10k-images-idx3-ubyte`, `t10k-labels-idx1-ubyte`, gzipped (`.gz`) or not.
+
+Every reader returns images as uint8 [N, H, W, C] and labels as int64 [N], and checks the
+format (magic numbers, shapes, label range) so that a truncated or foreign file raises
+`CorruptDatasetFileError` naming the file, instead of training on garbage.
+"""
+import codecs
+import dataclasses
+import gzip
+import io
+import os
+import pickle
+import struct
+import tarfile
+from typing import Callable, Optional, Tuple
+
+import numpy as np
+import scipy.io
+
+from tf_ipmssl import errors
+
+# (train_images, train_labels, test_images, test_labels).
+Arrays = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+CIFAR10_DIRNAME = 'cifar-10-batches-py'
+CIFAR10_TARBALL = 'cifar-10-python.tar.gz'
+CIFAR10_TRAIN_FILES = tuple(f'data_batch_{i}' for i in range(1, 6))
+CIFAR10_TEST_FILE = 'test_batch'
+CIFAR10_NUM_CLASSES = 10
+
+SVHN_TRAIN_FILE = 'train_32x32.mat'
+SVHN_TEST_FILE = 'test_32x32.mat'
+SVHN_EXTRA_FILE = 'extra_32x32.mat'
+
+FASHION_MNIST_TRAIN_IMAGES = 'train-images-idx3-ubyte'
+FASHION_MNIST_TRAIN_LABELS = 'train-labels-idx1-ubyte'
+FASHION_MNIST_TEST_IMAGES = 't10k-images-idx3-ubyte'
+FASHION_MNIST_TEST_LABELS = 't10k-labels-idx1-ubyte'
+FASHION_MNIST_FILES = (FASHION_MNIST_TRAIN_IMAGES, FASHION_MNIST_TRAIN_LABELS,
+                       FASHION_MNIST_TEST_IMAGES, FASHION_MNIST_TEST_LABELS)
+FASHION_MNIST_NUM_CLASSES = 10
+
+# IDX magic numbers: 0x0000 0x08 (unsigned byte) then the number of dimensions.
+IDX_IMAGES_MAGIC = 2051
+IDX_LABELS_MAGIC = 2049
+
+
+class CorruptDatasetFileError(errors.UserError):
+  """A dataset file exists but does not hold what its format promises."""
+
+
+def _corrupt(path: str, problem: str) -> CorruptDatasetFileError:
+  return CorruptDatasetFileError(
+      f'{path} is not a valid dataset file: {problem}. Delete it and download the '
+      'original file again.')
+
+
+def _check_labels(path: str, labels: np.ndarray, num_classes: int) -> np.ndarray:
+  labels = np.asarray(labels)
+  if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+    raise _corrupt(path, f'labels have shape {labels.shape} and dtype {labels.dtype}, '
+                   'expected a vector of integers')
+  if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+    raise _corrupt(path, f'labels span [{labels.min()}, {labels.max()}], expected '
+                   f'[0, {num_classes - 1}]')
+  return labels.astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# CIFAR-10
+
+
+class _CifarUnpickler(pickle.Unpickler):
+  """Unpickles only what CIFAR-10 batches hold: dicts, lists, bytes and numpy arrays.
+
+  The batches are pickles; restricting the classes they may name keeps a foreign file
+  from running code when it is read.
+  """
+
+  _ALLOWED = {
+      ('numpy.core.multiarray', '_reconstruct'),
+      ('numpy._core.multiarray', '_reconstruct'),
+      ('numpy.core.multiarray', 'scalar'),
+      ('numpy._core.multiarray', 'scalar'),
+      ('numpy', 'ndarray'),
+      ('numpy', 'dtype'),
+      ('_codecs', 'encode'),
+  }
+
+  def find_class(self, module, name):
+    if (module, name) not in self._ALLOWED:
+      raise pickle.UnpicklingError(f'unexpected object {module}.{name}')
+    if module == '_codecs':
+      return codecs.encode
+    if module.endswith('multiarray'):
+      return getattr(_numpy_multiarray(), name)
+    return getattr(np, name)
+
+
+def _numpy_multiarray():
+  try:
+    from numpy._core import multiarray  # pylint: disable=g-import-not-at-top
+  except ImportError:  # numpy < 2
+    from numpy.core import multiarray  # pylint: disable=g-import-not-at-top
+  return multiarray
+
+
+def read_cifar10_batch(fileobj, path: str) -> Tuple[np.ndarray, np.ndarray]:
+  """Reads one CIFAR-10 batch pickle: b'data' uint8 [N, 3072] channel-major, b'labels'.
+
+  Args:
+    fileobj: a binary file object holding the pickle.
+    path: the name to show in error messages.
+
+  Returns:
+    images uint8 [N, 32, 32, 3], labels int64 [N].
+  """
+  try:
+    batch = _CifarUnpickler(fileobj, encoding='bytes').load()
+  except Exception as e:  # pickle raises many types on foreign bytes.
+    raise _corrupt(path, f'cannot unpickle it ({e})') from e
+  if not isinstance(batch, dict):
+    raise _corrupt(path, f'holds a {type(batch).__name__}, expected a dict')
+  # The original (python 2) pickles have bytes keys; re-pickled copies may have str keys.
+  batch = {k.decode('latin1') if isinstance(k, bytes) else k: v for k, v in batch.items()}
+  if 'data' not in batch or 'labels' not in batch:
+    raise _corrupt(path, f'keys {sorted(batch)} lack "data" and "labels"')
+  data = np.asarray(batch['data'])
+  if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
+    raise _corrupt(path, f'data has shape {data.shape} and dtype {data.dtype}, '
+                   'expected uint8 [N, 3072]')
+  try:
+    labels = np.asarray(batch['labels'], dtype=np.int64).reshape(-1)
+  except (TypeError, ValueError) as e:
+    raise _corrupt(path, f'labels are not integers ({e})') from e
+  labels = _check_labels(path, labels, CIFAR10_NUM_CLASSES)
+  if len(labels) != len(data):
+    raise _corrupt(path, f'{len(data)} images but {len(labels)} labels')
+  images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+  return np.ascontiguousarray(images), labels
+
+
+def _concatenate(parts) -> Tuple[np.ndarray, np.ndarray]:
+  images, labels = zip(*parts)
+  return np.concatenate(images), np.concatenate(labels)
+
+
+def read_cifar10_dir(directory: str) -> Arrays:
+  """Reads an extracted `cifar-10-batches-py/` directory (data_batch_1..5, test_batch)."""
+  def read(name):
+    path = os.path.join(directory, name)
+    with open(path, 'rb') as f:
+      return read_cifar10_batch(f, path)
+
+  train = _concatenate(read(name) for name in CIFAR10_TRAIN_FILES)
+  return train + read(CIFAR10_TEST_FILE)
+
+
+def read_cifar10_tarball(path: str) -> Arrays:
+  """Reads `cifar-10-python.tar.gz` in memory, without extracting it to disk."""
+  try:
+    with tarfile.open(path, 'r:gz') as tar:
+      members = {os.path.basename(m.name): m for m in tar.getmembers() if m.isfile()}
+      missing = [n for n in CIFAR10_TRAIN_FILES + (CIFAR10_TEST_FILE,)
+                 if n not in members]
+      if missing:
+        raise _corrupt(path, f'the archive lacks {", ".join(missing)}')
+
+      def read(name):
+        member = members[name]
+        return read_cifar10_batch(io.BytesIO(tar.extractfile(member).read()),
+                                  f'{path}:{member.name}')
+
+      train = _concatenate(read(name) for name in CIFAR10_TRAIN_FILES)
+      return train + read(CIFAR10_TEST_FILE)
+  except (tarfile.TarError, OSError, EOFError) as e:
+    raise _corrupt(path, f'cannot read the gzipped tar archive ({e})') from e
+
+
+# ---------------------------------------------------------------------------------------
+# SVHN
+
+
+def read_svhn_mat(path: str) -> Tuple[np.ndarray, np.ndarray]:
+  """Reads an SVHN cropped-digits .mat file: X [32, 32, 3, N], y [N, 1], 10 = digit 0.
+
+  Returns:
+    images uint8 [N, 32, 32, 3], labels int64 [N] in 0..9.
+  """
+  try:
+    mat = scipy.io.loadmat(path, variable_names=('X', 'y'))
+  except Exception as e:  # scipy raises ValueError, TypeError, OSError, ... on bad files.
+    raise _corrupt(path, f'cannot read it as a MATLAB v5 file ({e})') from e
+  if 'X' not in mat or 'y' not in mat:
+    raise _corrupt(path, 'it lacks the variables X and y')
+  x, y = np.asarray(mat['X']), np.asarray(mat['y'])
+  if x.ndim != 4 or x.shape[:3] != (32, 32, 3):
+    raise _corrupt(path, f'X has shape {x.shape}, expected [32, 32, 3, N]')
+  if x.dtype != np.uint8:
+    raise _corrupt(path, f'X has dtype {x.dtype}, expected uint8')
+  y = y.reshape(-1)
+  if len(y) != x.shape[3]:
+    raise _corrupt(path, f'{x.shape[3]} images but {len(y)} labels')
+  if not np.all(np.equal(np.mod(y, 1), 0)):
+    raise _corrupt(path, 'labels are not integers')
+  # Label 10 is digit 0 in the original files (SPEC.md section 6).
+  labels = _check_labels(path, y.astype(np.int64), 11) % 10
+  return np.ascontiguousarray(x.transpose(3, 0, 1, 2)), labels
+
+
+# ---------------------------------------------------------------------------------------
+# Fashion-MNIST
+
+
+def read_idx(path: str, magic: int) -> np.ndarray:
+  """Reads an IDX file of unsigned bytes (gzipped when `path` ends in .gz).
+
+  Args:
+    path: the file.
+    magic: the expected magic number, IDX_IMAGES_MAGIC (3 dims) or IDX_LABELS_MAGIC (1).
+
+  Returns:
+    uint8 array with the dimensions stored in the header.
+  """
+  try:
+    opener = gzip.open if path.endswith('.gz') else open
+    with opener(path, 'rb') as f:
+      content = f.read()
+  except (OSError, EOFError) as e:
+    raise _corrupt(path, f'cannot read it ({e})') from e
+  if len(content) < 4:
+    raise _corrupt(path, 'it is shorter than an IDX header')
+  (found,) = struct.unpack('>I', content[:4])
+  if found != magic:
+    raise _corrupt(path, f'magic number {found}, expected {magic}')
+  ndim = magic & 0xFF
+  header = 4 + 4 * ndim
+  if len(content) < header:
+    raise _corrupt(path, 'it is shorter than its IDX header')
+  shape = struct.unpack(f'>{ndim}I', content[4:header])
+  if len(content) - header != int(np.prod(shape)):
+    raise _corrupt(path, f'header says {shape} bytes of data but it holds '
+                   f'{len(content) - header}')
+  return np.frombuffer(content, dtype=np.uint8, offset=header).reshape(shape)
+
+
+def fashion_mnist_path(directory: str, stem: str) -> Optional[str]:
+  """The path of a Fashion-MNIST file in `directory`, gzipped or not; None if absent."""
+  for name in (stem + '.gz', stem):
+    path = os.path.join(directory, name)
+    if os.path.isfile(path):
+      return path
+  return None
+
+
+def read_fashion_mnist_dir(directory: str) -> Arrays:
+  """Reads the four Fashion-MNIST IDX files from `directory` (.gz or uncompressed).
+
+  Returns:
+    train images uint8 [60000, 28, 28, 1], labels int64, and the same for test.
+  """
+  arrays = []
+  for images_stem, labels_stem in ((FASHION_MNIST_TRAIN_IMAGES, FASHION_MNIST_TRAIN_LABELS),
+                                   (FASHION_MNIST_TEST_IMAGES, FASHION_MNIST_TEST_LABELS)):
+    images_path = fashion_mnist_path(directory, images_stem)
+    labels_path = fashion_mnist_path(directory, labels_stem)
+    images = read_idx(images_path, IDX_IMAGES_MAGIC)
+    if images.shape[1:] != (28, 28):
+      raise _corrupt(images_path, f'images are {images.shape[1]}x{images.shape[2]}, '
+                     'expected 28x28')
+    labels = _check_labels(labels_path, read_idx(labels_path, IDX_LABELS_MAGIC),
+                           FASHION_MNIST_NUM_CLASSES)
+    if len(images) != len(labels):
+      raise _corrupt(labels_path, f'{len(labels)} labels for the {len(images)} images '
+                     f'of {images_path}')
+    arrays += [np.ascontiguousarray(images[..., np.newaxis]), labels]
+  return tuple(arrays)
+
+
+# ---------------------------------------------------------------------------------------
+# Finding a copy in a directory
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalCopy:
+  """A copy of a dataset found on disk, not yet read.
+
+  Attributes:
+    description: where it is, for `ImageDataset.source` (e.g. the directory).
+    read: reads it; returns train images, train labels, test images, test labels.
+  """
+  description: str
+  read: Callable[[], Arrays]
+
+
+def expected_files(name: str, include_extra: bool = False) -> str:
+  """Which files `find_local_copy` looks for, in words, for error messages."""
+  if name == 'cifar10':
+    batches = f'{", ".join(CIFAR10_TRAIN_FILES)}, {CIFAR10_TEST_FILE}'
+    return f'{batches} (directly or under {CIFAR10_DIRNAME}/), or {CIFAR10_TARBALL}'
+  if name == 'svhn':
+    files = [SVHN_TRAIN_FILE, SVHN_TEST_FILE] + ([SVHN_EXTRA_FILE] if include_extra else [])
+    return ', '.join(files)
+  if name == 'fashion_mnist':
+    return ', '.join(f + '[.gz]' for f in FASHION_MNIST_FILES)
+  raise ValueError(f'unknown dataset {name!r}')
+
+
+def _all_files(directory: str, names) -> bool:
+  return all(os.path.isfile(os.path.join(directory, n)) for n in names)
+
+
+def _read_svhn_dir(directory: str, include_extra: bool) -> Arrays:
+  train_images, train_labels = read_svhn_mat(os.path.join(directory, SVHN_TRAIN_FILE))
+  if include_extra:
+    extra_images, extra_labels = read_svhn_mat(os.path.join(directory, SVHN_EXTRA_FILE))
+    train_images = np.concatenate([train_images, extra_images])
+    train_labels = np.concatenate([train_labels, extra_labels])
+  return (train_images, train_labels) + read_svhn_mat(
+      os.path.join(directory, SVHN_TEST_FILE))
+
+
+def find_local_copy(name: str, directory: str,
+                    include_extra: bool = False) -> Optional[LocalCopy]:
+  """Looks for the original files of dataset `name` in `directory` (not recursively).
+
+  Args:
+    name: 'cifar10', 'svhn' or 'fashion_mnist'.
+    directory: where to look.
+    include_extra: SVHN only: also require `extra_32x32.mat` and append it to train.
+
+  Returns:
+    The copy found, or None when the directory lacks any of the required files.
+  """
+  if not os.path.isdir(directory):
+    return None
+  if name == 'cifar10':
+    batches = CIFAR10_TRAIN_FILES + (CIFAR10_TEST_FILE,)
+    for batch_dir in (directory, os.path.join(directory, CIFAR10_DIRNAME)):
+      if _all_files(batch_dir, batches):
+        return LocalCopy(batch_dir, lambda d=batch_dir: read_cifar10_dir(d))
+    tarball = os.path.join(directory, CIFAR10_TARBALL)
+    if os.path.isfile(tarball):
+      return LocalCopy(tarball, lambda: read_cifar10_tarball(tarball))
+    return None
+  if name == 'svhn':
+    files = [SVHN_TRAIN_FILE, SVHN_TEST_FILE] + ([SVHN_EXTRA_FILE] if include_extra else [])
+    if not _all_files(directory, files):
+      return None
+    return LocalCopy(directory, lambda: _read_svhn_dir(directory, include_extra))
+  if name == 'fashion_mnist':
+    if not all(fashion_mnist_path(directory, f) for f in FASHION_MNIST_FILES):
+      return None
+    return LocalCopy(directory, lambda: read_fashion_mnist_dir(directory))
+  raise ValueError(f'unknown dataset {name!r}')

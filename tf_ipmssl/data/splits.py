@@ -1,0 +1,141 @@
+"""Labeled / validation / unlabeled splits of a training set (SPEC.md section 6).
+
+- validation: `validation_size` examples drawn at random from train, held out of
+  everything else (model selection, hyperparameters).
+- unlabeled: train minus validation; the labeled examples are included, as in the paper.
+- labeled: exactly num_labeled / K examples of each class, drawn from train minus
+  validation; `num_labeled=None` labels every non-validation example (the supervised
+  all-labels baseline of Appendix C).
+
+The draws use `np.random.Generator(np.random.PCG64(seed))`, never global state, so a
+label-split seed names the same split on every machine.
+"""
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+from tf_ipmssl import errors
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SplitIndices:
+  """Sorted int64 indices into the training split."""
+  labeled: np.ndarray
+  validation: np.ndarray
+  unlabeled: np.ndarray
+
+
+def _check_count(name: str, value, minimum: int, fix: str = ''):
+  """Raises SplitError unless `value` is an integer >= minimum."""
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    raise errors.SplitError(f'{name}={value!r} must be an integer{fix}.')
+  if value < minimum:
+    raise errors.SplitError(f'{name}={value} must be at least {minimum}{fix}.')
+
+
+def make_splits(labels, num_classes: int, num_labeled: Optional[int],
+                validation_size: int, seed: int) -> SplitIndices:
+  """Draws the labeled, validation and unlabeled indices of a training set.
+
+  Args:
+    labels: int [N] class of each training example, in [0, num_classes).
+    num_classes: K.
+    num_labeled: total labeled examples, a multiple of K (N/K per class); None for all
+      non-validation examples.
+    validation_size: examples held out for validation (may be 0).
+    seed: the label-split seed.
+
+  Returns:
+    SplitIndices, each sorted int64.
+
+  Raises:
+    SplitError: the request is impossible; the message names the fix.
+  """
+  labels = np.asarray(labels)
+  if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+    raise errors.SplitError(
+        f'labels must be a vector of integers, got shape {labels.shape} '
+        f'and dtype {labels.dtype}.')
+  num_examples = len(labels)
+  _check_count('num_classes', num_classes, 1)
+  _check_count('validation_size', validation_size, 0)
+  _check_count('seed', seed, 0)
+  if num_labeled is not None:
+    _check_count('num_labeled', num_labeled, 1,
+                 '; use num_labeled=None to label every non-validation example')
+    if num_labeled % num_classes:
+      lower = max(num_classes, num_labeled - num_labeled % num_classes)
+      raise errors.SplitError(
+          f'num_labeled={num_labeled} is not divisible by num_classes={num_classes}; '
+          f'use a multiple of {num_classes} (e.g. {lower}) so that every class gets '
+          'the same number of labels.')
+  if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+    raise errors.SplitError(
+        f'labels span [{labels.min()}, {labels.max()}], outside [0, {num_classes - 1}]; '
+        'num_classes does not match the dataset.')
+  if validation_size >= num_examples:
+    raise errors.SplitError(
+        f'validation_size={validation_size} must be smaller than the {num_examples} '
+        'training examples; lower validation_size.')
+
+  rng = np.random.Generator(np.random.PCG64(seed))
+  order = rng.permutation(num_examples)
+  validation = np.sort(order[:validation_size])
+  unlabeled = np.sort(order[validation_size:])
+
+  if num_labeled is None:
+    labeled = unlabeled
+  else:
+    per_class = num_labeled // num_classes
+    remaining = labels[unlabeled]
+    counts = np.bincount(remaining, minlength=num_classes)
+    short = int(np.argmin(counts))
+    if counts[short] < per_class:
+      raise errors.SplitError(
+          f'num_labeled={num_labeled} needs {per_class} labeled examples per class, but '
+          f'class {short} has only {counts[short]} training examples left after holding '
+          f'out validation_size={validation_size}; lower num_labeled to at most '
+          f'{counts.min() * num_classes} or lower validation_size.')
+    chosen = []
+    for c in range(num_classes):
+      candidates = unlabeled[remaining == c]
+      chosen.append(candidates[rng.permutation(len(candidates))[:per_class]])
+    labeled = np.sort(np.concatenate(chosen))
+
+  return SplitIndices(
+      labeled=labeled.astype(np.int64),
+      validation=validation.astype(np.int64),
+      unlabeled=unlabeled.astype(np.int64))
+
+
+def subset_indices(labels, max_examples: Optional[int], seed: int = 0) -> np.ndarray:
+  """A seeded, class-balanced subset of at most `max_examples` examples, sorted.
+
+  For quick CPU smoke runs on a fraction of a dataset. Examples are ordered by a seeded
+  permutation, then dealt round-robin over the classes, and the first `max_examples`
+  kept: every class gets the same count (+-1) while it has examples, after which the
+  remaining classes fill in (a plain random subset). A smaller subset is a prefix of a
+  larger one with the same seed.
+
+  Args:
+    labels: int [N].
+    max_examples: the size cap; None (or >= N) keeps everything.
+    seed: seed of the permutation.
+
+  Returns:
+    Sorted int64 indices.
+  """
+  labels = np.asarray(labels)
+  num_examples = len(labels)
+  if max_examples is None or max_examples >= num_examples:
+    return np.arange(num_examples, dtype=np.int64)
+  order = np.random.Generator(np.random.PCG64(seed)).permutation(num_examples)
+  ordered_labels = labels[order]
+  # Rank of each example among the examples of its class, in permutation order.
+  rank = np.empty(num_examples, np.int64)
+  for c in np.unique(ordered_labels):
+    members = ordered_labels == c
+    rank[members] = np.arange(members.sum())
+  dealt = order[np.lexsort((ordered_labels, rank))]
+  return np.sort(dealt[:max_examples]).astype(np.int64)

@@ -1,0 +1,139 @@
+"""The data of one SSL run: a dataset cut into labeled, unlabeled, validation and test.
+
+`build_ssl_data` is the gin-configurable boundary between the data layer and the
+trainer (SPEC.md section 6): it loads a dataset (`datasets.load_dataset`), optionally
+shrinks it for smoke runs, and applies the label split (`splits.make_splits`).
+"""
+import dataclasses
+from typing import Optional, Tuple
+
+import gin
+import numpy as np
+
+from tf_ipmssl import errors
+from tf_ipmssl.data import datasets
+from tf_ipmssl.data import splits as splits_lib
+
+# Seed of the `max_*_examples` subsets. Fixed, not the split seed: a shrunken dataset is
+# the same dataset for every label split drawn from it.
+SUBSET_SEED = 0
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SSLData:
+  """Arrays of one SSL run. Images uint8 [N, H, W, C] (native size), labels int64 [N].
+
+  Attributes:
+    name: dataset name.
+    num_classes: K.
+    image_shape: native (H, W, C), before `pipelines.to_model_input` pads to 32x32.
+    labeled_images, labeled_labels: the labeled examples (num_labeled of them).
+    unlabeled_images: train minus validation (the labeled examples included).
+    validation_images, validation_labels: held out of train for model selection.
+    test_images, test_labels: the test split, for the reported error rate.
+    splits: indices of the three train subsets into the (possibly shrunken) train split.
+    source: where the dataset was loaded from.
+  """
+  name: str
+  num_classes: int
+  image_shape: Tuple[int, int, int]
+  labeled_images: np.ndarray
+  labeled_labels: np.ndarray
+  unlabeled_images: np.ndarray
+  validation_images: np.ndarray
+  validation_labels: np.ndarray
+  test_images: np.ndarray
+  test_labels: np.ndarray
+  splits: splits_lib.SplitIndices
+  source: str
+
+
+def _check_max_examples(name: str, value):
+  if value is None:
+    return
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    raise errors.ConfigError(
+        f'{name}={value!r} must be a positive integer, or None for the whole split.')
+
+
+def _shrink(images, labels, max_examples):
+  """The `splits.subset_indices` subset of (images, labels); no copy when None."""
+  if max_examples is None:
+    return images, labels
+  keep = splits_lib.subset_indices(labels, max_examples, SUBSET_SEED)
+  return images[keep], labels[keep]
+
+
+@gin.configurable
+def build_ssl_data(dataset: str = gin.REQUIRED,
+                   source: str = 'auto',
+                   data_dir: Optional[str] = None,
+                   num_labeled: Optional[int] = 4000,
+                   validation_size: int = 5000,
+                   split_seed: int = 0,
+                   include_extra: bool = False,
+                   download: bool = False,
+                   max_train_examples: Optional[int] = None,
+                   max_test_examples: Optional[int] = None) -> SSLData:
+  """Loads `dataset` and splits its training set for semi-supervised learning.
+
+  Args:
+    dataset: 'cifar10', 'svhn' or 'fashion_mnist'.
+    source: 'auto', 'local' or 'tfds' (see `datasets.load_dataset`).
+    data_dir: directory searched first for the data (also TFDS's data_dir).
+    num_labeled: labels in total, num_labeled / K per class; None labels every
+      non-validation example (the supervised all-labels baseline).
+    validation_size: training examples held out for validation (0 for none).
+    split_seed: the label-split seed, part of a run's identity.
+    include_extra: SVHN only: append the 'extra' examples to train.
+    download: let TFDS download the dataset if it is not found.
+    max_train_examples: for quick CPU smoke runs only: keep a class-balanced subset of
+      at most this many training examples (seeded with SUBSET_SEED, see
+      `splits.subset_indices`) before splitting. None keeps all; results on a subset
+      are not the paper's numbers.
+    max_test_examples: likewise for the test split.
+
+  Returns:
+    SSLData.
+
+  Raises:
+    ConfigError: unknown dataset or source, bad max_*_examples or include_extra.
+    SplitError: impossible num_labeled / validation_size.
+    DatasetNotFoundError: the dataset is nowhere to be found.
+  """
+  _check_max_examples('max_train_examples', max_train_examples)
+  _check_max_examples('max_test_examples', max_test_examples)
+  data = datasets.load_dataset(dataset, source=source, data_dir=data_dir,
+                               include_extra=include_extra, download=download)
+
+  train_images, train_labels = _shrink(data.train_images, data.train_labels,
+                                       max_train_examples)
+  test_images, test_labels = _shrink(data.test_images, data.test_labels,
+                                     max_test_examples)
+  where = data.source
+  if max_train_examples is not None or max_test_examples is not None:
+    where += (f' (subset: {len(train_labels)} train, {len(test_labels)} test examples)')
+
+  try:
+    split = splits_lib.make_splits(train_labels, data.num_classes, num_labeled,
+                                   validation_size, split_seed)
+  except errors.SplitError as e:
+    if max_train_examples is None:
+      raise
+    raise errors.SplitError(
+        f'{e} (The training split was cut to max_train_examples={max_train_examples}; '
+        'raising it is another fix.)') from e
+
+  return SSLData(
+      name=data.name,
+      num_classes=data.num_classes,
+      image_shape=data.image_shape,
+      labeled_images=train_images[split.labeled],
+      labeled_labels=train_labels[split.labeled],
+      unlabeled_images=train_images[split.unlabeled],
+      validation_images=train_images[split.validation],
+      validation_labels=train_labels[split.validation],
+      test_images=test_images,
+      test_labels=test_labels,
+      splits=split,
+      source=where)

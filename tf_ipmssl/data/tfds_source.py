@@ -1,0 +1,81 @@
+"""Loading the datasets through TensorFlow Datasets (TFDS), as numpy arrays.
+
+TFDS is the second source `load_dataset` tries (after the original files, see
+`local_files`). It is offline-friendly by default: without `download=True` a dataset that
+TFDS has not prepared in its data_dir counts as not found, instead of starting a download.
+"""
+from typing import Tuple
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+from tf_ipmssl import errors
+
+# Our dataset names -> TFDS names.
+TFDS_NAMES = {
+    'cifar10': 'cifar10',
+    'svhn': 'svhn_cropped',
+    'fashion_mnist': 'fashion_mnist',
+}
+
+# Examples per batch when reading a split into memory. A finite size rather than
+# TFDS's batch_size=-1, which pads to `sys.maxsize` and aborts the process when the split
+# sizes are unknown (as under `tfds.testing.mock_data` without metadata files).
+_READ_BATCH = 8192
+
+
+def tfds_data_dir(name: str, data_dir=None) -> str:
+  """The directory where TFDS keeps (or would keep) dataset `name` prepared."""
+  return tfds.builder(TFDS_NAMES[name], data_dir=data_dir).data_dir
+
+
+def _read_split(builder, split: str) -> Tuple[np.ndarray, np.ndarray]:
+  ds = builder.as_dataset(split=split, as_supervised=True, batch_size=_READ_BATCH,
+                          shuffle_files=False)
+  images, labels = [], []
+  for batch_images, batch_labels in tfds.as_numpy(ds):
+    images.append(batch_images)
+    labels.append(batch_labels)
+  shape = builder.info.features['image'].shape
+  if not images:
+    return np.zeros((0,) + tuple(shape), np.uint8), np.zeros((0,), np.int64)
+  return (np.concatenate(images).astype(np.uint8, copy=False),
+          np.concatenate(labels).astype(np.int64, copy=False))
+
+
+def load_tfds(name: str, data_dir=None, include_extra: bool = False,
+              download: bool = False):
+  """Loads dataset `name` from TFDS.
+
+  Args:
+    name: 'cifar10', 'svhn' or 'fashion_mnist'.
+    data_dir: TFDS data_dir; None for TFDS's default ($TFDS_DATA_DIR or
+      ~/tensorflow_datasets).
+    include_extra: SVHN only: train is the 'train+extra' split.
+    download: download and prepare the dataset when TFDS does not have it.
+
+  Returns:
+    (train_images uint8 [N,H,W,C], train_labels int64 [N], test_images, test_labels,
+    source) where source says where it came from.
+
+  Raises:
+    DatasetNotFoundError: TFDS has not prepared it and `download` is False, or the
+      download failed; the message names the TFDS directory.
+  """
+  tfds_name = TFDS_NAMES[name]
+  builder = tfds.builder(tfds_name, data_dir=data_dir)
+  where = f'TFDS {tfds_name} in {builder.data_dir}'
+  if download:
+    try:
+      builder.download_and_prepare()
+    except Exception as e:  # Network and disk failures come in many types.
+      raise errors.DatasetNotFoundError(f'{where}: download failed ({e})') from e
+  train_split = 'train+extra' if include_extra else 'train'
+  try:
+    train = _read_split(builder, train_split)
+    test = _read_split(builder, 'test')
+  except AssertionError as e:
+    # What TFDS raises when the dataset is not prepared in data_dir.
+    raise errors.DatasetNotFoundError(
+        f'{where}: not prepared (download=False)') from e
+  return train + test + (f'tfds:{tfds_name} ({train_split}/test) in {builder.data_dir}',)

@@ -1,0 +1,220 @@
+"""The critic of SPEC §1: a Salimans-style 32x32 CNN body Φ with heads v (fake) and S (classes).
+
+  fake_logit = v · Φ(x)          (Dense(1), no bias)
+  class_logits = S(Φ(x)) = W_S Φ(x) + b_S   (Dense(K), with bias)
+
+Φ, layer by layer (width multiplier w scales 96 / 192 / 384; Norm is SPEC §4's choice):
+
+   0  Dropout(0.2)                                            32x32xC
+   1  Conv 3x3 s1 'same' 96, bias, LReLU(0.2)  (never normed) 32x32x96
+   2  Conv 3x3 s1 'same' 96, Norm, LReLU                      32x32x96
+   3  Conv 3x3 s2 'same' 96, Norm, LReLU, Dropout(0.5)        16x16x96
+   4  Conv 3x3 s1 'same' 192, Norm, LReLU                     16x16x192
+   5  Conv 3x3 s1 'same' 192, Norm, LReLU                     16x16x192
+   6  Conv 3x3 s2 'same' 192, Norm, LReLU, Dropout(0.5)       8x8x192
+   7  Conv 3x3 'valid' 384, Norm, LReLU, Dropout(0.5)         6x6x384
+   8  Conv 3x3 'valid' 384, Norm, LReLU, Dropout(0.5)         4x4x384
+   9  Conv 1x1 384, Norm, LReLU, Dropout(0.5)                 4x4x384
+   Φ  flatten                                                 6144
+
+Convs 2-9 have no bias (with 'none' they have none at all, as in the reference). Kernels
+N(0, 0.02), biases 0. Two layout differences from the PyTorch reference change no result:
+the flatten is NHWC, so Φ is a fixed permutation of the reference's NCHW flatten; and TF's
+stride-2 'same' pads only after (bottom/right) where PyTorch's padding=1 pads both sides, so
+the stride-2 sampling grid is shifted one pixel down and right, with the same output sizes.
+
+Dropout RNG: every dropout layer has its own seed derived from `seed`; its state (Keras
+SeedGenerator, [seed, counter]) is reachable as `critic.dropout_rng.states[layer_name]` and is
+saved by tf.train.Checkpoint(model=critic), so a resumed run draws the same masks.
+"""
+import gin
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tf_ipmssl import errors
+from tf_ipmssl.networks import normalization as normalization_lib
+
+# (filters at width 1, kernel, stride, padding, dropout after) for convs 2-9.
+_NORMED_CONVS = (
+    (96, 3, 1, 'same', False),
+    (96, 3, 2, 'same', True),
+    (192, 3, 1, 'same', False),
+    (192, 3, 1, 'same', False),
+    (192, 3, 2, 'same', True),
+    (384, 3, 1, 'valid', True),
+    (384, 3, 1, 'valid', True),
+    (384, 1, 1, 'valid', True),
+)
+_CONV1_FILTERS = 96
+# Seed streams of derive_seeds(): one per network.
+CRITIC_SEED_STREAM = 1
+GENERATOR_SEED_STREAM = 2
+
+
+def scaled_width(filters, width):
+  """round(filters · width), at least 1."""
+  return max(1, int(round(filters * width)))
+
+
+def derive_seeds(seed, count, stream):
+  """`count` distinct int seeds derived from (`seed`, `stream`); all None when seed is None.
+
+  Keras initializers with an int seed return the same values at every call, so each layer
+  needs its own seed; `stream` keeps networks built from one run seed independent.
+  """
+  if seed is None:
+    return [None] * count
+  sequence = np.random.SeedSequence(seed, spawn_key=(stream,))
+  return [int(s) % (2**31 - 1) for s in sequence.generate_state(count)]
+
+
+class ReplicaAwareDropout(keras.layers.Dropout):
+  """keras.layers.Dropout whose masks differ between tf.distribute replicas.
+
+  Keras's Dropout draws its mask from a SeedGenerator whose state is mirrored, so under
+  MirroredStrategy every replica would drop the same positions of its shard. Here the
+  per-call seed (the SeedGenerator's [seed, counter], advanced once per call) is folded with
+  the replica id when there is more than one replica. With one replica the masks are those of
+  keras.layers.Dropout with the same seed.
+  """
+
+  def call(self, inputs, training=False):
+    if not training or self.rate == 0.0:
+      return inputs
+    seed = self.seed_generator.next()
+    # As keras' TF backend: stateless ops want an int32 seed (XLA), the state is int64.
+    seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+    context = tf.distribute.get_replica_context()
+    if context is not None and context.num_replicas_in_sync > 1:
+      seed = tf.random.experimental.stateless_fold_in(seed, context.replica_id_in_sync_group)
+    noise_shape = tf.shape(inputs)
+    if self.noise_shape is not None:
+      noise_shape = [noise_shape[i] if d is None else d for i, d in enumerate(self.noise_shape)]
+    return tf.nn.experimental.stateless_dropout(
+        inputs, rate=self.rate, noise_shape=noise_shape, seed=seed)
+
+
+class Critic(keras.Model):
+  """Critic body Φ with heads v and S (SPEC §1); see the module docstring for the layers.
+
+  call(x) returns (v·Φ(x) of shape [B], S(Φ(x)) of shape [B, K]), both float32 whatever the
+  dtype policy. Weight-decay groups (SPEC §5): `v_variables` (1e-3) and `phi_and_s_variables`
+  (1e-6). The dropout RNG states are exposed as `dropout_rng`, a tf.Module, so that
+  tf.train.Checkpoint(model=critic) saves and restores them (Keras 3 does not track them).
+  """
+
+  def __init__(self, body, v_head, s_head, normalization, **kwargs):
+    """Wraps a built body Φ and the two heads; use build_critic() rather than this."""
+    super().__init__(**kwargs)
+    self.body = body
+    self.v_head = v_head
+    self.s_head = s_head
+    self.normalization = normalization
+    self.num_classes = s_head.units
+    self.feature_dim = int(np.prod(body.output_shape[1:]))
+    self.dropout_rng = tf.Module(name='dropout_rng')
+    self.dropout_rng.states = {
+        layer.name: layer.seed_generator.state for layer in body.layers
+        if isinstance(layer, keras.layers.Dropout) and hasattr(layer, 'seed_generator')}
+    self.v_head.build((None, self.feature_dim))
+    self.s_head.build((None, self.feature_dim))
+    self.built = True
+
+  @property
+  def has_batch_norm(self):
+    return self.normalization == 'batch_norm'
+
+  @property
+  def v_variables(self):
+    """The v head's kernel: the 1e-3 weight-decay group (empty while frozen)."""
+    return list(self.v_head.trainable_variables)
+
+  @property
+  def phi_and_s_variables(self):
+    """Every other trainable variable (Φ and S): the 1e-6 weight-decay group."""
+    v_ids = {id(v) for v in self.v_variables}
+    return [v for v in self.trainable_variables if id(v) not in v_ids]
+
+  def features(self, x, training=False):
+    """Φ(x), [B, feature_dim], float32."""
+    return tf.cast(self.body(x, training=training), tf.float32)
+
+  def classify(self, x, training=False):
+    """S(Φ(x)), [B, K] float32: the classifier that is evaluated and exported."""
+    return tf.cast(self.s_head(self.body(x, training=training)), tf.float32)
+
+  def call(self, x, training=False):
+    """(v·Φ(x) [B], S(Φ(x)) [B, K]), both float32; one pass through Φ."""
+    phi = self.body(x, training=training)
+    fake_logit = tf.squeeze(tf.cast(self.v_head(phi), tf.float32), axis=-1)
+    class_logits = tf.cast(self.s_head(phi), tf.float32)
+    return fake_logit, class_logits
+
+
+@gin.configurable
+def build_critic(num_classes, input_channels, normalization='none', width=1.0,
+                 input_dropout=0.2, dropout=0.5, leaky_relu_slope=0.2, init_stddev=0.02,
+                 image_size=32, seed=None):
+  """Builds the SPEC §1 critic; variables exist on return (call it inside a strategy scope).
+
+  Args:
+    num_classes: K, the width of the class head S.
+    input_channels: C of the [B, image_size, image_size, C] input in [-1, 1].
+    normalization: one of normalization.NORMALIZATIONS (SPEC §4), after convs 2-9.
+    width: multiplier on the 96 / 192 / 384 filters (1.0 in the paper).
+    input_dropout: dropout rate on the input (layer 0).
+    dropout: dropout rate after layers 3, 6, 7, 8 and 9.
+    leaky_relu_slope: negative slope of every LeakyReLU.
+    init_stddev: stddev of the N(0, ·) conv and dense kernel init.
+    image_size: input height and width (32 gives Φ of 4·4·384·width).
+    seed: int making the init and the dropout masks reproducible; None draws one.
+
+  Returns:
+    A built Critic.
+
+  Raises:
+    errors.ConfigError: unknown normalization, or a non-positive size.
+  """
+  if normalization not in normalization_lib.NORMALIZATIONS:
+    raise errors.ConfigError(
+        f'Unknown critic normalization {normalization!r}; valid: '
+        f'{", ".join(normalization_lib.NORMALIZATIONS)}.')
+  if num_classes < 1 or input_channels < 1 or width <= 0:
+    raise errors.ConfigError(
+        f'build_critic needs num_classes >= 1, input_channels >= 1 and width > 0; got '
+        f'{num_classes}, {input_channels}, {width}.')
+  # One seed per kernel initializer, batch-norm gamma and dropout layer; 32 is enough.
+  seeds = iter(derive_seeds(seed, 32, stream=CRITIC_SEED_STREAM))
+
+  def kernel_init():
+    return keras.initializers.RandomNormal(stddev=init_stddev, seed=next(seeds))
+
+  def dropout_layer(rate, name):
+    return ReplicaAwareDropout(rate, seed=next(seeds), name=name)
+
+  layers = [
+      keras.Input((image_size, image_size, input_channels)),
+      dropout_layer(input_dropout, 'dropout0'),
+      keras.layers.Conv2D(scaled_width(_CONV1_FILTERS, width), 3, padding='same',
+                          use_bias=True, kernel_initializer=kernel_init(),
+                          bias_initializer='zeros', name='conv1'),
+      keras.layers.LeakyReLU(leaky_relu_slope, name='lrelu1'),
+  ]
+  for index, (filters, kernel, stride, padding, drop) in enumerate(_NORMED_CONVS, start=2):
+    layers += [
+        keras.layers.Conv2D(scaled_width(filters, width), kernel, strides=stride,
+                            padding=padding, use_bias=False, kernel_initializer=kernel_init(),
+                            name=f'conv{index}'),
+        normalization_lib.make_normalization(normalization, seed=next(seeds),
+                                             layer_name=f'norm{index}'),
+        keras.layers.LeakyReLU(leaky_relu_slope, name=f'lrelu{index}'),
+    ]
+    if drop:
+      layers.append(dropout_layer(dropout, f'dropout{index}'))
+  layers.append(keras.layers.Flatten(name='phi'))
+  body = keras.Sequential(layers, name='body')
+  v_head = keras.layers.Dense(1, use_bias=False, kernel_initializer=kernel_init(), name='v')
+  s_head = keras.layers.Dense(num_classes, use_bias=True, kernel_initializer=kernel_init(),
+                              bias_initializer='zeros', name='s')
+  return Critic(body, v_head, s_head, normalization, name='critic')

@@ -1,0 +1,75 @@
+"""The generator of SPEC §1: DCGAN with two extra 3x3 layers, always batch norm.
+
+  z [B, 100] → ConvT 4x4 'valid' 4·ngf → BN, ReLU            4x4x256
+             → ConvT 4x4 s2 'same' 2·ngf → BN, ReLU           8x8x128
+             → ConvT 4x4 s2 'same' ngf → BN, ReLU             16x16x64
+             → 2 × [Conv 3x3 s1 'same' ngf → BN, ReLU]        16x16x64
+             → ConvT 4x4 s2 'same' C → tanh                   32x32xC
+
+Widths are for ngf = 64. No layer has a bias: BN's β follows every conv but the last, and the
+last ConvT feeds tanh directly without one, as in the DCGAN reference. Kernels N(0, 0.02);
+BN γ ~ N(1, 0.02), β = 0, ε = 1e-5, Keras momentum 0.9 (PyTorch 0.1).
+"""
+import gin
+import keras
+import tensorflow as tf
+
+from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.networks import normalization as normalization_lib
+
+
+class Generator(keras.Model):
+  """g(z) = tanh(body(z)) in [-1, 1], [B, 32, 32, C] float32 under any dtype policy."""
+
+  def __init__(self, body, **kwargs):
+    """Wraps a built body; use build_generator() rather than this."""
+    super().__init__(**kwargs)
+    self.body = body
+    self.noise_dim = body.input_shape[-1]
+    self.output_channels = body.output_shape[-1]
+    self.built = True
+
+  def call(self, z, training=False):
+    # tanh in float32 so the range is exact under mixed precision.
+    return tf.tanh(tf.cast(self.body(z, training=training), tf.float32))
+
+
+@gin.configurable
+def build_generator(output_channels, noise_dim=100, ngf=64, init_stddev=0.02, seed=None):
+  """Builds the SPEC §1 generator; variables exist on return.
+
+  Args:
+    output_channels: C of the generated [B, 32, 32, C] images.
+    noise_dim: length of z (100 in the paper).
+    ngf: base width; layers have 4·ngf, 2·ngf, ngf, ngf, ngf, C filters.
+    init_stddev: stddev of the N(0, ·) kernel init.
+    seed: int making the init reproducible; None draws one.
+
+  Returns:
+    A built Generator.
+  """
+  seeds = iter(critic_lib.derive_seeds(seed, 16, stream=critic_lib.GENERATOR_SEED_STREAM))
+
+  def kernel_init():
+    return keras.initializers.RandomNormal(stddev=init_stddev, seed=next(seeds))
+
+  def bn_relu(index):
+    return [normalization_lib.make_batch_norm(seed=next(seeds), name=f'bn{index}'),
+            keras.layers.ReLU(name=f'relu{index}')]
+
+  def conv_t(filters, strides, padding, index):
+    return keras.layers.Conv2DTranspose(filters, 4, strides=strides, padding=padding,
+                                        use_bias=False, kernel_initializer=kernel_init(),
+                                        name=f'convt{index}')
+
+  layers = [keras.Input((noise_dim,)), keras.layers.Reshape((1, 1, noise_dim), name='z_map')]
+  layers += [conv_t(4 * ngf, 1, 'valid', 1)] + bn_relu(1)
+  layers += [conv_t(2 * ngf, 2, 'same', 2)] + bn_relu(2)
+  layers += [conv_t(ngf, 2, 'same', 3)] + bn_relu(3)
+  for index in (4, 5):
+    layers += [keras.layers.Conv2D(ngf, 3, padding='same', use_bias=False,
+                                   kernel_initializer=kernel_init(), name=f'conv{index}')]
+    layers += bn_relu(index)
+  layers += [conv_t(output_channels, 2, 'same', 6)]
+  body = keras.Sequential(layers, name='body')
+  return Generator(body, name='generator')

@@ -1,0 +1,203 @@
+"""The critic's objective (SPEC §3).
+
+The critic maximises
+
+  L_D = E_P[f] − E_Q[f] − Σ_c (λ_c Ω_c + ρ_c/2 Ω_c²) − λ_GP Ω_GP − λ_CE · CE(S(Φ(x_l)), y_l)
+
+over one labeled batch (x_l, y_l), one unlabeled real batch x_p and one generated batch x_q;
+we minimise −L_D. Every expectation is over the global batch (`global_moments.py`).
+
+Without batch norm the critic sees the labeled, real, generated (and GP interpolate) batches
+in one forward pass: each example's output depends on that example only, so this is the
+same computation as separate passes, done as one larger matmul. With batch norm the
+batches go through separate passes (SPEC §3), so each gets its own statistics.
+"""
+import dataclasses
+from typing import Callable, Mapping, Optional, Sequence
+
+import tensorflow as tf
+
+from tf_ipmssl import errors
+from tf_ipmssl.objectives import constraint as constraint_lib
+from tf_ipmssl.objectives import fisher
+from tf_ipmssl.objectives import formulations
+from tf_ipmssl.objectives import global_moments
+from tf_ipmssl.objectives import gradient_penalty
+from tf_ipmssl.objectives import sobolev
+
+_LABELED, _REAL, _FAKE, _INTERP = 'labeled', 'real', 'fake', 'interp'
+
+
+@dataclasses.dataclass
+class ObjectiveResult:
+  """surrogate_loss: what this replica minimises (its gradients sum to ∇(−L_D));
+  values: scalars for logging, over the global batch; omegas: Ω per multiplier constraint."""
+  surrogate_loss: tf.Tensor
+  values: dict
+  omegas: dict
+
+
+def critic_objective(
+    critic,
+    x_labeled: tf.Tensor,
+    y_labeled: tf.Tensor,
+    x_real: tf.Tensor,
+    x_fake: tf.Tensor,
+    *,
+    formulation: str,
+    constraints: Sequence[constraint_lib.Constraint],
+    multipliers: Mapping[str, tf.Variable],
+    lambda_ce: float,
+    global_batch_size: int,
+    reference_pairwise_f: bool = False,
+    alpha_seed: Optional[tf.Tensor] = None,
+    all_reduce_sum: Callable = global_moments.identity_all_reduce,
+    training: bool = True,
+) -> ObjectiveResult:
+  """Evaluates −L_D for one replica's slice of the global batch.
+
+  Args:
+    critic: callable x -> (v·Φ(x) [B], S(Φ(x)) [B, K]) with a `has_batch_norm` attribute.
+    x_labeled, y_labeled, x_real, x_fake: this replica's batches (x_fake without gradient
+      to the generator).
+    formulation: 'plain', 'kplus1' or 'kplus1_entropy' (SPEC §2).
+    constraints: Fisher / Sobolev / GradientPenalty / WeightClipping instances.
+    multipliers: λ per multiplier constraint, keyed by constraint name.
+    lambda_ce: weight of the labeled cross-entropy.
+    global_batch_size: B of each of the three batches over all replicas.
+    reference_pairwise_f: reproduce the released code's [B, B] broadcast f (SPEC §3): Fisher
+      on f becomes the all-pairs mean, input gradients of f are scaled by B. Only the K+1
+      formulations broadcast (there f = f+ − f-); 'plain' f is per-sample either way.
+    alpha_seed: stateless seed [2] for the GP interpolation weights.
+    all_reduce_sum: sums a dict of tensors over replicas (identity on one device).
+  """
+  constraints = constraint_lib.validate_constraints(formulation, constraints)
+  # The released code's [B, B] f comes from f+ [B] − v·Φ [B, 1]; its plain f is v·Φ alone.
+  pairwise_f = reference_pairwise_f and formulation != 'plain'
+  gp_constraints = [c for c in constraints if c.needs_gradients_at_interpolates]
+  # Components whose input gradients are needed (at data points and/or interpolates).
+  grad_components = sorted({c.component for c in constraints
+                            if c.needs_gradients_at_data or c.needs_gradients_at_interpolates})
+
+  inputs = {_LABELED: x_labeled, _REAL: x_real, _FAKE: x_fake}
+  if gp_constraints:
+    per_example = {c.per_example_alpha for c in gp_constraints}
+    if len(per_example) > 1:
+      raise errors.ConfigError('all gradient penalties must draw α the same way: bind the '
+                               'same `per_example_alpha` on every @GradientPenalty()')
+    seed = alpha_seed if alpha_seed is not None else tf.constant([0, 0], tf.int32)
+    alpha = gradient_penalty.interpolation_weights(tf.shape(x_real)[0], seed,
+                                                   per_example=per_example.pop(),
+                                                   dtype=x_real.dtype)
+    inputs[_INTERP] = gradient_penalty.interpolates(x_real, x_fake, alpha)
+
+  batched = not getattr(critic, 'has_batch_norm', False)
+  # The inner tape only needs input gradients: it watches inputs, never the weights.
+  with tf.GradientTape(persistent=len(grad_components) > 1,
+                       watch_accessed_variables=False) as inner:
+    if batched:
+      sizes = [tf.shape(x)[0] for x in inputs.values()]
+      stacked = tf.concat(list(inputs.values()), axis=0)
+      if grad_components:
+        inner.watch(stacked)
+      fake_logit, class_logits = critic(stacked, training=training)
+      raw = dict(zip(inputs, zip(tf.split(fake_logit, sizes), tf.split(class_logits, sizes))))
+    else:
+      if grad_components:
+        inner.watch([x for name, x in inputs.items() if name != _LABELED])
+      raw = {name: critic(x, training=training) for name, x in inputs.items()}
+    outputs = {n: formulations.critic_outputs(fake_logit, class_logits, formulation)
+               for n, (fake_logit, class_logits) in raw.items()}
+    targets = {}
+    for component in grad_components:
+      rows = set()
+      for c in constraints:
+        if c.component == component:
+          rows |= {_REAL, _FAKE} if c.needs_gradients_at_data else set()
+          rows |= {_INTERP} if c.needs_gradients_at_interpolates else set()
+      targets[component] = (sorted(rows), tf.add_n(
+          [tf.reduce_sum(outputs[r].component(component)) for r in sorted(rows)]))
+
+  # Moments, λ and B take the critic's dtype (float32 in training, float64 in gradient checks).
+  dtype = raw[_REAL][0].dtype
+  b = tf.cast(global_batch_size, dtype)
+  input_grads = {}
+  for component, (rows, target) in targets.items():
+    sources = [stacked] if batched else [inputs[r] for r in rows]
+    grads = inner.gradient(target, sources)
+    if batched:
+      split = dict(zip(inputs, tf.split(grads[0], sizes)))
+      grads = [split[r] for r in rows]
+    if pairwise_f and component == 'f':
+      # ∂/∂x_k Σ_ij (f+(x_j) − f-(x_i)) = B·∇f(x_k): the released code's broadcast f.
+      grads = [tf.cast(global_batch_size, g.dtype) * g for g in grads]
+    input_grads[component] = dict(zip(rows, grads))
+  del inner
+
+  # Replica-local contributions to every global mean (local sum / global batch size).
+  m = {
+      'mean_f_real': tf.reduce_sum(outputs[_REAL].f) / b,
+      'mean_f_fake': tf.reduce_sum(outputs[_FAKE].f) / b,
+  }
+  labeled_logits = raw[_LABELED][1]
+  m['ce'] = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.cast(y_labeled, tf.int32), logits=labeled_logits)) / b
+  m['labeled_accuracy'] = tf.reduce_sum(tf.cast(tf.equal(
+      tf.argmax(labeled_logits, axis=-1, output_type=tf.int32),
+      tf.cast(y_labeled, tf.int32)), dtype)) / b
+
+  for c in constraints:
+    if c.kind == 'fisher':
+      pairwise = pairwise_f and c.component == 'f'
+      for side in (_REAL, _FAKE):
+        if pairwise:
+          parts = fisher.pairwise_second_moment_parts(outputs[side].f_pos, outputs[side].f_neg, b)
+          m.update({f'{c.name}/{side}/{k}': v for k, v in parts.items()})
+        else:
+          m[f'{c.name}/{side}'] = fisher.second_moment(outputs[side].component(c.component), b)
+    elif c.kind == 'sobolev':
+      for side in (_REAL, _FAKE):
+        m[f'{c.name}/{side}'] = tf.reduce_sum(
+            sobolev.squared_gradient_norms(input_grads[c.component][side])) / b
+    elif c.kind == 'gp':
+      m[c.name] = tf.reduce_sum(gradient_penalty.gradient_penalty_terms(
+          input_grads[c.component][_INTERP])) / b
+
+  lambdas = {name: tf.stop_gradient(
+      tf.cast(tf.convert_to_tensor(v, dtype_hint=dtype), dtype))
+             for name, v in multipliers.items()}
+
+  def objective(gm):
+    ipm = gm['mean_f_real'] - gm['mean_f_fake']
+    loss = -ipm + lambda_ce * gm['ce']
+    values = {'ipm': ipm, 'ce': gm['ce'], 'labeled_accuracy': gm['labeled_accuracy']}
+    omegas = {}
+    for c in constraints:
+      if c.kind == 'fisher':
+        if pairwise_f and c.component == 'f':
+          sq = [fisher.pairwise_second_moment(
+              {k: gm[f'{c.name}/{side}/{k}'] for k in ('pos2', 'neg2', 'pos', 'neg')})
+                for side in (_REAL, _FAKE)]
+        else:
+          sq = [gm[f'{c.name}/{side}'] for side in (_REAL, _FAKE)]
+        omega = fisher.fisher_omega(*sq)
+      elif c.kind == 'sobolev':
+        omega = sobolev.sobolev_omega(gm[f'{c.name}/{_REAL}'], gm[f'{c.name}/{_FAKE}'])
+      elif c.kind == 'gp':
+        omega = gm[c.name]
+        loss += c.weight * omega
+      else:  # weight clipping acts after the update, not in the loss.
+        continue
+      values[f'omega/{c.name}'] = omega
+      if c.has_multiplier:
+        if c.name not in lambdas:
+          raise KeyError(f'no multiplier for constraint {c.name}')
+        loss += lambdas[c.name] * omega + 0.5 * c.rho * tf.square(omega)
+        omegas[c.name] = omega
+    values['critic_loss'] = loss
+    return loss, (values, omegas)
+
+  surrogate, _, (values, omegas) = global_moments.objective_of_global_moments(
+      m, objective, all_reduce_sum)
+  return ObjectiveResult(surrogate_loss=surrogate, values=values, omegas=omegas)
+

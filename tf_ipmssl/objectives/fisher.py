@@ -1,0 +1,46 @@
+"""Fisher IPM constraint (SPEC §3): Ω_F = ½ E_P[h²] + ½ E_Q[h²] − 1, augmented Lagrangian."""
+import dataclasses
+
+import gin
+import tensorflow as tf
+
+from tf_ipmssl.objectives import constraint
+
+
+def fisher_omega(mean_sq_real, mean_sq_fake):
+  """Ω_F from the second moments E_P[h²] and E_Q[h²]."""
+  return 0.5 * mean_sq_real + 0.5 * mean_sq_fake - 1.0
+
+
+def second_moment(h, global_batch_size):
+  """Replica-local contribution Σ h² / B to E[h²] over the global batch."""
+  return tf.reduce_sum(tf.square(h)) / global_batch_size
+
+
+def pairwise_second_moment_parts(f_pos, f_neg, global_batch_size):
+  """Moments for the mean over all pairs (i, j) of (f+(x_j) − f-(x_i))².
+
+  That mean is E[f+²] + E[f-²] − 2 E[f+] E[f-]: the released reference code's broadcast f
+  (SPEC §3, "A slip in the released reference code"). Returned as local contributions.
+  """
+  b = global_batch_size
+  return {'pos2': tf.reduce_sum(tf.square(f_pos)) / b, 'neg2': tf.reduce_sum(tf.square(f_neg)) / b,
+          'pos': tf.reduce_sum(f_pos) / b, 'neg': tf.reduce_sum(f_neg) / b}
+
+
+def pairwise_second_moment(parts):
+  return parts['pos2'] + parts['neg2'] - 2.0 * parts['pos'] * parts['neg']
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class Fisher(constraint.Constraint):
+  """Fisher constraint on component h with multiplier λ_F and penalty ρ_F (paper: 1e-7)."""
+  component: str = 'f'
+  penalty_weight: float = 1e-7
+
+  kind = 'fisher'
+
+  @property
+  def rho(self):
+    return self.penalty_weight

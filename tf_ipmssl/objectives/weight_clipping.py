@@ -1,0 +1,26 @@
+"""WGAN weight clipping (SPEC §3): after every critic update, clip every weight to [−c, c]."""
+import dataclasses
+
+import gin
+import tensorflow as tf
+
+from tf_ipmssl.objectives import constraint
+
+
+def clip_weights(variables, clip_value):
+  """Clips each variable in place to [−clip_value, clip_value]."""
+  for variable in variables:
+    variable.assign(tf.clip_by_value(variable, -clip_value, clip_value))
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class WeightClipping(constraint.Constraint):
+  """Clipping of every critic weight to [−clip_value, clip_value] (c = 0.01) after each update.
+
+  It acts on the whole critic, so `component` is always f.
+  """
+  component: str = 'f'
+  clip_value: float = 0.01
+
+  kind = 'clip'

@@ -1,0 +1,43 @@
+"""Which tf.distribute strategy a run uses (design card: MirroredStrategy on several GPUs).
+
+- 'auto': MultiWorkerMirroredStrategy when TF_CONFIG names several workers, MirroredStrategy
+  when more than one GPU is visible, the default (single-device) strategy otherwise.
+- 'mirrored': MirroredStrategy over `devices` (all GPUs when None; e.g. two logical CPUs in
+  tests), 'multi_worker', or 'default'.
+"""
+import json
+import os
+
+import gin
+import tensorflow as tf
+
+from tf_ipmssl import errors
+
+STRATEGIES = ('auto', 'default', 'mirrored', 'multi_worker')
+
+
+def _tf_config_workers():
+  try:
+    config = json.loads(os.environ.get('TF_CONFIG', '{}'))
+  except json.JSONDecodeError as e:
+    raise errors.ConfigError(f'TF_CONFIG is not valid JSON: {e}') from None
+  return len(config.get('cluster', {}).get('worker', []))
+
+
+@gin.configurable
+def make_strategy(kind='auto', devices=None):
+  """Returns the tf.distribute.Strategy for this run."""
+  if kind not in STRATEGIES:
+    raise errors.ConfigError(f"unknown distribution '{kind}'; use one of {list(STRATEGIES)}")
+  if kind == 'auto':
+    if _tf_config_workers() > 1:
+      kind = 'multi_worker'
+    elif len(tf.config.list_logical_devices('GPU')) > 1:
+      kind = 'mirrored'
+    else:
+      kind = 'default'
+  if kind == 'multi_worker':
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if kind == 'mirrored':
+    return tf.distribute.MirroredStrategy(devices=devices)
+  return tf.distribute.get_strategy()

@@ -1,0 +1,29 @@
+"""Classification error of the critic's classifier argmax_y S(Φ(x)) (SPEC §2, §6)."""
+import numpy as np
+import tensorflow as tf
+
+from tf_ipmssl.data import pipelines
+
+
+def make_predict_fn(critic, jit_compile=False):
+  """A tf.function mapping a model-ready batch to predicted labels (dropout off)."""
+  @tf.function(jit_compile=jit_compile, reduce_retracing=True)
+  def predict(x):
+    return tf.argmax(critic.classify(x, training=False), axis=-1, output_type=tf.int32)
+  return predict
+
+
+def error_rate(predict_fn, images, labels, batch_size=256):
+  """Misclassification rate in percent over every example of (images, labels)."""
+  wrong = 0
+  for x, y in pipelines.eval_stream(images, labels, batch_size=batch_size):
+    wrong += int(tf.reduce_sum(tf.cast(predict_fn(x) != tf.cast(y, tf.int32), tf.int32)))
+  return 100.0 * wrong / max(len(labels), 1)
+
+
+def predictions(predict_fn, images, batch_size=256):
+  labels = np.zeros(len(images), np.int64)
+  out = []
+  for x, _ in pipelines.eval_stream(images, labels, batch_size=batch_size):
+    out.append(predict_fn(x).numpy())
+  return np.concatenate(out) if out else np.zeros([0], np.int64)

@@ -1,0 +1,31 @@
+"""Stateless random numbers keyed by (seed, stream, counter).
+
+Noise for the critic's generated batch, the generator step, GP interpolation weights and the
+fixed sample grid are pure functions of the run's seed and the iteration counter, so a
+resumed run draws exactly what an uninterrupted run would (no RNG state to checkpoint), and
+every replica can draw the *global* batch's noise and keep its own slice: the same numbers
+as on one device.
+"""
+import tensorflow as tf
+
+CRITIC_NOISE, GENERATOR_NOISE, GP_ALPHA, SAMPLE_NOISE = 1, 2, 3, 4
+
+
+def stream_seed(seed, stream, counter):
+  """A stateless seed [2] (int64) for draw number `counter` of `stream`."""
+  return tf.stack([tf.cast(seed, tf.int64),
+                   tf.cast(stream, tf.int64) * (1 << 40) + tf.cast(counter, tf.int64)])
+
+
+def replica_slice(global_values, local_batch_size):
+  """This replica's rows of a tensor drawn for the whole global batch."""
+  context = tf.distribute.get_replica_context()
+  replica_id = 0 if context is None else context.replica_id_in_sync_group
+  start = tf.cast(replica_id, tf.int32) * local_batch_size
+  return global_values[start:start + local_batch_size]
+
+
+def global_normal_slice(global_batch_size, dim, seed, local_batch_size):
+  """N(0, I) noise for the global batch, this replica's slice."""
+  noise = tf.random.stateless_normal([global_batch_size, dim], seed=seed)
+  return replica_slice(noise, local_batch_size)

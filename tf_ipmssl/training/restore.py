@@ -1,0 +1,48 @@
+"""Rebuilding a run's classifier from its model_dir (for bin/evaluate and bin/export)."""
+import os
+
+import gin
+import tensorflow as tf
+
+from tf_ipmssl import configurables  # pylint: disable=unused-import
+from tf_ipmssl import errors
+from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.training import run_record
+from tf_ipmssl.training import trainer
+
+CHECKPOINTS = ('latest', 'best')
+
+
+def parse_run_config(model_dir):
+  """Replaces the gin configuration with the one the run in model_dir was started with."""
+  path = os.path.join(model_dir, run_record.CONFIG_FILE)
+  if not tf.io.gfile.exists(path):
+    raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no {path})')
+  gin.clear_config()
+  with gin.unlock_config():
+    gin.parse_config_file(path)
+
+
+def checkpoint_path(model_dir, which='latest'):
+  if which not in CHECKPOINTS:
+    raise errors.ConfigError(f"checkpoint must be one of {list(CHECKPOINTS)}, got '{which}'")
+  directory = trainer.CHECKPOINT_DIR if which == 'latest' else trainer.BEST_CHECKPOINT_DIR
+  path = tf.train.latest_checkpoint(os.path.join(model_dir, directory))
+  if path is None:
+    raise errors.UserError(f'no {which} checkpoint in {model_dir}/{directory}; train first '
+                           '(bin/train) or pick the other checkpoint')
+  return path
+
+
+def load_critic(model_dir, which='latest'):
+  """The run's critic with weights from its latest or best-on-validation checkpoint.
+
+  Returns (critic, dataset info dict, checkpoint path).
+  """
+  parse_run_config(model_dir)
+  dataset = run_record.read_dataset(model_dir)
+  critic = critic_lib.build_critic(num_classes=dataset['num_classes'],
+                                   input_channels=dataset['image_shape'][-1])
+  path = checkpoint_path(model_dir, which)
+  tf.train.Checkpoint(critic=critic).restore(path).expect_partial()
+  return critic, dataset, path

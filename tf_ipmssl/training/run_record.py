@@ -1,0 +1,98 @@
+"""What a run writes beside its checkpoints so it can be identified and reproduced.
+
+- config.gin: the full gin configuration the run was started with (its identity: resuming
+  with a different one is refused, so an existing run is never silently mixed with another).
+- operative_config.gin: the gin parameters actually used, written once the first step ran.
+- versions.json: library, TensorFlow, Keras, Python, NumPy versions and the command line.
+- metrics.json: final and best-on-validation errors (written by the trainer).
+"""
+import datetime
+import json
+import os
+import platform
+import sys
+
+import gin
+import keras
+import numpy as np
+import tensorflow as tf
+
+import tf_ipmssl
+from tf_ipmssl import errors
+
+CONFIG_FILE = 'config.gin'
+OPERATIVE_CONFIG_FILE = 'operative_config.gin'
+VERSIONS_FILE = 'versions.json'
+DATASET_FILE = 'dataset.json'
+METRICS_FILE = 'metrics.json'
+
+# Bindings that may differ on resume: how a run is observed, and how long it goes on.
+_RESUMABLE_CHANGES = ('log_every', 'eval_every', 'checkpoint_every', 'sample_every',
+                      'export_classifier', 'keep_checkpoints', 'steps', 'epochs')
+
+
+def _identity_lines(config_text):
+  return [line for line in config_text.splitlines()
+          if line.strip() and not line.lstrip().startswith('#')
+          and not any(f'.{p} =' in line for p in _RESUMABLE_CHANGES)]
+
+
+def atomic_write_text(path, text):
+  tmp = path + '.tmp'
+  with tf.io.gfile.GFile(tmp, 'w') as f:
+    f.write(text)
+  tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def record_start(model_dir, resuming):
+  """Writes config.gin and versions.json; on resume, refuses a different configuration."""
+  tf.io.gfile.makedirs(model_dir)
+  config = gin.config_str()
+  path = os.path.join(model_dir, CONFIG_FILE)
+  if resuming and tf.io.gfile.exists(path):
+    with tf.io.gfile.GFile(path) as f:
+      saved = f.read()
+    if _identity_lines(saved) != _identity_lines(config):
+      raise errors.ConfigError(
+          f'{model_dir} holds a run started with a different configuration (see {path}); '
+          'resume it with the same --gin_file/--gin_bindings, or use a new --model_dir')
+  atomic_write_text(path, config)
+  versions = {
+      'tf_ipmssl': tf_ipmssl.__version__, 'tensorflow': tf.__version__,
+      'keras': keras.__version__, 'numpy': np.__version__, 'python': platform.python_version(),
+      'platform': platform.platform(), 'command': sys.argv,
+      'started': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
+      'devices': [d.name for d in tf.config.list_logical_devices()],
+  }
+  atomic_write_text(os.path.join(model_dir, VERSIONS_FILE), json.dumps(versions, indent=2))
+
+
+def record_dataset(model_dir, data):
+  """What a classifier restored from this run needs without loading the data."""
+  atomic_write_text(os.path.join(model_dir, DATASET_FILE), json.dumps({
+      'name': data.name, 'num_classes': int(data.num_classes),
+      'image_shape': [int(d) for d in data.image_shape], 'source': data.source}, indent=2))
+
+
+def read_dataset(model_dir):
+  path = os.path.join(model_dir, DATASET_FILE)
+  if not tf.io.gfile.exists(path):
+    raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no {DATASET_FILE})')
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+def record_operative_config(model_dir):
+  atomic_write_text(os.path.join(model_dir, OPERATIVE_CONFIG_FILE), gin.operative_config_str())
+
+
+def read_metrics(model_dir):
+  path = os.path.join(model_dir, METRICS_FILE)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+def write_metrics(model_dir, metrics):
+  atomic_write_text(os.path.join(model_dir, METRICS_FILE), json.dumps(metrics, indent=2))

@@ -1,0 +1,196 @@
+"""The compiled training iterations (SPEC §3), run under a tf.distribute strategy.
+
+One SSL iteration = n_c critic iterations (each with fresh labeled, unlabeled and noise
+batches; optimizer step; multiplier update λ ← λ + ρ·Ω with the Ω of that step; weight
+clipping) followed by one generator iteration. Tapes and optimizer calls run inside
+`strategy.run`; multiplier updates and clipping run in cross-replica context with values
+that are identical on every replica (Ω is formed from all-reduced moments).
+"""
+import tensorflow as tf
+
+from tf_ipmssl import errors
+from tf_ipmssl.objectives import critic_objective as critic_objective_lib
+from tf_ipmssl.objectives import generator_objective as generator_objective_lib
+from tf_ipmssl.objectives import global_moments
+from tf_ipmssl.objectives import weight_clipping
+from tf_ipmssl.objectives import weight_decay
+from tf_ipmssl.training import random_streams
+
+
+def _global_norm(tensors):
+  return tf.linalg.global_norm([t for t in tensors if t is not None])
+
+
+class TrainingSteps:
+  """Builds the per-replica steps and the compiled iterations for one run."""
+
+  def __init__(self, *, strategy, critic, generator, critic_optimizer, generator_optimizer,
+               multipliers, counters, formulation, constraints, lambda_ce, global_batch_size,
+               critic_iterations, noise_dim, seed, reference_pairwise_f=False,
+               weight_decay_phi_s=1e-6, weight_decay_v=1e-3, jit_compile=False,
+               loss_scaling=False):
+    if global_batch_size % strategy.num_replicas_in_sync:
+      raise errors.ConfigError(
+          f'the batch size {global_batch_size} does not split evenly over '
+          f'{strategy.num_replicas_in_sync} replicas; choose a multiple of the replica count')
+    self.strategy = strategy
+    self.critic = critic
+    self.generator = generator
+    self.critic_optimizer = critic_optimizer
+    self.generator_optimizer = generator_optimizer
+    self.multipliers = multipliers
+    self.counters = counters  # dict: 'step', 'critic_iteration', 'nonfinite' variables.
+    self.formulation = formulation
+    self.constraints = tuple(constraints)
+    self.lambda_ce = lambda_ce
+    self.global_batch_size = int(global_batch_size)
+    self.critic_iterations = int(critic_iterations)
+    self.noise_dim = int(noise_dim)
+    self.seed = int(seed)
+    self.reference_pairwise_f = reference_pairwise_f
+    self.critic_decays = weight_decay.critic_weight_decays(critic, weight_decay_phi_s,
+                                                          weight_decay_v)
+    self.supervised_decays = [weight_decay_phi_s] * len(critic.phi_and_s_variables)
+    self.clip_values = [c.clip_value for c in self.constraints if c.kind == 'clip']
+    self.loss_scaling = loss_scaling
+    # XLA compiles the forward/backward computation of one replica; collective all-reduces
+    # and optimizer merge calls stay outside it, so XLA is used on one replica only.
+    self.jit_compile = bool(jit_compile) and strategy.num_replicas_in_sync == 1
+    self._critic_gradients = tf.function(self._critic_gradients_impl,
+                                         jit_compile=self.jit_compile)
+    self._generator_gradients = tf.function(self._generator_gradients_impl,
+                                            jit_compile=self.jit_compile)
+    self._supervised_gradients = tf.function(self._supervised_gradients_impl,
+                                             jit_compile=self.jit_compile)
+    self.ssl_iteration = tf.function(self._ssl_iteration)
+    self.supervised_iteration = tf.function(self._supervised_iteration)
+
+  # ----- per-replica gradient computations (optionally XLA-compiled) -----
+
+  def _scaled(self, optimizer, loss):
+    return optimizer.scale_loss(loss) if self.loss_scaling else loss
+
+  def _with_decay(self, optimizer, grads, variables, decays):
+    replicas = self.strategy.num_replicas_in_sync
+    scale = optimizer.scale_loss(1.0) if self.loss_scaling else 1.0
+    decays = [d * scale for d in decays]
+    return weight_decay.add_coupled_weight_decay(grads, variables, decays, replicas)
+
+  def _critic_gradients_impl(self, x_labeled, y_labeled, x_real, iteration):
+    local_b = tf.shape(x_real)[0]
+    z = random_streams.global_normal_slice(
+        self.global_batch_size, self.noise_dim,
+        random_streams.stream_seed(self.seed, random_streams.CRITIC_NOISE, iteration), local_b)
+    x_fake = tf.stop_gradient(tf.cast(self.generator(z, training=True), tf.float32))
+    context = tf.distribute.get_replica_context()
+    alpha_seed = tf.random.experimental.stateless_fold_in(
+        random_streams.stream_seed(self.seed, random_streams.GP_ALPHA, iteration),
+        context.replica_id_in_sync_group if context else 0)
+    variables = self.critic.trainable_variables
+    with tf.GradientTape() as tape:
+      result = critic_objective_lib.critic_objective(
+          self.critic, x_labeled, y_labeled, x_real, x_fake,
+          formulation=self.formulation, constraints=self.constraints,
+          multipliers=self.multipliers, lambda_ce=self.lambda_ce,
+          global_batch_size=self.global_batch_size,
+          reference_pairwise_f=self.reference_pairwise_f, alpha_seed=alpha_seed,
+          all_reduce_sum=global_moments.replica_all_reduce_sum, training=True)
+      loss = self._scaled(self.critic_optimizer, result.surrogate_loss)
+    grads = tape.gradient(loss, variables)
+    grads = self._with_decay(self.critic_optimizer, grads, variables, self.critic_decays)
+    return grads, result.values, result.omegas
+
+  def _generator_gradients_impl(self, step, local_b):
+    z = random_streams.global_normal_slice(
+        self.global_batch_size, self.noise_dim,
+        random_streams.stream_seed(self.seed, random_streams.GENERATOR_NOISE, step), local_b)
+    variables = self.generator.trainable_variables
+    with tf.GradientTape() as tape:
+      x_fake = tf.cast(self.generator(z, training=True), tf.float32)
+      loss = generator_objective_lib.generator_objective(
+          self.critic, x_fake, formulation=self.formulation,
+          global_batch_size=self.global_batch_size, training=True)
+      scaled = self._scaled(self.generator_optimizer, loss)
+    grads = tape.gradient(scaled, variables)
+    return grads, loss
+
+  def _supervised_gradients_impl(self, x_labeled, y_labeled):
+    variables = self.critic.phi_and_s_variables
+    with tf.GradientTape() as tape:
+      logits = tf.cast(self.critic.classify(x_labeled, training=True), tf.float32)
+      ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+          labels=tf.cast(y_labeled, tf.int32), logits=logits)) / self.global_batch_size
+      accuracy = tf.reduce_sum(tf.cast(tf.equal(
+          tf.argmax(logits, -1, output_type=tf.int32), tf.cast(y_labeled, tf.int32)),
+                                       tf.float32)) / self.global_batch_size
+      loss = self._scaled(self.critic_optimizer, ce)
+    grads = tape.gradient(loss, variables)
+    grads = self._with_decay(self.critic_optimizer, grads, variables, self.supervised_decays)
+    return grads, ce, accuracy
+
+  # ----- replica steps -----
+
+  def _critic_replica_step(self, x_labeled, y_labeled, x_real, iteration):
+    grads, values, omegas = self._critic_gradients(x_labeled, y_labeled, x_real, iteration)
+    self.critic_optimizer.apply_gradients(zip(grads, self.critic.trainable_variables))
+    values = dict(values, **{'grad_norm/critic': _global_norm(grads)})
+    return values, omegas
+
+  def _generator_replica_step(self, step):
+    local_b = self.global_batch_size // self.strategy.num_replicas_in_sync
+    grads, loss = self._generator_gradients(step, local_b)
+    self.generator_optimizer.apply_gradients(zip(grads, self.generator.trainable_variables))
+    return {'generator_loss': global_moments.replica_all_reduce_sum(loss),
+            'grad_norm/generator': _global_norm(grads)}
+
+  def _supervised_replica_step(self, x_labeled, y_labeled):
+    grads, ce, accuracy = self._supervised_gradients(x_labeled, y_labeled)
+    self.critic_optimizer.apply_gradients(zip(grads, self.critic.phi_and_s_variables))
+    ce, accuracy = global_moments.replica_all_reduce_sum((ce, accuracy))
+    return {'ce': ce, 'labeled_accuracy': accuracy, 'grad_norm/critic': _global_norm(grads)}
+
+  # ----- compiled iterations (cross-replica context) -----
+
+  def _first_replica(self, values):
+    return tf.nest.map_structure(
+        lambda v: self.strategy.experimental_local_results(v)[0], values)
+
+  def _mark_nonfinite(self, values):
+    finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(tf.cast(v, tf.float32)))
+                            for v in tf.nest.flatten(values)])
+    self.counters['nonfinite'].assign_add(tf.cast(tf.logical_not(finite), tf.int64))
+
+  def _ssl_iteration(self, labeled_iterator, unlabeled_iterator):
+    values = {}
+    for _ in range(self.critic_iterations):
+      x_labeled, y_labeled = next(labeled_iterator)
+      x_real = next(unlabeled_iterator)
+      iteration = self.counters['critic_iteration'].read_value()
+      per_replica_values, per_replica_omegas = self.strategy.run(
+          self._critic_replica_step, args=(x_labeled, y_labeled, x_real, iteration))
+      # Ω and the logged values come from all-reduced moments: identical on every replica.
+      omegas = self._first_replica(per_replica_omegas)
+      for constraint in self.constraints:
+        if constraint.has_multiplier:
+          self.multipliers[constraint.name].assign_add(constraint.rho * omegas[constraint.name])
+      for clip_value in self.clip_values:
+        weight_clipping.clip_weights(self.critic.trainable_variables, clip_value)
+      self.counters['critic_iteration'].assign_add(1)
+      values = self._first_replica(per_replica_values)
+      values['grad_norm/critic'] = self.strategy.reduce(
+          tf.distribute.ReduceOp.MEAN, per_replica_values['grad_norm/critic'], axis=None)
+    generator_values = self.strategy.run(
+        self._generator_replica_step, args=(self.counters['step'].read_value(),))
+    values.update(self._first_replica(generator_values))
+    self.counters['step'].assign_add(1)
+    self._mark_nonfinite(values)
+    return values
+
+  def _supervised_iteration(self, labeled_iterator):
+    x_labeled, y_labeled = next(labeled_iterator)
+    values = self._first_replica(self.strategy.run(self._supervised_replica_step,
+                                                   args=(x_labeled, y_labeled)))
+    self.counters['critic_iteration'].assign_add(1)
+    self.counters['step'].assign_add(1)
+    self._mark_nonfinite(values)
+    return values

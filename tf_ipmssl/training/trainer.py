@@ -1,0 +1,353 @@
+"""The training run: data, networks, optimizers, checkpoints, evaluation, logging, export.
+
+`train(model_dir)` is the gin-configurable entry point behind `bin/train`. Re-running it on
+an existing model_dir resumes from the latest checkpoint: the data streams and all noise are
+pure functions of (seed, iteration counter), the dropout RNG state is checkpointed with the
+critic, so a resumed run ends with the weights of an uninterrupted one.
+"""
+import math
+import os
+import time
+
+from absl import logging
+import gin
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tf_ipmssl import errors
+from tf_ipmssl.data import pipelines
+from tf_ipmssl.data import ssl_data
+from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.networks import generator as generator_lib
+from tf_ipmssl.objectives import constraint as constraint_lib
+from tf_ipmssl.objectives import formulations
+from tf_ipmssl.training import distribution
+from tf_ipmssl.training import evaluation
+from tf_ipmssl.training import export
+from tf_ipmssl.training import random_streams
+from tf_ipmssl.training import run_record
+from tf_ipmssl.training import steps as steps_lib
+from tf_ipmssl.training import summaries
+
+MODES = ('ssl', 'supervised')
+OPTIMIZERS = ('adam', 'rmsprop')
+MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
+CHECKPOINT_DIR = 'checkpoints'
+BEST_CHECKPOINT_DIR = 'best'
+EXPORT_DIR = 'export'
+
+
+def _make_optimizer(name, learning_rate, beta1, beta2):
+  if name == 'adam':
+    return keras.optimizers.Adam(learning_rate=learning_rate, beta_1=beta1, beta_2=beta2)
+  if name == 'rmsprop':  # The WGAN paper's optimizer (weight clipping).
+    return keras.optimizers.RMSprop(learning_rate=learning_rate)
+  raise errors.ConfigError(f"unknown optimizer '{name}'; use one of {list(OPTIMIZERS)}")
+
+
+def _check_choice(name, value, choices):
+  if value not in choices:
+    raise errors.ConfigError(f'{name} = {value!r} is not one of {list(choices)}')
+
+
+class _RunState:
+  """Every tf.Variable of a run besides the networks and optimizers (all checkpointed)."""
+
+  def __init__(self, constraints):
+    def counter(name, dtype=tf.int64, value=0):
+      return tf.Variable(value, dtype=dtype, trainable=False, name=name,
+                         aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    self.counters = {'step': counter('step'), 'critic_iteration': counter('critic_iteration'),
+                     'nonfinite': counter('nonfinite')}
+    self.multipliers = {c.name: counter(f'lambda_{c.name}', tf.float32, 0.0)
+                        for c in constraints if c.has_multiplier}
+    self.best = {'validation_error': counter('best_validation_error', tf.float32, np.inf),
+                 'test_error': counter('best_test_error', tf.float32, np.nan),
+                 'step': counter('best_step', tf.int64, -1)}
+
+
+@gin.configurable(denylist=['model_dir'])
+def train(model_dir,
+          mode='ssl',
+          formulation='kplus1',
+          constraints=gin.REQUIRED,
+          lambda_ce=1.5,
+          reference_pairwise_f=False,
+          batch_size=64,
+          critic_iterations=2,
+          epochs=None,
+          steps=None,
+          optimizer='adam',
+          critic_learning_rate=2e-4,
+          generator_learning_rate=2e-4,
+          adam_beta1=0.5,
+          adam_beta2=0.999,
+          learning_rate_halving_epochs=None,
+          weight_decay_phi_s=1e-6,
+          weight_decay_v=1e-3,
+          seed=0,
+          log_every=50,
+          eval_every=1000,
+          checkpoint_every=500,
+          sample_every=1000,
+          keep_checkpoints=2,
+          eval_batch_size=256,
+          jit_compile=False,
+          mixed_precision=None,
+          deterministic_ops=False,
+          export_classifier=True):
+  """Trains (or resumes) one run in model_dir; returns the metrics dict.
+
+  Args:
+    model_dir: where checkpoints, TensorBoard logs, config, metrics.json and export go.
+    mode: 'ssl' (the IPM GAN, SPEC §3) or 'supervised' (the critic CNN with CE only,
+      SPEC §6 / Appendix C; bind build_ssl_data.num_labeled = None for all labels).
+    formulation: 'plain', 'kplus1' or 'kplus1_entropy' (SPEC §2).
+    constraints: e.g. [@Fisher(), @Sobolev()] (SPEC §3, placement via `component`).
+    lambda_ce: weight of the labeled cross-entropy (1.5 for K+1, 0.1 for plain).
+    reference_pairwise_f: reproduce the released code's broadcast f (SPEC §3).
+    batch_size: global batch of each of the labeled, unlabeled and generated batches.
+    critic_iterations: n_c critic iterations per generator iteration.
+    epochs: passes of the critic iterations over the unlabeled set (supervised: over the
+      labeled set). `steps` (generator iterations; supervised: updates) overrides it.
+    learning_rate_halving_epochs: halve both learning rates every this many epochs.
+    seed: init, shuffling, noise and dropout seed (the label split has its own,
+      build_ssl_data.split_seed).
+    log_every / eval_every / checkpoint_every / sample_every: in steps.
+    jit_compile: XLA-compile each replica's forward/backward computation.
+    mixed_precision: None, 'mixed_bfloat16' or 'mixed_float16' (GPU; with loss scaling).
+      Losses, Ω's and λ's stay float32.
+    deterministic_ops: tf.config.experimental.enable_op_determinism() (bit-exact resume).
+    export_classifier: write the SavedModel classifier to model_dir/export at the end.
+  """
+  started = time.time()
+  _check_choice('train.mode', mode, MODES)
+  _check_choice('train.mixed_precision', mixed_precision, MIXED_PRECISION_POLICIES)
+  formulations.check_formulation(formulation)
+  if mode == 'ssl':
+    constraints = constraint_lib.validate_constraints(formulation, constraints)
+  else:
+    constraints = ()
+  if (epochs is None) == (steps is None) and steps is None:
+    raise errors.ConfigError('set the training length: train.epochs or train.steps')
+  for name, value in (('batch_size', batch_size), ('critic_iterations', critic_iterations),
+                      ('log_every', log_every), ('eval_every', eval_every),
+                      ('checkpoint_every', checkpoint_every), ('sample_every', sample_every)):
+    if not isinstance(value, int) or value < 1:
+      raise errors.ConfigError(f'train.{name} must be a positive integer, got {value!r}')
+
+  data = ssl_data.build_ssl_data()
+  if deterministic_ops:
+    tf.config.experimental.enable_op_determinism()
+  keras.utils.set_random_seed(seed)
+  keras.mixed_precision.set_global_policy(mixed_precision or 'float32')
+  strategy = distribution.make_strategy()
+  checkpoint_dir = os.path.join(model_dir, CHECKPOINT_DIR)
+  resuming = tf.train.latest_checkpoint(checkpoint_dir) is not None
+  run_record.record_start(model_dir, resuming)
+  run_record.record_dataset(model_dir, data)
+
+  with strategy.scope():
+    critic = critic_lib.build_critic(num_classes=data.num_classes,
+                                     input_channels=data.image_shape[-1], seed=seed)
+    generator = generator_lib.build_generator(output_channels=data.image_shape[-1], seed=seed)
+    critic_optimizer = _make_optimizer(optimizer, critic_learning_rate, adam_beta1, adam_beta2)
+    generator_optimizer = _make_optimizer(optimizer, generator_learning_rate, adam_beta1,
+                                          adam_beta2)
+    loss_scaling = mixed_precision == 'mixed_float16'
+    if loss_scaling:
+      critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)
+      generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
+    # Optimizer slots exist before the first traced step and before a restore.
+    critic_optimizer.build(critic.trainable_variables)
+    generator_optimizer.build(generator.trainable_variables)
+    state = _RunState(constraints)
+
+  checkpoint = tf.train.Checkpoint(
+      critic=critic, generator=generator, critic_optimizer=critic_optimizer,
+      generator_optimizer=generator_optimizer, **state.counters,
+      multipliers=tf.train.Checkpoint(**state.multipliers),
+      best=tf.train.Checkpoint(**state.best))
+  manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep_checkpoints)
+  best_manager = tf.train.CheckpointManager(
+      tf.train.Checkpoint(critic=critic), os.path.join(model_dir, BEST_CHECKPOINT_DIR),
+      max_to_keep=1)
+  if resuming:
+    checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    logging.info('Resumed from %s', manager.latest_checkpoint)
+    print(f'Resuming from {manager.latest_checkpoint}', flush=True)
+
+  # Training length.
+  num_unlabeled = len(data.unlabeled_images)
+  num_labeled = len(data.labeled_images)
+  epoch_size = num_unlabeled if mode == 'ssl' else num_labeled
+  if mode == 'ssl' and num_labeled == 0:
+    raise errors.ConfigError('SSL training needs labeled examples (build_ssl_data.num_labeled)')
+  iterations_per_epoch = max(pipelines.steps_per_epoch(epoch_size, batch_size), 1)
+  iterations_per_step = critic_iterations if mode == 'ssl' else 1
+  total_steps = steps if steps is not None else int(
+      math.ceil(epochs * iterations_per_epoch / iterations_per_step))
+
+  step = int(state.counters['step'].numpy())
+  metrics = run_record.read_metrics(model_dir) or {}
+  if step >= total_steps and metrics.get('finished'):
+    print(f'{model_dir} already finished ({step} steps); nothing to do.', flush=True)
+    return metrics
+
+  steps_fn = steps_lib.TrainingSteps(
+      strategy=strategy, critic=critic, generator=generator,
+      critic_optimizer=critic_optimizer, generator_optimizer=generator_optimizer,
+      multipliers=state.multipliers, counters=state.counters, formulation=formulation,
+      constraints=constraints, lambda_ce=lambda_ce, global_batch_size=batch_size,
+      critic_iterations=critic_iterations, noise_dim=generator.noise_dim, seed=seed,
+      reference_pairwise_f=reference_pairwise_f, weight_decay_phi_s=weight_decay_phi_s,
+      weight_decay_v=weight_decay_v, jit_compile=jit_compile, loss_scaling=loss_scaling)
+
+  critic_iteration = int(state.counters['critic_iteration'].numpy())
+  labeled = strategy.experimental_distribute_dataset(pipelines.training_stream(
+      data.labeled_images, data.labeled_labels, batch_size=batch_size, seed=seed,
+      start_step=critic_iteration))
+  labeled_iterator = iter(labeled)
+  if mode == 'ssl':
+    unlabeled_iterator = iter(strategy.experimental_distribute_dataset(
+        pipelines.training_stream(data.unlabeled_images, batch_size=batch_size, seed=seed + 1,
+                                  start_step=critic_iteration)))
+    run_iteration = lambda: steps_fn.ssl_iteration(labeled_iterator, unlabeled_iterator)
+  else:
+    run_iteration = lambda: steps_fn.supervised_iteration(labeled_iterator)
+
+  writer = tf.summary.create_file_writer(os.path.join(model_dir, 'train'))
+  eval_writer = tf.summary.create_file_writer(os.path.join(model_dir, 'eval'))
+  predict = evaluation.make_predict_fn(critic)
+  sample_noise = tf.random.stateless_normal(
+      [64, generator.noise_dim],
+      seed=random_streams.stream_seed(seed, random_streams.SAMPLE_NOISE, 0))
+  images_per_step = batch_size * iterations_per_step
+
+  def set_learning_rates(current_step):
+    if learning_rate_halving_epochs is None:
+      return
+    epoch = current_step * iterations_per_step / iterations_per_epoch
+    factor = 0.5 ** math.floor(epoch / learning_rate_halving_epochs)
+    critic_optimizer.learning_rate.assign(critic_learning_rate * factor)
+    generator_optimizer.learning_rate.assign(generator_learning_rate * factor)
+
+  def check_finite(current_step):
+    if int(state.counters['nonfinite'].numpy()):
+      raise errors.TrainingDivergedError(
+          f'a loss became NaN or Inf before step {current_step}; training stopped and the last '
+          f'good checkpoint in {checkpoint_dir} was left intact. Lower the learning rates, '
+          'check the constraint weights (ρ, λ_GP), or resume from that checkpoint.')
+
+  def evaluate(current_step):
+    val_error = None
+    if len(data.validation_labels):
+      val_error = evaluation.error_rate(predict, data.validation_images,
+                                        data.validation_labels, eval_batch_size)
+    test_error = evaluation.error_rate(predict, data.test_images, data.test_labels,
+                                       eval_batch_size)
+    # Model selection uses the validation split only (SPEC §6); without one there is no best.
+    if val_error is not None and val_error < float(state.best['validation_error'].numpy()):
+      state.best['validation_error'].assign(val_error)
+      state.best['test_error'].assign(test_error)
+      state.best['step'].assign(current_step)
+      best_manager.save(checkpoint_number=current_step)
+    scalars = {'eval/test_error': test_error}
+    if val_error is not None:
+      scalars['eval/validation_error'] = val_error
+    summaries.write_scalars(eval_writer, current_step, scalars)
+    return val_error, test_error
+
+  def save(current_step):
+    check_finite(current_step)
+    manager.save(checkpoint_number=current_step)
+
+  def write_samples(current_step):
+    if mode != 'ssl':
+      return
+    grid = summaries.image_grid(tf.cast(generator(sample_noise, training=False), tf.float32))
+    with writer.as_default(step=current_step):
+      tf.summary.image('generator_samples', grid)
+
+  print(f'Training {mode} on {data.name} ({data.source}): {num_labeled} labeled, '
+        f'{num_unlabeled} unlabeled, {len(data.validation_labels)} validation, '
+        f'{len(data.test_labels)} test; {total_steps} steps '
+        f'({iterations_per_step} critic iteration(s) each, batch {batch_size}, '
+        f'{strategy.num_replicas_in_sync} replica(s)) -> {model_dir}', flush=True)
+  validation_error = metrics.get('last_validation_error')
+  interval_start, interval_steps = time.time(), 0
+  wrote_operative_config = False
+  while step < total_steps:
+    set_learning_rates(step)
+    values = run_iteration()
+    step += 1
+    interval_steps += 1
+    if not wrote_operative_config:
+      run_record.record_operative_config(model_dir)
+      wrote_operative_config = True
+    last = step == total_steps
+    if step % log_every == 0 or last:
+      check_finite(step)
+      seconds = (time.time() - interval_start) / interval_steps
+      scalars = {k: float(v) for k, v in values.items()}
+      scalars.update({f'lambda/{k}': float(v.numpy()) for k, v in state.multipliers.items()})
+      scalars['norm/v'] = float(tf.norm(critic.v_variables[0]))
+      scalars['norm/S'] = float(tf.norm(critic.s_head.kernel))
+      scalars['time/step_seconds'] = seconds
+      scalars['images_per_second'] = images_per_step / seconds
+      scalars['learning_rate/critic'] = float(critic_optimizer.learning_rate.numpy())
+      summaries.write_scalars(writer, step, scalars)
+      shown = {k: v for k, v in scalars.items()
+               if k in ('ce', 'ipm', 'critic_loss', 'generator_loss')
+               or k.startswith(('omega/', 'lambda/'))}
+      epoch = step * iterations_per_step / iterations_per_epoch
+      print(summaries.progress_line(step, total_steps, epoch, images_per_step / seconds,
+                                    seconds * (total_steps - step), shown, validation_error),
+            flush=True)
+      interval_start, interval_steps = time.time(), 0
+    if step % sample_every == 0 or last:
+      write_samples(step)
+    if step % eval_every == 0 or last:
+      check_finite(step)
+      validation_error, test_error = evaluate(step)
+      metrics.update({'last_validation_error': validation_error, 'last_test_error': test_error,
+                      'last_eval_step': step})
+    if step % checkpoint_every == 0 or last:
+      save(step)
+      run_record.write_metrics(model_dir, _metrics(metrics, state, step, total_steps,
+                                                   finished=last))
+
+  if export_classifier:
+    export.export_classifier(critic, data.image_shape, os.path.join(model_dir, EXPORT_DIR),
+                             data.num_classes, data.name)
+  metrics = _metrics(metrics, state, step, total_steps, finished=True)
+  metrics['wall_seconds_this_session'] = time.time() - started
+  run_record.write_metrics(model_dir, metrics)
+  best = metrics['best']
+  print(f'Finished {step} steps: test error {metrics["final"]["test_error"]:.2f}% '
+        f'(best validation {_fmt(best["validation_error"])} at step {best["step"]}, '
+        f'test error there {_fmt(best["test_error"])})', flush=True)
+  return metrics
+
+
+def _fmt(value):
+  return 'n/a' if value is None else f'{value:.2f}%'
+
+
+def _metrics(metrics, state, step, total_steps, finished):
+  def number(v):
+    v = float(v.numpy())
+    return None if not math.isfinite(v) else v
+  out = dict(metrics)
+  out.update({
+      'step': step, 'total_steps': total_steps, 'finished': finished,
+      'final': {'step': metrics.get('last_eval_step'),
+                'validation_error': metrics.get('last_validation_error'),
+                'test_error': metrics.get('last_test_error')},
+      'best': {'step': int(state.best['step'].numpy()),
+               'validation_error': number(state.best['validation_error']),
+               'test_error': number(state.best['test_error'])},
+      'multipliers': {k: float(v.numpy()) for k, v in state.multipliers.items()},
+  })
+  return out
