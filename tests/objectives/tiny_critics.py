@@ -76,7 +76,10 @@ class MlpCritic(keras.Model):
                batch_norm=False, seed=0, dtype='float64'):
     super().__init__(dtype=dtype)
     self.has_batch_norm = has_batch_norm or batch_norm
-    init = lambda s, std: keras.initializers.RandomNormal(stddev=std, seed=seed + s)
+
+    def init(offset, stddev):
+      return keras.initializers.RandomNormal(stddev=stddev, seed=seed + offset)
+
     self.flatten = keras.layers.Flatten(dtype=dtype)
     self.hidden = keras.layers.Dense(hidden, kernel_initializer=init(1, 0.8),
                                      bias_initializer=init(2, 0.3), dtype=dtype)
@@ -91,6 +94,7 @@ class MlpCritic(keras.Model):
     return list(self.v.trainable_variables)
 
   def call(self, x, training=False):
+    del training  # No dropout, and the norm always uses the batch's statistics.
     pre = self.hidden(self.flatten(x))
     if self.norm is not None:
       pre = self.norm(pre)

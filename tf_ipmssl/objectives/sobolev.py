@@ -17,7 +17,7 @@ def squared_gradient_norms(input_gradients):
 
 
 def sobolev_omega(mean_sq_grad_real, mean_sq_grad_fake):
-  return mean_sq_grad_real + 0.5 * mean_sq_grad_fake - 1.0
+  return 0.5 * mean_sq_grad_real + 0.5 * mean_sq_grad_fake - 1.0
 
 
 @gin.configurable
