@@ -17,7 +17,9 @@ setuptools.setup(
     license="Apache-2.0",
     python_requires=">=3.11",
     packages=setuptools.find_packages(include=["tf_ipmssl", "tf_ipmssl.*"]),
-    scripts=[str(p.relative_to(ROOT)) for p in sorted((ROOT / "bin").glob("*")) if p.is_file()],
+    # The absl programs; bin/setup is the shell bootstrap of a checkout, not a program.
+    scripts=[str(p.relative_to(ROOT)) for p in sorted((ROOT / "bin").glob("*"))
+             if p.is_file() and p.name != "setup"],
     install_requires=[
         # The CPU wheel keeps the default install light; GPU users install `tensorflow[and-cuda]`
         # on top (BUILD.md).

@@ -51,4 +51,6 @@ def test_kill_and_resume_matches_uninterrupted_run(tmp_path):
            or 'multipliers' in k]
   assert len(names) > 20
   for name in expected:
+    if name.startswith('save_counter'):  # How often a checkpoint was written, not state.
+      continue
     np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)

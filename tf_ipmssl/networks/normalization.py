@@ -119,6 +119,25 @@ class ConfigurableLayerNorm(keras.layers.Layer):
     return config
 
 
+class BatchNormalization(keras.layers.BatchNormalization):
+  """keras.layers.BatchNormalization whose batch statistics are twice differentiable.
+
+  tf.nn.moments (behind Keras's BN) computes the variance around stop_gradient(mean): first
+  derivatives are unaffected, second derivatives are wrong, and the Sobolev and gradient-
+  penalty constraints differentiate the critic twice (∂/∂w of ∇_x h). Here
+  σ² = mean((a − μ)²) keeps the full graph. The synchronized (multi-replica) statistics of
+  Keras, E[a²] − E[a]², have no stop_gradient and are kept.
+  """
+
+  def _moments(self, inputs, mask):
+    if mask is not None or self.synchronized:
+      return super()._moments(inputs, mask)
+    x = tf.cast(inputs, tf.float32)
+    mean = tf.reduce_mean(x, axis=self._reduction_axes)
+    variance = tf.reduce_mean(tf.square(x - mean), axis=self._reduction_axes)
+    return tf.cast(mean, inputs.dtype), tf.cast(variance, inputs.dtype)
+
+
 def make_batch_norm(seed=None, name=None):
   """BatchNormalization as in the reference (PyTorch BatchNorm2d defaults, DCGAN init).
 
@@ -132,7 +151,7 @@ def make_batch_norm(seed=None, name=None):
   on the whole batch. (On one device the plain layer is used: its two-pass variance is more
   accurate than the synchronized E[a²] − E[a]².)
   """
-  return keras.layers.BatchNormalization(
+  return BatchNormalization(
       momentum=BATCH_NORM_MOMENTUM,
       synchronized=tf.distribute.get_strategy().num_replicas_in_sync > 1,
       epsilon=BATCH_NORM_EPSILON,

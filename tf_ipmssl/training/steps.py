@@ -53,15 +53,15 @@ class TrainingSteps:
     self.supervised_decays = [weight_decay_phi_s] * len(critic.phi_and_s_variables)
     self.clip_values = [c.clip_value for c in self.constraints if c.kind == 'clip']
     self.loss_scaling = loss_scaling
-    # XLA compiles the forward/backward computation of one replica; collective all-reduces
-    # and optimizer merge calls stay outside it, so XLA is used on one replica only.
+    # XLA compiles the forward/backward computation of one replica. All-reduces (global
+    # moments, synchronized batch norm) cannot sit in a nested tf.function under several
+    # replicas, so XLA is used on one replica only; otherwise the pieces are traced inline.
     self.jit_compile = bool(jit_compile) and strategy.num_replicas_in_sync == 1
-    self._critic_gradients = tf.function(self._critic_gradients_impl,
-                                         jit_compile=self.jit_compile)
-    self._generator_gradients = tf.function(self._generator_gradients_impl,
-                                            jit_compile=self.jit_compile)
-    self._supervised_gradients = tf.function(self._supervised_gradients_impl,
-                                             jit_compile=self.jit_compile)
+    compile_piece = ((lambda fn: tf.function(fn, jit_compile=True)) if self.jit_compile
+                     else (lambda fn: fn))
+    self._critic_gradients = compile_piece(self._critic_gradients_impl)
+    self._generator_gradients = compile_piece(self._generator_gradients_impl)
+    self._supervised_gradients = compile_piece(self._supervised_gradients_impl)
     self.ssl_iteration = tf.function(self._ssl_iteration)
     self.supervised_iteration = tf.function(self._supervised_iteration)
 

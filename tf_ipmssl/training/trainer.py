@@ -137,9 +137,9 @@ def train(model_dir,
     if not isinstance(value, int) or value < 1:
       raise errors.ConfigError(f'train.{name} must be a positive integer, got {value!r}')
 
-  data = ssl_data.build_ssl_data()
   if deterministic_ops:
-    tf.config.experimental.enable_op_determinism()
+    _make_deterministic()
+  data = ssl_data.build_ssl_data()
   keras.utils.set_random_seed(seed)
   keras.mixed_precision.set_global_policy(mixed_precision or 'float32')
   strategy = distribution.make_strategy()
@@ -329,6 +329,23 @@ def train(model_dir,
         f'(best validation {_fmt(best["validation_error"])} at step {best["step"]}, '
         f'test error there {_fmt(best["test_error"])})', flush=True)
   return metrics
+
+
+def _make_deterministic():
+  """Bit-exact runs on CPU: deterministic kernels and one thread per op.
+
+  Op determinism alone left ulp-level differences between processes in multi-threaded CPU
+  reductions; single-threaded execution removes them (and is slower: use it for tests and
+  debugging, not for long runs).
+  """
+  tf.config.experimental.enable_op_determinism()
+  try:
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+  except RuntimeError:  # The runtime already started, e.g. a second run in one process.
+    if tf.config.threading.get_intra_op_parallelism_threads() != 1:
+      logging.warning('deterministic_ops: TensorFlow already started with several threads '
+                      'per op; results may differ from other processes in the last bits.')
 
 
 def _fmt(value):

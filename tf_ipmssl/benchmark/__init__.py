@@ -1,0 +1,1 @@
+"""bin/benchmark: speed of the training and inference computations (docs/performance.md)."""

@@ -1,0 +1,124 @@
+"""The configurations bin/benchmark measures (issue 7), and the variants it crosses them with.
+
+Training configs use the paper's settings (SPEC §5): K+1 formulation, batch 64, Adam, and
+their own n_c. Learning rates do not change the speed; they are kept for fidelity.
+"""
+import dataclasses
+from typing import Callable
+
+from tf_ipmssl import errors
+from tf_ipmssl.objectives import fisher
+from tf_ipmssl.objectives import gradient_penalty
+from tf_ipmssl.objectives import sobolev
+
+# What a config measures.
+SSL, SUPERVISED, EVAL, EXPORT, PIPELINE = 'ssl', 'supervised', 'eval', 'export', 'pipeline'
+TRAINING_KINDS = (SSL, SUPERVISED)
+
+PRECISIONS = ('float32', 'mixed_bfloat16', 'mixed_float16')
+FORWARDS = ('batched', 'separate')
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchmarkConfig:
+  """One row group of the benchmark.
+
+  Attributes:
+    name: the --configs name.
+    kind: SSL, SUPERVISED, EVAL, EXPORT or PIPELINE.
+    description: the paper's name for it.
+    normalization: critic normalization (SPEC §4).
+    make_constraints: builds the SSL constraints (a function, so that gin-configurable
+      defaults are read when the benchmark runs).
+    critic_iterations: the config's own n_c (SPEC §5).
+    learning_rate: Adam learning rate of critic and generator.
+  """
+  name: str
+  kind: str
+  description: str
+  normalization: str = 'none'
+  make_constraints: Callable[[], tuple] = tuple
+  critic_iterations: int = 1
+  learning_rate: float = 2e-4
+
+  @property
+  def constraints(self):
+    return tuple(self.make_constraints())
+
+
+CONFIGS = {c.name: c for c in (
+    BenchmarkConfig('fisher', SSL, 'K+1 Fisher(f), no norm',
+                    make_constraints=lambda: (fisher.Fisher(component='f'),),
+                    critic_iterations=2),
+    BenchmarkConfig('fisher_sobolev', SSL, 'K+1 Fisher(f) + Sobolev(f-), no norm',
+                    make_constraints=lambda: (fisher.Fisher(component='f'),
+                                              sobolev.Sobolev(component='f_neg')),
+                    critic_iterations=2),
+    BenchmarkConfig('gp', SSL, 'K+1 WGAN-GP(f-), no norm',
+                    make_constraints=lambda: (
+                        gradient_penalty.GradientPenalty(component='f_neg'),),
+                    critic_iterations=5, learning_rate=1e-4),
+    BenchmarkConfig('fisher_ln', SSL, 'K+1 Fisher(f), LN singleton/per-channel',
+                    normalization='layer_norm_singleton_per_channel',
+                    make_constraints=lambda: (fisher.Fisher(component='f'),),
+                    critic_iterations=2),
+    BenchmarkConfig('supervised', SUPERVISED, 'supervised only (CE on the labeled batch)'),
+    BenchmarkConfig('eval', EVAL, 'eval forward (argmax S(Φ(x)), dropout off)'),
+    BenchmarkConfig('export', EXPORT, 'exported SavedModel classifier (uint8 in)'),
+    BenchmarkConfig('pipeline', PIPELINE, 'input pipeline (labeled training stream)'),
+)}
+DEFAULT_CONFIGS = tuple(CONFIGS)
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  """How a config is compiled and run: XLA, dtype policy, batched or separate critic passes."""
+  jit_compile: bool = False
+  precision: str = 'float32'
+  forward: str = 'batched'
+
+  @property
+  def label(self):
+    return '/'.join([self.precision.replace('mixed_', ''),
+                     'xla' if self.jit_compile else 'noxla', self.forward])
+
+
+def select_configs(names):
+  """The BenchmarkConfigs named in `names`, in the given order."""
+  unknown = [n for n in names if n not in CONFIGS]
+  if unknown:
+    raise errors.ConfigError(f'unknown benchmark config(s) {unknown}; choose from '
+                             f'{list(CONFIGS)}')
+  if not names:
+    raise errors.ConfigError(f'--configs is empty; choose from {list(CONFIGS)}')
+  return [CONFIGS[n] for n in dict.fromkeys(names)]
+
+
+def variants(jit_compile, precisions, forwards):
+  """The variants to run: jit_compile in {'off', 'on', 'both'} × precisions × forwards."""
+  jit = {'off': (False,), 'on': (True,), 'both': (False, True)}
+  if jit_compile not in jit:
+    raise errors.ConfigError(f"--jit_compile={jit_compile!r}: use 'off', 'on' or 'both'")
+  for precision in precisions:
+    if precision not in PRECISIONS:
+      raise errors.ConfigError(f'--mixed_precision: unknown policy {precision!r}; use one '
+                               f'of {list(PRECISIONS)}')
+  for forward in forwards:
+    if forward not in FORWARDS:
+      raise errors.ConfigError(f'--forward: unknown mode {forward!r}; use one of '
+                               f'{list(FORWARDS)}')
+  return [Variant(j, p, f) for p in dict.fromkeys(precisions) for j in jit[jit_compile]
+          for f in dict.fromkeys(forwards)]
+
+
+def variants_for(config, all_variants):
+  """Variants that change how `config` runs (the others would only repeat a measurement).
+
+  The critic passes (batched / separate) exist in SSL steps only; the export and the input
+  pipeline are measured once, in float32 without XLA.
+  """
+  if config.kind in (EXPORT, PIPELINE):
+    return [Variant()]
+  if config.kind != SSL:
+    all_variants = [dataclasses.replace(v, forward='batched') for v in all_variants]
+  return list(dict.fromkeys(all_variants))

@@ -1,0 +1,359 @@
+"""Benchmark results: derived rates, the targets of issue 7, the stdout tables and the JSON.
+
+Pure functions of the measured Timings, so that they are tested with fake timings.
+
+Rates: images/s = images per call / median seconds; GFLOP/s = executed FLOPs (flops.py) /
+median seconds; "% matmul" = that rate over the same run's dense fp32 matmul rate (median of
+the samples taken at the start and at the end of the run).
+"""
+import dataclasses
+import datetime
+import json
+import os
+import platform
+from typing import Optional
+
+import numpy as np
+
+from tf_ipmssl.benchmark import configs as configs_lib
+from tf_ipmssl.benchmark import flops as flops_lib
+from tf_ipmssl.benchmark import timing as timing_lib
+
+JSON_FORMAT_VERSION = 1
+# CPU features that decide the speed of the fp32 and bfloat16 kernels (docs/performance.md).
+_CPU_FLAGS = ('avx2', 'fma', 'avx512f', 'avx512_bf16', 'amx_bf16', 'amx_tile')
+
+
+@dataclasses.dataclass
+class Result:
+  """The measurements of one (config, variant).
+
+  timings: name -> Timing (SSL: critic_step, generator_step, iteration_1, iteration_nc;
+    supervised: iteration; eval: forward; export: batch_<n>; pipeline: batch).
+  flops: name -> {'executed': FLOPs, 'required': FLOPs} per call (none for the pipeline).
+  images_per_call: name -> images one call processes (SSL: unlabeled images, B per critic
+    step, as the trainer's images/s).
+  """
+  config: str
+  kind: str
+  description: str
+  variant: configs_lib.Variant
+  critic_iterations: int
+  timings: dict
+  flops: dict
+  images_per_call: dict
+
+  def images_per_second(self, name):
+    return self.images_per_call[name] / self.timings[name].median
+
+  def gflops_per_second(self, name, which=flops_lib.EXECUTED):
+    if name not in self.flops:
+      return None
+    return gflops(self.flops[name][which], self.timings[name])
+
+  def to_json(self, matmul_gflops=None):
+    rates = {}
+    for name in self.timings:
+      rate = {'images_per_second': self.images_per_second(name)}
+      if name in self.flops:
+        rate['gflops_per_second'] = self.gflops_per_second(name)
+        rate['required_gflops_per_second'] = self.gflops_per_second(name, flops_lib.REQUIRED)
+        if matmul_gflops:
+          rate['fraction_of_matmul'] = rate['gflops_per_second'] / matmul_gflops
+      rates[name] = rate
+    return {'config': self.config, 'kind': self.kind, 'description': self.description,
+            'variant': dataclasses.asdict(self.variant), 'variant_label': self.variant.label,
+            'critic_iterations': self.critic_iterations,
+            'timings_seconds': {k: v.to_json() for k, v in self.timings.items()},
+            'flops': self.flops, 'images_per_call': self.images_per_call, 'rates': rates}
+
+  @classmethod
+  def from_json(cls, value):
+    return cls(config=value['config'], kind=value['kind'], description=value['description'],
+               variant=configs_lib.Variant(**value['variant']),
+               critic_iterations=value['critic_iterations'],
+               timings={k: timing_lib.Timing.from_json(v)
+                        for k, v in value['timings_seconds'].items()},
+               flops=value['flops'], images_per_call=value['images_per_call'])
+
+
+@dataclasses.dataclass
+class BenchmarkRun:
+  """One bin/benchmark run: settings, machine, the matmul reference and every Result."""
+  settings: dict
+  machine: dict
+  matmul: dict  # {'size': n, 'start': Timing, 'end': Timing}
+  results: list
+  command: str = ''
+  wall_seconds: Optional[float] = None
+
+  @property
+  def matmul_timing(self):
+    """Start and end samples together."""
+    return timing_lib.Timing(self.matmul['start'].samples + self.matmul['end'].samples)
+
+  @property
+  def matmul_gflops(self):
+    """Median rate over all matmul samples."""
+    n = self.matmul['size']
+    return float(np.median([flops_lib.matmul_flops(n, n, n) / s / 1e9
+                            for s in self.matmul_timing.samples]))
+
+  def to_json(self):
+    n = self.matmul['size']
+    per_call = flops_lib.matmul_flops(n, n, n)
+    matmul = {'size': n, 'flops_per_call': per_call, 'gflops_per_second': self.matmul_gflops}
+    for when in ('start', 'end'):
+      matmul[when] = self.matmul[when].to_json()
+      matmul[f'gflops_per_second_{when}'] = gflops(per_call, self.matmul[when])
+    return {
+        'format_version': JSON_FORMAT_VERSION,
+        'created': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
+        'command': self.command,
+        'wall_seconds': self.wall_seconds,
+        'settings': self.settings,
+        'machine': self.machine,
+        'matmul': matmul,
+        'results': [r.to_json(self.matmul_gflops) for r in self.results],
+        'targets': [dataclasses.asdict(t) for t in targets(self)],
+    }
+
+  @classmethod
+  def from_json(cls, value):
+    matmul = {'size': value['matmul']['size'],
+              'start': timing_lib.Timing.from_json(value['matmul']['start']),
+              'end': timing_lib.Timing.from_json(value['matmul']['end'])}
+    return cls(settings=value['settings'], machine=value['machine'], matmul=matmul,
+               results=[Result.from_json(r) for r in value['results']],
+               command=value.get('command', ''), wall_seconds=value.get('wall_seconds'))
+
+
+def gflops(count, timing):
+  """GFLOP/s of `count` FLOPs per call at the median time of `timing`."""
+  return count / timing.median / 1e9
+
+
+def machine_info():
+  """CPU model, logical CPUs, relevant CPU flags, GPUs and library versions."""
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl import version  # pylint: disable=g-import-not-at-top
+  model, cpu_flags = platform.processor() or platform.machine(), set()
+  try:
+    with open('/proc/cpuinfo') as f:
+      for line in f:
+        key, _, value = line.partition(':')
+        if key.strip() == 'model name':
+          model = value.strip()
+        elif key.strip() == 'flags':
+          cpu_flags = set(value.split())
+  except OSError:
+    pass
+  return {
+      'cpu_model': model,
+      'logical_cpus': os.cpu_count(),
+      'cpu_flags': {flag: flag in cpu_flags for flag in _CPU_FLAGS},
+      'gpus': [d.name for d in tf.config.list_physical_devices('GPU')],
+      'tensorflow': tf.__version__,
+      'keras': keras.__version__,
+      'tf_ipmssl': version.__version__,
+      'python': platform.python_version(),
+  }
+
+
+# ----- targets (issue 7, fp32 batch 64 on CPU) -----
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+  name: str
+  variant: str
+  value: float
+  threshold: float
+  at_least: bool  # value >= threshold (else value <= threshold)
+
+  @property
+  def met(self):
+    return self.value >= self.threshold if self.at_least else self.value <= self.threshold
+
+
+# (name, config, reference config, threshold): iteration time ratios at equal n_c = 1.
+_TIME_RATIO_TARGETS = (
+    ('fisher_sobolev / fisher iteration time', 'fisher_sobolev', 'fisher', 1.6),
+    ('gp / fisher iteration time', 'gp', 'fisher', 1.6),
+    ('fisher_ln / fisher iteration time', 'fisher_ln', 'fisher', 1.15),
+)
+FISHER_MATMUL_FRACTION = 0.85
+EVAL_MATMUL_FRACTION = 0.9
+PIPELINE_SPEEDUP = 20.0
+# Batches a training call reads: labeled + unlabeled per critic step, labeled per update.
+_BATCHES_READ = {('ssl', 'critic_step'): 2, ('supervised', 'iteration'): 1}
+
+
+def _find(results, config, variant):
+  for r in results:
+    if r.config == config and r.variant == variant:
+      return r
+  return None
+
+
+def targets(run: BenchmarkRun):
+  """The issue's targets that this run's results allow to evaluate, per variant."""
+  results = run.results
+  matmul = run.matmul_gflops
+  out = []
+  pipeline = next((r for r in results if r.kind == configs_lib.PIPELINE), None)
+  for variant in dict.fromkeys(r.variant for r in results
+                               if r.kind in (configs_lib.SSL, configs_lib.SUPERVISED,
+                                             configs_lib.EVAL)):
+    label = variant.label
+    fisher = _find(results, 'fisher', variant)
+    if fisher:
+      out.append(Target('fisher iteration GFLOP/s / matmul GFLOP/s', label,
+                        fisher.gflops_per_second('iteration_1') / matmul,
+                        FISHER_MATMUL_FRACTION, True))
+    for name, config, reference, threshold in _TIME_RATIO_TARGETS:
+      a, b = _find(results, config, variant), _find(results, reference, variant)
+      if a and b:
+        out.append(Target(name, label, a.timings['iteration_1'].median /
+                          b.timings['iteration_1'].median, threshold, False))
+    evaluation = _find(results, 'eval', variant)
+    if evaluation and variant.forward == 'batched':
+      out.append(Target('eval forward GFLOP/s / matmul GFLOP/s', label,
+                        evaluation.gflops_per_second('forward') / matmul,
+                        EVAL_MATMUL_FRACTION, True))
+    consumers = [batches / r.timings[name].median
+                 for r in results if r.variant == variant
+                 for (kind, name), batches in _BATCHES_READ.items() if r.kind == kind]
+    if pipeline and consumers:
+      out.append(Target('input pipeline batches/s / fastest step batches/s', label,
+                        (1.0 / pipeline.timings['batch'].median) / max(consumers),
+                        PIPELINE_SPEEDUP, True))
+  return out
+
+
+# ----- text output -----
+
+def format_load(load):
+  return ' / '.join(f'{x:.2f}' for x in load) + ' (1 / 5 / 15 min)'
+
+
+def format_timing(t, scale=1.0, digits=3):
+  """'median [min-max]' of a Timing, times `scale`."""
+  def fmt(x):
+    return f'{x * scale:.{digits}g}'
+  return f'{fmt(t.median)} [{fmt(t.min)}-{fmt(t.max)}]' + ('*' if t.derived else '')
+
+
+def _table(headers, rows):
+  widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
+  lines = ['  '.join(str(x).ljust(w) for x, w in zip(headers, widths)).rstrip()]
+  lines.append('  '.join('-' * w for w in widths))
+  lines += ['  '.join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in rows]
+  return '\n'.join(lines)
+
+
+def _percent(value, matmul):
+  return f'{100 * value / matmul:.0f}%'
+
+
+def _gflop(count):
+  return f'{count / 1e9:.1f}'
+
+
+def _training_rows(run):
+  rows = []
+  for r in run.results:
+    if r.kind == configs_lib.SSL:
+      it1 = r.flops['iteration_1']
+      count = _gflop(it1[flops_lib.EXECUTED])
+      if it1[flops_lib.REQUIRED] != it1[flops_lib.EXECUTED]:
+        count += f' ({_gflop(it1[flops_lib.REQUIRED])})'
+      rate = r.gflops_per_second('iteration_1')
+      rows.append([r.config, r.variant.label, r.critic_iterations,
+                   format_timing(r.timings['critic_step']),
+                   format_timing(r.timings['generator_step']),
+                   format_timing(r.timings['iteration_1']),
+                   format_timing(r.timings['iteration_nc']),
+                   f'{r.images_per_second("iteration_nc"):.1f}',
+                   count, _gflop(r.flops['iteration_nc'][flops_lib.EXECUTED]),
+                   f'{rate:.1f}', _percent(rate, run.matmul_gflops)])
+    elif r.kind == configs_lib.SUPERVISED:
+      rate = r.gflops_per_second('iteration')
+      count = _gflop(r.flops['iteration'][flops_lib.EXECUTED])
+      rows.append([r.config, r.variant.label, '-', format_timing(r.timings['iteration']), '-',
+                   format_timing(r.timings['iteration']), '-',
+                   f'{r.images_per_second("iteration"):.1f}', count, '-', f'{rate:.1f}',
+                   _percent(rate, run.matmul_gflops)])
+  return rows
+
+
+def _inference_rows(run):
+  rows = []
+  for r in run.results:
+    if r.kind in (configs_lib.EVAL, configs_lib.EXPORT):
+      for name in r.timings:
+        rate = r.gflops_per_second(name)
+        rows.append([r.config, r.variant.label, r.images_per_call[name],
+                     format_timing(r.timings[name], scale=1e3),
+                     f'{r.images_per_second(name):.1f}', f'{rate:.1f}',
+                     _percent(rate, run.matmul_gflops)])
+  return rows
+
+
+def format_run(run: BenchmarkRun) -> str:
+  """The readable report printed on stdout."""
+  s, m = run.settings, run.machine
+  n = run.matmul['size']
+  per_call = flops_lib.matmul_flops(n, n, n)
+  lines = [
+      f'tf_ipmssl benchmark: critic width {s["width"]}, batch {s["batch_size"]}, '
+      f'eval batch {s["eval_batch_size"]}; {s["warmup"]} warm-up call(s), '
+      f'{s["repeats"]} timed repeat(s): median [min-max]',
+      f'machine: {m["cpu_model"]}, {m["logical_cpus"]} logical CPUs, GPUs: '
+      f'{", ".join(m["gpus"]) or "none"}; TensorFlow {m["tensorflow"]}, Keras {m["keras"]}',
+      f'load average: start {format_load(m["load_average_start"])}; '
+      f'end {format_load(m["load_average_end"])}',
+      f'dense fp32 matmul {n}x{n}x{n}: {run.matmul_gflops:.1f} GFLOP/s (start '
+      f'{gflops(per_call, run.matmul["start"]):.1f}, end '
+      f'{gflops(per_call, run.matmul["end"]):.1f})',
+  ]
+  if run.wall_seconds is not None:
+    lines.append(f'wall time: {run.wall_seconds:.0f} s')
+  training = _training_rows(run)
+  if training:
+    lines += ['', 'Training (seconds per call; * = derived from the measured iteration and '
+              'generator step, see docs/performance.md)',
+              _table(['config', 'variant', 'n_c', 'critic step', 'generator step',
+                      'iter n_c=1', 'iter own n_c', 'img/s', 'GFLOP it1 (req)',
+                      'GFLOP own', 'GFLOP/s', 'matmul'], training)]
+  inference = _inference_rows(run)
+  if inference:
+    lines += ['', 'Inference (milliseconds per batch)',
+              _table(['config', 'variant', 'batch', 'ms/batch', 'img/s', 'GFLOP/s', 'matmul'],
+                     inference)]
+  for r in run.results:
+    if r.kind == configs_lib.PIPELINE:
+      t = r.timings['batch']
+      lines += ['', f'Input pipeline (training_stream, batch {r.images_per_call["batch"]}): '
+                f'{format_timing(t, scale=1e3)} ms/batch, {1 / t.median:.0f} batches/s, '
+                f'{r.images_per_second("batch"):.0f} images/s']
+  found = targets(run)
+  if found:
+    lines += ['', 'Targets (issue 7)']
+    for t in found:
+      relation = '>=' if t.at_least else '<='
+      lines.append(f'  [{"met" if t.met else "MISSED"}] {t.name} = {t.value:.2f} '
+                   f'(target {relation} {t.threshold}) [{t.variant}]')
+  return '\n'.join(lines)
+
+
+def format_result_line(result: Result) -> str:
+  """One progress line: each timing's median."""
+  parts = [f'{name} {format_timing(t)} s' for name, t in result.timings.items()]
+  return ', '.join(parts)
+
+
+def write_json(run: BenchmarkRun, path):
+  with open(path, 'w') as f:
+    json.dump(run.to_json(), f, indent=2)
+    f.write('\n')

@@ -1,0 +1,124 @@
+"""PNG figures of sweep results beside the paper's numbers (matplotlib, optional extra).
+
+- Tables whose columns are numbers of labels (Appendix A): test error vs number of labels,
+  one line per row, ours (mean ± std) solid and the paper's dashed.
+- Every other table: one horizontal bar chart per paper column, its rows as bar pairs:
+  ours (mean, std as error bar) and the paper's.
+
+matplotlib is imported only here and only when a plot is made; without it, `plot_table`
+raises a UserError that says how to install it (`pip install -e '.[plots]'`).
+"""
+import os
+from typing import Dict, List
+
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl import errors
+from tf_ipmssl.sweep import tables as tables_lib
+
+
+def _pyplot():
+  try:
+    import matplotlib  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise errors.UserError(
+        "plots need matplotlib, which is not installed: `pip install -e '.[plots]'` (or "
+        '`pip install matplotlib`), or skip them with --noplots') from None
+  matplotlib.use('Agg')  # Files only, no display.
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  return plt
+
+
+def _title(table: cells_lib.Table, results) -> str:
+  title = table.title
+  foreign = tables_lib._foreign_datasets(table, results)  # pylint: disable=protected-access
+  if foreign:
+    title += f"\n(ours on {', '.join(foreign)}; paper on its own dataset: not comparable)"
+  return title
+
+
+def _plot_vs_labels(plt, table, results):
+  figure, axes = plt.subplots(figsize=(7, 4.5))
+  colors = plt.rcParams['axes.prop_cycle'].by_key()['color']
+  for index, (row, label) in enumerate(table.rows):
+    color = colors[index % len(colors)]
+    ours, paper = [], []
+    for dataset, column, header in table.columns:
+      cell = cells_lib.cell_at(table.name, dataset, row, column)
+      if cell is None:
+        continue
+      labels = int(header)
+      paper.append((labels, cell.paper_error))
+      result = results.get(cell.id)
+      if result is not None and result.n:
+        ours.append((labels, result.mean, result.std or 0.0))
+    if paper:
+      axes.plot(*zip(*paper), linestyle='--', marker='o', color=color, alpha=0.6,
+                label=f'{label} (paper)')
+    if ours:
+      xs, means, stds = zip(*ours)
+      axes.errorbar(xs, means, yerr=stds, marker='s', color=color, capsize=3,
+                    label=f'{label} (ours)')
+  axes.set_xscale('log')
+  xticks = [int(header) for _, _, header in table.columns]
+  axes.set_xticks(xticks)
+  axes.set_xticklabels([str(x) for x in xticks])
+  axes.set_xlabel(table.x_label)
+  axes.set_ylabel('test error (%)')
+  axes.grid(alpha=0.3)
+  axes.legend(fontsize=7)
+  axes.set_title(_title(table, results), fontsize=9)
+  return figure
+
+
+def _plot_bars(plt, table, results):
+  columns = table.columns
+  ncols = min(len(columns), 3)
+  nrows = -(-len(columns) // ncols)
+  height = 0.45 * len(table.rows) + 1.2
+  figure, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, height * nrows),
+                              squeeze=False, sharey=True)
+  labels = [label for _, label in table.rows]
+  positions = list(range(len(table.rows)))
+  for index, (dataset, column, header) in enumerate(columns):
+    ax = axes[index // ncols][index % ncols]
+    ours, ours_err, paper = [], [], []
+    for row, _ in table.rows:
+      cell = cells_lib.cell_at(table.name, dataset, row, column)
+      result = results.get(cell.id) if cell else None
+      has_ours = result is not None and result.n > 0
+      ours.append(result.mean if has_ours else 0.0)
+      ours_err.append((result.std or 0.0) if has_ours else 0.0)
+      paper.append(cell.paper_error if cell else 0.0)
+    ax.barh([p - 0.2 for p in positions], ours, height=0.4, xerr=ours_err, capsize=2,
+            label='ours')
+    ax.barh([p + 0.2 for p in positions], paper, height=0.4, alpha=0.6, label='paper')
+    ax.set_yticks(positions)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_title(header, fontsize=8)
+    ax.set_xlabel('test error (%)', fontsize=8)
+    ax.grid(axis='x', alpha=0.3)
+  for index in range(len(columns), nrows * ncols):
+    axes[index // ncols][index % ncols].axis('off')
+  axes[0][0].legend(fontsize=7)
+  figure.suptitle(_title(table, results), fontsize=9)
+  return figure
+
+
+def plot_table(table: cells_lib.Table, results: Dict[str, 'tables_lib.CellResult'],
+               path: str) -> str:
+  """Writes the table's figure to `path` (PNG); returns path."""
+  plt = _pyplot()
+  plot = _plot_vs_labels if table.x_label else _plot_bars
+  figure = plot(plt, table, results)
+  figure.tight_layout()
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  figure.savefig(path, dpi=110)
+  plt.close(figure)
+  return path
+
+
+def plot_tables(results: Dict[str, 'tables_lib.CellResult'], tables_dir: str) -> List[str]:
+  """<table>.png for each table with results; returns the paths written."""
+  return [plot_table(table, results, os.path.join(tables_dir, f'{table.name}.png'))
+          for table in tables_lib.tables_with_results(results)]

@@ -1,0 +1,140 @@
+"""Runs a sweep's plan: one bin/train subprocess per run, one run at a time.
+
+- A run whose metrics.json says `"finished": true` is skipped.
+- Any other run is (re)started with its command; bin/train resumes by itself from the
+  latest checkpoint of an interrupted run in the same model dir.
+- A failing run is reported (exit status and the end of its log) and the sweep goes on.
+
+Each run's output is appended to `<model_dir>/train.log`; one JSON line per run outcome is
+appended to `<root>/sweep_log.jsonl`.
+"""
+import dataclasses
+import datetime
+import json
+import os
+import subprocess
+import time
+from typing import Callable, List, Optional, Sequence
+
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import plan as plan_lib
+
+LOG_FILE = 'train.log'
+SWEEP_LOG_FILE = 'sweep_log.jsonl'
+METRICS_FILE = 'metrics.json'  # Written by the trainer (training/run_record.py).
+
+NEW, PARTIAL, FINISHED = 'new', 'partial', 'finished'
+# Outcomes.
+SKIPPED, SUCCEEDED, FAILED = 'skipped', 'succeeded', 'failed'
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+  """What happened to one run: status SKIPPED, SUCCEEDED or FAILED."""
+  run: plan_lib.Run
+  status: str
+  returncode: Optional[int] = None
+  seconds: float = 0.0
+  log_tail: str = ''
+
+
+def read_metrics(model_dir: str) -> Optional[dict]:
+  """The run's metrics.json, None when missing or unreadable (e.g. being written)."""
+  try:
+    with open(os.path.join(model_dir, METRICS_FILE)) as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None
+
+
+def run_state(model_dir: str) -> str:
+  """NEW (no directory), PARTIAL (started, not finished) or FINISHED."""
+  metrics = read_metrics(model_dir)
+  if metrics is not None and metrics.get('finished'):
+    return FINISHED
+  return PARTIAL if os.path.isdir(model_dir) else NEW
+
+
+def _tail(path: str, lines: int = 8) -> str:
+  try:
+    with open(path, errors='replace') as f:
+      return ''.join(f.readlines()[-lines:]).rstrip()
+  except OSError:
+    return ''
+
+
+def _append_jsonl(path: str, record: dict):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'a') as f:
+    f.write(json.dumps(record) + '\n')
+
+
+def _environment() -> dict:
+  env = dict(os.environ)
+  env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  # bin/train finds the package from its own location; this covers a non-installed copy.
+  env['PYTHONPATH'] = os.pathsep.join(
+      p for p in (str(cells_lib.REPO_ROOT), env.get('PYTHONPATH')) if p)
+  return env
+
+
+def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM) -> Outcome:
+  """Trains (or resumes) one run to completion in a subprocess; never raises on failure."""
+  if run_state(run.model_dir) == FINISHED:
+    return Outcome(run, SKIPPED)
+  os.makedirs(run.model_dir, exist_ok=True)
+  log_path = os.path.join(run.model_dir, LOG_FILE)
+  started = time.time()
+  with open(log_path, 'a') as log:
+    stamp = datetime.datetime.now().isoformat(timespec='seconds')
+    log.write(f'\n==== {stamp} {run.command_line(program)}\n')
+    log.flush()
+    try:
+      returncode = subprocess.call(run.command(program), stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=str(cells_lib.REPO_ROOT), env=_environment())
+    except OSError as e:  # The program itself could not be started.
+      log.write(f'could not start {program}: {e}\n')
+      returncode = -1
+  seconds = time.time() - started
+  if returncode == 0 and run_state(run.model_dir) == FINISHED:
+    return Outcome(run, SUCCEEDED, returncode, seconds)
+  return Outcome(run, FAILED, returncode, seconds, _tail(log_path))
+
+
+def run_plan(runs: Sequence[plan_lib.Run], root: str,
+             program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
+             report: Callable[[str], None] = print) -> List[Outcome]:
+  """Runs every run in order; reports each outcome with `report` and logs it under root."""
+  outcomes = []
+  for index, run in enumerate(runs, start=1):
+    prefix = f'[{index}/{len(runs)}] {run.name}'
+    state = run_state(run.model_dir)
+    if state != FINISHED:
+      verb = 'resuming' if state == PARTIAL else 'starting'
+      report(f'{prefix}: {verb} (log: {os.path.join(run.model_dir, LOG_FILE)})')
+    outcome = run_one(run, program)
+    outcomes.append(outcome)
+    if outcome.status == SKIPPED:
+      report(f'{prefix}: already finished, skipped')
+    elif outcome.status == SUCCEEDED:
+      report(f'{prefix}: finished in {outcome.seconds:.0f} s')
+    else:
+      report(f'{prefix}: FAILED (exit status {outcome.returncode}) after '
+             f'{outcome.seconds:.0f} s; the end of its log:\n{outcome.log_tail}')
+    if outcome.status != SKIPPED:
+      _append_jsonl(os.path.join(root, SWEEP_LOG_FILE), {
+          'cell': run.cell.id, 'seed': run.seed, 'model_dir': run.model_dir,
+          'status': outcome.status, 'returncode': outcome.returncode,
+          'seconds': round(outcome.seconds, 1),
+          'finished_at': datetime.datetime.now().isoformat(timespec='seconds')})
+  return outcomes
+
+
+def summary(outcomes: Sequence[Outcome]) -> str:
+  counts = {s: sum(o.status == s for o in outcomes) for s in (SUCCEEDED, SKIPPED, FAILED)}
+  line = (f'{len(outcomes)} run(s): {counts[SUCCEEDED]} trained, {counts[SKIPPED]} already '
+          f'finished, {counts[FAILED]} failed')
+  failed = [o.run.name for o in outcomes if o.status == FAILED]
+  if failed:
+    line += '\nfailed: ' + ', '.join(failed)
+  return line

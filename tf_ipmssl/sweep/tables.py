@@ -1,0 +1,219 @@
+"""Sweep results laid out as the paper's tables: markdown and CSV, with the paper's number.
+
+Each run contributes one number, the test error (%) at the step of best validation error
+(`metrics['best']['test_error']`, the model selection of SPEC §6), or the final test error
+when the run had no validation split. Only finished runs count. A cell's entry is the
+mean ± sample std (ddof = 1) over its runs and their number n, beside the paper's number.
+
+Runs are found on disk as `<root>/<cell id>/seed_*/metrics.json`, so tables can be rebuilt
+at any time, also while a sweep is running or after runs were added.
+"""
+import csv
+import dataclasses
+import glob
+import io
+import json
+import math
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import plan as plan_lib
+from tf_ipmssl.sweep import runner
+
+DATASET_FILE = 'dataset.json'  # Written by the trainer (training/run_record.py).
+
+
+@dataclasses.dataclass(frozen=True)
+class CellResult:
+  """The finished runs of one cell.
+
+  Attributes:
+    cell: the cell.
+    errors: test error (%) of each finished run, in seed order.
+    seeds: their seeds.
+    unfinished: number of run directories without a finished metrics.json.
+    datasets: the datasets the runs actually trained on (e.g. 'fashion_mnist' under the
+      CPU-quick preset, where the cell's own dataset is overridden).
+  """
+  cell: cells_lib.Cell
+  errors: Tuple[float, ...] = ()
+  seeds: Tuple[int, ...] = ()
+  unfinished: int = 0
+  datasets: Tuple[str, ...] = ()
+
+  @property
+  def n(self) -> int:
+    return len(self.errors)
+
+  @property
+  def mean(self) -> Optional[float]:
+    return sum(self.errors) / self.n if self.errors else None
+
+  @property
+  def std(self) -> Optional[float]:
+    """Sample standard deviation; None for fewer than two runs."""
+    if self.n < 2:
+      return None
+    mean = self.mean
+    return math.sqrt(sum((e - mean) ** 2 for e in self.errors) / (self.n - 1))
+
+  @property
+  def text(self) -> str:
+    """'17.50 ± 0.30 (n=2)', '17.50 (n=1)' or '–'."""
+    if not self.errors:
+      return '–'
+    return f'{cells_lib.format_error(self.mean, self.std)} (n={self.n})'
+
+
+def run_error(metrics: dict) -> Optional[float]:
+  """The reported test error of one run's metrics (best-validation, else final)."""
+  best = (metrics.get('best') or {}).get('test_error')
+  if best is not None:
+    return float(best)
+  final = (metrics.get('final') or {}).get('test_error')
+  return None if final is None else float(final)
+
+
+def _dataset_of(model_dir: str) -> Optional[str]:
+  try:
+    with open(os.path.join(model_dir, DATASET_FILE)) as f:
+      return json.load(f).get('name')
+  except (OSError, ValueError):
+    return None
+
+
+def _seed_of(model_dir: str) -> int:
+  name = os.path.basename(model_dir)
+  try:
+    return int(name[len(plan_lib.SEED_DIR_PREFIX):])
+  except ValueError:
+    return -1
+
+
+def collect_cell(root: str, cell: cells_lib.Cell,
+                 seeds: Optional[Sequence[int]] = None) -> CellResult:
+  """The finished runs of `cell` under root (all seed_* directories, or only `seeds`)."""
+  pattern = os.path.join(root, *cell.id.split('/'), f'{plan_lib.SEED_DIR_PREFIX}*')
+  model_dirs = sorted((d for d in glob.glob(pattern) if os.path.isdir(d)), key=_seed_of)
+  if seeds is not None:
+    model_dirs = [d for d in model_dirs if _seed_of(d) in set(seeds)]
+  errors, run_seeds, datasets, unfinished = [], [], [], 0
+  for model_dir in model_dirs:
+    metrics = runner.read_metrics(model_dir)
+    error = run_error(metrics) if metrics and metrics.get('finished') else None
+    if error is None:
+      unfinished += 1
+      continue
+    errors.append(error)
+    run_seeds.append(_seed_of(model_dir))
+    dataset = _dataset_of(model_dir)
+    if dataset and dataset not in datasets:
+      datasets.append(dataset)
+  return CellResult(cell, tuple(errors), tuple(run_seeds), unfinished, tuple(datasets))
+
+
+def collect(root: str, cells: Sequence[cells_lib.Cell],
+            seeds: Optional[Sequence[int]] = None) -> Dict[str, CellResult]:
+  """{cell id: CellResult} for the given cells."""
+  return {cell.id: collect_cell(root, cell, seeds) for cell in cells}
+
+
+def tables_with_results(results: Dict[str, CellResult]) -> List[cells_lib.Table]:
+  """The tables, in the paper's order, that hold at least one finished run."""
+  names = {r.cell.table for r in results.values() if r.n}
+  return [t for t in cells_lib.TABLES.values() if t.name in names]
+
+
+def _result_at(results, table, dataset, row, column) -> Tuple[Optional[cells_lib.Cell],
+                                                              Optional[CellResult]]:
+  cell = cells_lib.cell_at(table.name, dataset, row, column)
+  if cell is None:
+    return None, None
+  return cell, results.get(cell.id) or CellResult(cell)
+
+
+def _foreign_datasets(table: cells_lib.Table, results) -> List[str]:
+  """Datasets our runs used that differ from the paper's dataset of their cell."""
+  foreign = []
+  for result in results.values():
+    if result.cell.table == table.name:
+      foreign += [d for d in result.datasets if d != result.cell.dataset and d not in foreign]
+  return foreign
+
+
+def markdown_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
+  """The paper's layout; each column of ours is followed by the paper's number."""
+  header = ['']
+  for _, _, title in table.columns:
+    header += [title, 'paper']
+  lines = [f'### {table.title}', '',
+           '| ' + ' | '.join(header) + ' |',
+           '|' + '|'.join(['---'] + ['---:'] * (len(header) - 1)) + '|']
+  for row, label in table.rows:
+    entries = [label]
+    for dataset, column, _ in table.columns:
+      cell, result = _result_at(results, table, dataset, row, column)
+      entries += ['', ''] if cell is None else [result.text, cell.paper_text]
+    lines.append('| ' + ' | '.join(entries) + ' |')
+  lines += ['', 'Ours: test error % at the best-validation step, mean ± std over n seeds '
+            '(label split and initialization both vary); paper: mean ± std over 5 runs.']
+  unfinished = sum(r.unfinished for r in results.values() if r.cell.table == table.name)
+  if unfinished:
+    lines.append(f'{unfinished} unfinished run(s) not counted.')
+  foreign = _foreign_datasets(table, results)
+  if foreign:
+    lines.append(f"Our runs trained on {', '.join(foreign)}, not on the paper's datasets "
+                 '(e.g. gin/presets/cpu_quick.gin): they are not comparable with the paper '
+                 'column.')
+  return '\n'.join(lines) + '\n'
+
+
+def csv_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
+  """The paper's layout, one row per table row; per column: mean, std, n, paper, paper std."""
+  out = io.StringIO()
+  writer = csv.writer(out, lineterminator='\n')
+  header = ['row']
+  for _, _, title in table.columns:
+    header += [f'{title} mean', f'{title} std', f'{title} n', f'{title} paper',
+               f'{title} paper std']
+  writer.writerow(header)
+
+  def number(value):
+    return '' if value is None else f'{value:.4f}'
+
+  for row, label in table.rows:
+    entries = [label]
+    for dataset, column, _ in table.columns:
+      cell, result = _result_at(results, table, dataset, row, column)
+      if cell is None:
+        entries += [''] * 5
+      else:
+        entries += [number(result.mean), number(result.std), str(result.n),
+                    f'{cell.paper_error:.2f}',
+                    '' if cell.paper_std is None else f'{cell.paper_std:.2f}']
+    writer.writerow(entries)
+  return out.getvalue()
+
+
+def write_tables(results: Dict[str, CellResult], tables_dir: str) -> List[str]:
+  """Writes <table>.md and <table>.csv for each table with results, and tables.md (all).
+
+  Returns the paths written.
+  """
+  os.makedirs(tables_dir, exist_ok=True)
+  written, markdown = [], []
+  for table in tables_with_results(results):
+    text = markdown_table(table, results)
+    markdown.append(text)
+    for suffix, content in (('md', text), ('csv', csv_table(table, results))):
+      path = os.path.join(tables_dir, f'{table.name}.{suffix}')
+      with open(path, 'w') as f:
+        f.write(content)
+      written.append(path)
+  if markdown:
+    path = os.path.join(tables_dir, 'tables.md')
+    with open(path, 'w') as f:
+      f.write('\n'.join(markdown))
+    written.append(path)
+  return written
