@@ -36,6 +36,7 @@ class Table:
     rows: ((row key, row label), ...).
     columns: ((dataset, column key, header), ...); the column key is '' where the
       table has one column per dataset (Table 2).
+    row_header: what the rows are, the header of the row-label column.
     x_label: for tables whose columns are numbers of labels (Appendix A), the axis
       label of an error-vs-labels plot; None otherwise.
   """
@@ -43,6 +44,7 @@ class Table:
   title: str
   rows: Tuple[Tuple[str, str], ...]
   columns: Tuple[Tuple[str, str, str], ...]
+  row_header: str
   x_label: Optional[str] = None
 
 
@@ -67,8 +69,7 @@ class Cell:
 
   @property
   def id(self) -> str:
-    suffix = f'_{self.column}' if self.column else ''
-    return f'{self.table}/{self.dataset}_{self.row}{suffix}'
+    return cell_id(self.table, self.dataset, self.row, self.column)
 
   @property
   def gin_file(self) -> str:
@@ -83,6 +84,12 @@ class Cell:
   def paper_text(self) -> str:
     """The paper's number as printed: '17.82 ± 0.43' or '40.85'."""
     return format_error(self.paper_error, self.paper_std)
+
+
+def cell_id(table: str, dataset: str, row: str, column: str) -> str:
+  """'<table>/<dataset>_<row>[_<column>]', e.g. 'table1/cifar10_fisher_kplus1'."""
+  suffix = f'_{column}' if column else ''
+  return f'{table}/{dataset}_{row}{suffix}'
 
 
 def format_error(mean: Optional[float], std: Optional[float] = None) -> str:
@@ -113,7 +120,8 @@ TABLES: Dict[str, Table] = {t.name: t for t in (
               ('sobolev', 'Sobolev'), ('fisher_sobolev', 'Fisher + Sobolev')),
         columns=tuple((d, key, f'{DATASET_NAMES[d]} ({n}) {label}')
                       for d, n in (('cifar10', '4k'), ('svhn', '1k'))
-                      for key, label in _FORMULATIONS)),
+                      for key, label in _FORMULATIONS),
+        row_header='IPM'),
     Table(
         name='table2',
         title='Table 2: K+1 critic, constraints on f, f- or f+, test error %',
@@ -125,7 +133,8 @@ TABLES: Dict[str, Table] = {t.name: t for t in (
               ('fisher_fneg_sobolev_fneg', 'Ω_F(f-), Ω_S(f-)'),
               ('fisher_fpos_sobolev_f', 'Ω_F(f+), Ω_S(f)'),
               ('fisher_fpos_sobolev_fneg', 'Ω_F(f+), Ω_S(f-)')),
-        columns=(('cifar10', '', 'CIFAR-10 (4k)'), ('svhn', '', 'SVHN (1k)'))),
+        columns=(('cifar10', '', 'CIFAR-10 (4k)'), ('svhn', '', 'SVHN (1k)')),
+        row_header='constraints'),
     Table(
         name='table3',
         title='Table 3: critic normalization, K+1 critic, test error %',
@@ -133,7 +142,8 @@ TABLES: Dict[str, Table] = {t.name: t for t in (
         columns=tuple((d, key, f'{DATASET_NAMES[d]} ({n}) {label}')
                       for d, n in (('cifar10', '4k'), ('svhn', '1k'))
                       for key, label in (('fisher', 'Fisher'),
-                                         ('fisher_sobolev', 'Fisher + Sobolev')))),
+                                         ('fisher_sobolev', 'Fisher + Sobolev'))),
+        row_header='critic normalization'),
     Table(
         name='appendix_a',
         title='Appendix A: CIFAR-10 test error % vs number of labels, K+1 critic',
@@ -142,6 +152,7 @@ TABLES: Dict[str, Table] = {t.name: t for t in (
               ('fisher_none', 'Fisher, no norm'),
               ('fisher_sobolev_none', 'Fisher + Sobolev, no norm (n_c = 1)')),
         columns=tuple(('cifar10', f'{n}k', f'{n * 1000}') for n in (1, 2, 4, 8)),
+        row_header='model',
         x_label='number of labeled examples'),
     Table(
         name='appendix_c',
@@ -150,7 +161,8 @@ TABLES: Dict[str, Table] = {t.name: t for t in (
               ('layer_norm', 'LN (μ,σ² ∈ R^{1×1×1}) (g,b ∈ R^{C×1×1})'),
               ('none', 'No Normalization')),
         columns=(('cifar10', '4k', 'CIFAR-10 4k'), ('cifar10', 'all', 'CIFAR-10 all'),
-                 ('svhn', '1k', 'SVHN 1k'), ('svhn', 'all', 'SVHN all'))),
+                 ('svhn', '1k', 'SVHN 1k'), ('svhn', 'all', 'SVHN all')),
+        row_header='critic normalization'),
 )}
 
 # ----- The paper's numbers: {(dataset, row, column): (mean, std or None)}. -----
@@ -271,17 +283,17 @@ def all_cells() -> Tuple[Cell, ...]:
   return CELLS
 
 
-def get_cell(cell_id: str) -> Cell:
+def get_cell(name: str) -> Cell:
   """The cell with this id (an optional trailing '.gin' and leading 'gin/' are ignored)."""
-  key = cell_id.removeprefix('gin/').removesuffix('.gin')
+  key = name.removeprefix('gin/').removesuffix('.gin')
   if key not in _BY_ID:
-    raise errors.ConfigError(f"unknown cell '{cell_id}'; list them with `bin/cells`")
+    raise errors.ConfigError(f"unknown cell '{name}'; list them with `bin/cells`")
   return _BY_ID[key]
 
 
 def cell_at(table: str, dataset: str, row: str, column: str) -> Optional[Cell]:
   """The cell at a position of a table, None where the paper has no number ('–')."""
-  return _BY_ID.get(Cell(table, dataset, row, column, 0.0).id)
+  return _BY_ID.get(cell_id(table, dataset, row, column))
 
 
 def select_cells(patterns: Sequence[str] = (), tables: Sequence[str] = (),

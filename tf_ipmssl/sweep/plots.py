@@ -30,7 +30,7 @@ def _pyplot():
 
 def _title(table: cells_lib.Table, results) -> str:
   title = table.title
-  foreign = tables_lib._foreign_datasets(table, results)  # pylint: disable=protected-access
+  foreign = tables_lib.foreign_datasets(table, results)
   if foreign:
     title += f"\n(ours on {', '.join(foreign)}; paper on its own dataset: not comparable)"
   return title
@@ -59,6 +59,7 @@ def _plot_vs_labels(plt, table, results):
       axes.errorbar(xs, means, yerr=stds, marker='s', color=color, capsize=3,
                     label=f'{label} (ours)')
   axes.set_xscale('log')
+  axes.minorticks_off()
   xticks = [int(header) for _, _, header in table.columns]
   axes.set_xticks(xticks)
   axes.set_xticklabels([str(x) for x in xticks])
@@ -94,12 +95,12 @@ def _plot_bars(plt, table, results):
     ax.barh([p + 0.2 for p in positions], paper, height=0.4, alpha=0.6, label='paper')
     ax.set_yticks(positions)
     ax.set_yticklabels(labels, fontsize=7)
-    ax.invert_yaxis()
     ax.set_title(header, fontsize=8)
     ax.set_xlabel('test error (%)', fontsize=8)
     ax.grid(axis='x', alpha=0.3)
   for index in range(len(columns), nrows * ncols):
     axes[index // ncols][index % ncols].axis('off')
+  axes[0][0].invert_yaxis()  # The paper's first row on top (the y axis is shared).
   axes[0][0].legend(fontsize=7)
   figure.suptitle(_title(table, results), fontsize=9)
   return figure

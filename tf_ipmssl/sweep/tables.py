@@ -25,22 +25,41 @@ DATASET_FILE = 'dataset.json'  # Written by the trainer (training/run_record.py)
 
 
 @dataclasses.dataclass(frozen=True)
+class RunResult:
+  """One finished run: its seed, reported test error (%) and where it came from."""
+  seed: int
+  test_error: float
+  model_dir: str
+  dataset: Optional[str] = None  # The dataset it trained on (dataset.json).
+  steps: Optional[int] = None
+  wall_seconds: Optional[float] = None  # Of its last bin/train session (metrics.json).
+
+
+@dataclasses.dataclass(frozen=True)
 class CellResult:
   """The finished runs of one cell.
 
   Attributes:
     cell: the cell.
-    errors: test error (%) of each finished run, in seed order.
-    seeds: their seeds.
+    runs: its finished runs, in seed order.
     unfinished: number of run directories without a finished metrics.json.
-    datasets: the datasets the runs actually trained on (e.g. 'fashion_mnist' under the
-      CPU-quick preset, where the cell's own dataset is overridden).
   """
   cell: cells_lib.Cell
-  errors: Tuple[float, ...] = ()
-  seeds: Tuple[int, ...] = ()
+  runs: Tuple[RunResult, ...] = ()
   unfinished: int = 0
-  datasets: Tuple[str, ...] = ()
+
+  @property
+  def errors(self) -> Tuple[float, ...]:
+    return tuple(run.test_error for run in self.runs)
+
+  @property
+  def seeds(self) -> Tuple[int, ...]:
+    return tuple(run.seed for run in self.runs)
+
+  @property
+  def datasets(self) -> Tuple[str, ...]:
+    """The datasets the runs trained on, e.g. ('fashion_mnist',) under the CPU-quick preset."""
+    return tuple(dict.fromkeys(run.dataset for run in self.runs if run.dataset))
 
   @property
   def n(self) -> int:
@@ -98,19 +117,17 @@ def collect_cell(root: str, cell: cells_lib.Cell,
   model_dirs = sorted((d for d in glob.glob(pattern) if os.path.isdir(d)), key=_seed_of)
   if seeds is not None:
     model_dirs = [d for d in model_dirs if _seed_of(d) in set(seeds)]
-  errors, run_seeds, datasets, unfinished = [], [], [], 0
+  runs, unfinished = [], 0
   for model_dir in model_dirs:
     metrics = runner.read_metrics(model_dir)
     error = run_error(metrics) if metrics and metrics.get('finished') else None
     if error is None:
       unfinished += 1
       continue
-    errors.append(error)
-    run_seeds.append(_seed_of(model_dir))
-    dataset = _dataset_of(model_dir)
-    if dataset and dataset not in datasets:
-      datasets.append(dataset)
-  return CellResult(cell, tuple(errors), tuple(run_seeds), unfinished, tuple(datasets))
+    runs.append(RunResult(seed=_seed_of(model_dir), test_error=error, model_dir=model_dir,
+                          dataset=_dataset_of(model_dir), steps=metrics.get('step'),
+                          wall_seconds=metrics.get('wall_seconds_this_session')))
+  return CellResult(cell, tuple(runs), unfinished)
 
 
 def collect(root: str, cells: Sequence[cells_lib.Cell],
@@ -133,7 +150,7 @@ def _result_at(results, table, dataset, row, column) -> Tuple[Optional[cells_lib
   return cell, results.get(cell.id) or CellResult(cell)
 
 
-def _foreign_datasets(table: cells_lib.Table, results) -> List[str]:
+def foreign_datasets(table: cells_lib.Table, results) -> List[str]:
   """Datasets our runs used that differ from the paper's dataset of their cell."""
   foreign = []
   for result in results.values():
@@ -144,7 +161,7 @@ def _foreign_datasets(table: cells_lib.Table, results) -> List[str]:
 
 def markdown_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
   """The paper's layout; each column of ours is followed by the paper's number."""
-  header = ['']
+  header = [table.row_header]
   for _, _, title in table.columns:
     header += [title, 'paper']
   lines = [f'### {table.title}', '',
@@ -161,7 +178,7 @@ def markdown_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> st
   unfinished = sum(r.unfinished for r in results.values() if r.cell.table == table.name)
   if unfinished:
     lines.append(f'{unfinished} unfinished run(s) not counted.')
-  foreign = _foreign_datasets(table, results)
+  foreign = foreign_datasets(table, results)
   if foreign:
     lines.append(f"Our runs trained on {', '.join(foreign)}, not on the paper's datasets "
                  '(e.g. gin/presets/cpu_quick.gin): they are not comparable with the paper '
@@ -173,7 +190,7 @@ def csv_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
   """The paper's layout, one row per table row; per column: mean, std, n, paper, paper std."""
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')
-  header = ['row']
+  header = [table.row_header]
   for _, _, title in table.columns:
     header += [f'{title} mean', f'{title} std', f'{title} n', f'{title} paper',
                f'{title} paper std']
@@ -196,10 +213,28 @@ def csv_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
   return out.getvalue()
 
 
-def write_tables(results: Dict[str, CellResult], tables_dir: str) -> List[str]:
-  """Writes <table>.md and <table>.csv for each table with results, and tables.md (all).
+def runs_csv(results: Dict[str, CellResult]) -> str:
+  """One line per finished run: cell, seed, test error, dataset, steps, wall time.
 
-  Returns the paths written.
+  The run's directory is <root>/<cell>/seed_<seed>; wall_seconds is that of its last
+  bin/train session.
+  """
+  out = io.StringIO()
+  writer = csv.writer(out, lineterminator='\n')
+  writer.writerow(['cell', 'seed', 'test_error', 'paper_error', 'dataset', 'steps',
+                   'wall_seconds'])
+  for result in results.values():
+    for run in result.runs:
+      wall = '' if run.wall_seconds is None else f'{run.wall_seconds:.0f}'
+      writer.writerow([result.cell.id, run.seed, f'{run.test_error:.4f}',
+                       f'{result.cell.paper_error:.2f}', run.dataset or '',
+                       '' if run.steps is None else run.steps, wall])
+  return out.getvalue()
+
+
+def write_tables(results: Dict[str, CellResult], tables_dir: str) -> List[str]:
+  """Writes <table>.md and <table>.csv for each table with results, tables.md (all of
+  them) and runs.csv (every finished run). Returns the paths written.
   """
   os.makedirs(tables_dir, exist_ok=True)
   written, markdown = [], []
@@ -212,8 +247,9 @@ def write_tables(results: Dict[str, CellResult], tables_dir: str) -> List[str]:
         f.write(content)
       written.append(path)
   if markdown:
-    path = os.path.join(tables_dir, 'tables.md')
-    with open(path, 'w') as f:
-      f.write('\n'.join(markdown))
-    written.append(path)
+    for name, content in (('tables.md', '\n'.join(markdown)), ('runs.csv', runs_csv(results))):
+      path = os.path.join(tables_dir, name)
+      with open(path, 'w') as f:
+        f.write(content)
+      written.append(path)
   return written

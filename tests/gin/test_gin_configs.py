@@ -1,0 +1,166 @@
+"""Every gin file under gin/ parses, builds its networks and trains on tiny fake data.
+
+Runs in-process (gin.clear_config, command_line.parse_gin, trainer.train) with tf.functions
+run eagerly: for one or two steps, tracing would cost more than the steps themselves. Each
+paper cell is also checked against its expected configuration (tests/gin/expected.py),
+derived independently from the paper, before the tiny-run overrides are applied.
+"""
+import json
+import os
+import pathlib
+import time
+
+import gin
+import pytest
+import tensorflow as tf
+
+from tests import fixtures
+from tests.gin import expected
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl import command_line
+from tf_ipmssl.training import trainer
+
+GIN_DIR = cells_lib.GIN_DIR
+GIN_FILES = sorted(str(p.relative_to(GIN_DIR)) for p in GIN_DIR.rglob('*.gin'))
+DATASETS = ('cifar10', 'svhn', 'fashion_mnist')
+# Files that are not complete configurations are trained together with a context.
+BASE_CONTEXT = ('bases/ssl.gin',)
+PRESET_CONTEXT = ('table1/cifar10_fisher_kplus1.gin',)
+_TIMES = {}
+
+# tf.data functions stay graphs under run_functions_eagerly, and TF says so every run.
+pytestmark = pytest.mark.filterwarnings('ignore:Even though the')
+
+
+@pytest.fixture(scope='module')
+def data_dir(tmp_path_factory):
+  directory = tmp_path_factory.mktemp('data')
+  for name in DATASETS:
+    fixtures.make_fake_dataset(str(directory), name, num_train=80, num_test=20)
+  return str(directory)
+
+
+@pytest.fixture(scope='module', autouse=True)
+def eager_functions():
+  tf.config.run_functions_eagerly(True)
+  yield
+  tf.config.run_functions_eagerly(False)
+  gin.clear_config()
+  if _TIMES:
+    print(f'\n{len(_TIMES)} gin files trained in {sum(_TIMES.values()):.0f} s '
+          f'(slowest: {max(_TIMES, key=_TIMES.get)}, {max(_TIMES.values()):.1f} s)')
+
+
+def _bound(name, default=None):
+  """The bound value of a gin parameter, `default` when unbound."""
+  try:
+    return gin.query_parameter(name)
+  except ValueError:
+    return default
+
+
+def _files_for(name):
+  """The gin files (absolute) to parse to train `name` (a path relative to gin/)."""
+  if name.startswith('bases/'):
+    files = BASE_CONTEXT + (name,)
+  elif name.startswith('presets/'):
+    files = PRESET_CONTEXT + (name,)
+  else:
+    files = (name,)
+  return [str(GIN_DIR / f) for f in dict.fromkeys(files)]
+
+
+def _tiny_bindings(data_dir, num_labeled):
+  """Small enough to train in about a second; keeps the config's constraints and dataset."""
+  bindings = {
+      'build_ssl_data.source': "'local'",
+      'build_ssl_data.data_dir': repr(data_dir),
+      'build_ssl_data.num_labeled': 'None' if num_labeled is None else '20',
+      'build_ssl_data.validation_size': '20',
+      'build_ssl_data.max_test_examples': 'None',
+      'build_critic.width': '0.0625',
+      'build_generator.ngf': '4',
+      'train.batch_size': '16',
+      'train.steps': '1',
+      # One critic iteration per step (the cell's n_c was checked before): WGAN cells have 5.
+      'train.critic_iterations': '1',
+      'train.log_every': '1',
+      'train.eval_every': '1000',
+      'train.checkpoint_every': '1000',
+      'train.sample_every': '1000',
+      'train.export_classifier': 'False',
+  }
+  return [f'{k} = {v}' for k, v in bindings.items()]
+
+
+def _constraints():
+  """{kind: component} of the bound train.constraints."""
+  references = _bound('train.constraints', [])
+  built = [reference.scoped_configurable_fn() for reference in references]
+  return {c.kind: c.component for c in built}
+
+
+def _check_cell_config(cell):
+  for name, value in expected.bindings(cell).items():
+    bound = _bound(name)
+    if isinstance(value, float):
+      assert bound == pytest.approx(value), (name, bound, value)
+    else:
+      assert bound == value, (name, bound, value)
+  assert _constraints() == expected.constraints(cell)
+
+
+def test_every_gin_file_is_tested():
+  assert len(GIN_FILES) >= len(cells_lib.all_cells()) + 5
+  assert 'cifar_fisher_ln.gin' in GIN_FILES and 'presets/cpu_quick.gin' in GIN_FILES
+
+
+@pytest.mark.parametrize('name', GIN_FILES)
+def test_gin_file_trains(name, data_dir, tmp_path):
+  started = time.time()
+  files = _files_for(name)
+  gin.clear_config()
+  command_line.parse_gin(files, [])
+  if name.split('/')[0] in cells_lib.TABLES:
+    _check_cell_config(cells_lib.get_cell(name))
+  if name == 'presets/cpu_quick.gin':  # Parsed after a CIFAR-10 cell: its bindings win.
+    assert _bound('build_ssl_data.dataset') == 'fashion_mnist'
+    assert _bound('build_ssl_data.num_labeled') == 1000
+    assert _bound('build_critic.width') == 0.25
+    assert _bound('train.steps') <= 500
+  mode = _bound('train.mode', 'ssl')
+  # A base without constraints is trained with Fisher on f.
+  add_constraint = mode == 'ssl' and not _bound('train.constraints')
+  constraints = {'fisher': 'f'} if add_constraint else _constraints()
+  dataset = _bound('build_ssl_data.dataset') or 'fashion_mnist'
+  num_labeled = _bound('build_ssl_data.num_labeled', 4000)
+  normalization = _bound('build_critic.normalization', 'none')
+  formulation = _bound('train.formulation', 'kplus1')
+
+  bindings = _tiny_bindings(data_dir, num_labeled)
+  bindings.append(f"build_ssl_data.dataset = '{dataset}'")
+  if add_constraint:
+    bindings.append('train.constraints = [@Fisher()]')
+  gin.clear_config()
+  command_line.parse_gin(files, bindings)
+  model_dir = str(tmp_path / 'run')
+  trainer.train(model_dir)
+
+  metrics = json.loads(pathlib.Path(model_dir, 'metrics.json').read_text())
+  assert metrics['finished'] and metrics['step'] == 1
+  assert metrics['final']['test_error'] is not None
+  operative = pathlib.Path(model_dir, 'operative_config.gin').read_text()
+  assert f"train.mode = '{mode}'" in operative
+  assert f"build_critic.normalization = '{normalization}'" in operative
+  dataset_record = json.loads(pathlib.Path(model_dir, 'dataset.json').read_text())
+  assert dataset_record['name'] == dataset
+  if mode == 'ssl':
+    assert f"train.formulation = '{formulation}'" in operative
+    for kind, component in constraints.items():
+      name_in_config = {'fisher': 'Fisher', 'sobolev': 'Sobolev', 'gp': 'GradientPenalty',
+                        'clip': 'WeightClipping'}[kind]
+      assert f'@{name_in_config}()' in operative
+      if kind != 'clip':  # Clipping acts on every weight; its component is always f.
+        assert f"{name_in_config}.component = '{component}'" in operative
+  _TIMES[name] = time.time() - started
+  assert os.path.isdir(os.path.join(model_dir, 'checkpoints'))

@@ -1,0 +1,27 @@
+"""A stand-in for bin/train in runner tests: records its call, writes a finished run.
+
+It appends its arguments to MODEL_DIR/calls.txt. If MODEL_DIR/fail exists, it prints an
+error and exits with status 3 instead of finishing.
+"""
+import json
+import os
+import sys
+
+
+def main(argv):
+  model_dir = [a for a in argv if a.startswith('--model_dir=')][0].split('=', 1)[1]
+  os.makedirs(model_dir, exist_ok=True)
+  with open(os.path.join(model_dir, 'calls.txt'), 'a') as f:
+    f.write(json.dumps(argv) + '\n')
+  if os.path.exists(os.path.join(model_dir, 'fail')):
+    print('error: the fake run failed on purpose', file=sys.stderr)
+    return 3
+  print('fake training done')
+  with open(os.path.join(model_dir, 'metrics.json'), 'w') as f:
+    json.dump({'finished': True, 'best': {'test_error': 12.5}, 'final': {'test_error': 13.0}},
+              f)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,52 @@
+"""bin/sweep end to end without training: --dry_run plans, --tables_only rebuilds tables."""
+import os
+import subprocess
+import sys
+
+from tests.sweep import fake_results
+from tf_ipmssl import cells as cells_lib
+
+SWEEP = str(cells_lib.REPO_ROOT / 'bin' / 'sweep')
+
+
+def _sweep(*flags, check=True):
+  return subprocess.run([sys.executable, SWEEP, *flags], capture_output=True, text=True,
+                        timeout=120, check=check)
+
+
+def test_dry_run_over_table2(tmp_path):
+  root = str(tmp_path / 'sweep')
+  result = _sweep('--table=table2', '--dataset=cifar10', '--seeds=3', f'--root={root}',
+                  '--dry_run', '--gin_file=gin/presets/cpu_quick.gin')
+  lines = [line for line in result.stdout.splitlines() if ' seed ' in line]
+  assert len(lines) == 12 * 3
+  assert lines[0].startswith('table2/cifar10_gp_f seed 0 [new]: ')
+  assert (f'--model_dir={root}/table2/cifar10_gp_f/seed_0 '
+          '--gin_file=gin/table2/cifar10_gp_f.gin --gin_file=gin/presets/cpu_quick.gin '
+          "'--gin_bindings=train.seed = 0' '--gin_bindings=build_ssl_data.split_seed = 0'"
+          ) in lines[0]
+  assert '36 run(s): 12 cell(s) x 3 seed(s)' in result.stdout
+  assert not os.path.exists(root)  # A dry run writes nothing.
+  both = _sweep('--table=table2', '--seeds=0,4', f'--root={root}', '--dry_run')
+  assert len([l for l in both.stdout.splitlines() if ' seed ' in l]) == 24 * 2
+
+
+def test_tables_only(tmp_path):
+  root = str(tmp_path / 'sweep')
+  for seed, error in enumerate((17.0, 19.0)):
+    fake_results.write_run(root, cells_lib.get_cell('table2/cifar10_fisher_f'), seed, error)
+  tables_dir = str(tmp_path / 'tables')
+  result = _sweep('--tables_only', f'--root={root}', f'--tables_dir={tables_dir}')
+  assert '| Ω_F(f) | 18.00 ± 1.41 (n=2) | 17.49 | – | 9.16 |' in result.stdout
+  assert sorted(os.listdir(tables_dir)) == ['runs.csv', 'table2.csv', 'table2.md',
+                                            'table2.png', 'tables.md']
+
+
+def test_user_errors(tmp_path):
+  result = _sweep(f'--root={tmp_path}', check=False)
+  assert result.returncode == 1 and 'choose cells with --cells' in result.stderr
+  result = _sweep('--cells=table9/*', f'--root={tmp_path}', check=False)
+  assert result.returncode == 1 and 'matches no cell' in result.stderr
+  result = _sweep('--table=table2', check=False)
+  assert result.returncode == 1 and '--root is required' in result.stderr
+  assert 'Traceback' not in result.stderr

@@ -1,0 +1,85 @@
+"""The runner skips finished runs, (re)starts the others and survives failing ones."""
+import json
+import os
+import sys
+
+from tests.sweep import fake_results
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import plan as plan_lib
+from tf_ipmssl.sweep import runner
+
+FAKE_TRAIN = (sys.executable, os.path.join(os.path.dirname(__file__), 'fake_train.py'))
+CELL = cells_lib.get_cell('table2/cifar10_fisher_f')
+
+
+def _calls(model_dir):
+  path = os.path.join(model_dir, 'calls.txt')
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return [json.loads(line) for line in f]
+
+
+def test_run_states(tmp_path):
+  model_dir = str(tmp_path / 'run')
+  assert runner.run_state(model_dir) == runner.NEW
+  os.makedirs(model_dir)
+  assert runner.run_state(model_dir) == runner.PARTIAL
+  with open(os.path.join(model_dir, 'metrics.json'), 'w') as f:
+    f.write('{"finished": fal')  # Half-written.
+  assert runner.run_state(model_dir) == runner.PARTIAL
+  with open(os.path.join(model_dir, 'metrics.json'), 'w') as f:
+    json.dump({'finished': True}, f)
+  assert runner.run_state(model_dir) == runner.FINISHED
+
+
+def test_skips_finished_and_runs_unfinished(tmp_path):
+  root = str(tmp_path)
+  runs = plan_lib.make_plan([CELL], (0, 1, 2), root)
+  fake_results.write_run(root, CELL, 0, 20.0, finished=True)
+  fake_results.write_run(root, CELL, 1, 30.0, finished=False)  # Interrupted.
+  reports = []
+  outcomes = runner.run_plan(runs, root, program=FAKE_TRAIN, report=reports.append)
+
+  assert [o.status for o in outcomes] == [runner.SKIPPED, runner.SUCCEEDED, runner.SUCCEEDED]
+  assert _calls(runs[0].model_dir) == []
+  for run in runs[1:]:
+    (call,) = _calls(run.model_dir)
+    assert call == run.arguments()
+    assert runner.run_state(run.model_dir) == runner.FINISHED
+    with open(os.path.join(run.model_dir, runner.LOG_FILE)) as f:
+      assert 'fake training done' in f.read()
+  assert 'already finished, skipped' in reports[0]
+  assert 'resuming' in reports[1] and 'starting' in reports[3]
+  with open(os.path.join(root, runner.SWEEP_LOG_FILE)) as f:
+    logged = [json.loads(line) for line in f]
+  assert [(r['seed'], r['status']) for r in logged] == [(1, 'succeeded'), (2, 'succeeded')]
+
+  # A second pass has nothing to do.
+  again = runner.run_plan(runs, root, program=FAKE_TRAIN, report=reports.append)
+  assert [o.status for o in again] == [runner.SKIPPED] * 3
+  assert all(len(_calls(run.model_dir)) == 1 for run in runs[1:])
+
+
+def test_failing_run_is_reported_and_the_sweep_continues(tmp_path):
+  root = str(tmp_path)
+  runs = plan_lib.make_plan([CELL], (0, 1), root)
+  os.makedirs(runs[0].model_dir)
+  open(os.path.join(runs[0].model_dir, 'fail'), 'w').close()
+  reports = []
+  outcomes = runner.run_plan(runs, root, program=FAKE_TRAIN, report=reports.append)
+
+  assert [o.status for o in outcomes] == [runner.FAILED, runner.SUCCEEDED]
+  assert outcomes[0].returncode == 3
+  assert 'failed on purpose' in outcomes[0].log_tail
+  assert any('FAILED (exit status 3)' in r and 'failed on purpose' in r for r in reports)
+  summary = runner.summary(outcomes)
+  assert '1 trained' in summary and '1 failed' in summary
+  assert 'table2/cifar10_fisher_f seed 0' in summary
+
+
+def test_missing_program_is_a_failure_not_a_crash(tmp_path):
+  (run,) = plan_lib.make_plan([CELL], (0,), str(tmp_path))
+  outcome = runner.run_one(run, program=(str(tmp_path / 'no_such_program'),))
+  assert outcome.status == runner.FAILED
+  assert 'could not start' in outcome.log_tail

@@ -1,0 +1,138 @@
+"""Tables laid out as the paper's, from synthetic metrics.json files with known errors."""
+import csv
+import io
+import math
+import os
+
+import pytest
+
+from tests.sweep import fake_results
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import tables
+
+
+@pytest.fixture
+def table1_root(tmp_path):
+  """Fisher K+1 on CIFAR-10: seeds 0-2 finished (10, 12, 14) and seed 3 interrupted;
+  Fisher plain on SVHN: one run without a validation split (final error 20)."""
+  root = str(tmp_path / 'sweep')
+  kplus1 = cells_lib.get_cell('table1/cifar10_fisher_kplus1')
+  for seed, error in enumerate((10.0, 12.0, 14.0)):
+    fake_results.write_run(root, kplus1, seed, error)
+  fake_results.write_run(root, kplus1, 3, 50.0, finished=False)
+  fake_results.write_run(root, cells_lib.get_cell('table1/svhn_fisher_plain'), 0, 20.0,
+                         best=False)
+  return root
+
+
+def test_run_error_prefers_best_validation():
+  assert tables.run_error({'best': {'test_error': 11.0}, 'final': {'test_error': 9.0}}) == 11.0
+  assert tables.run_error({'best': {'test_error': None}, 'final': {'test_error': 9.0}}) == 9.0
+  assert tables.run_error({'final': {'test_error': None}}) is None
+
+
+def test_collect_mean_std_n(table1_root):
+  results = tables.collect(table1_root, cells_lib.select_cells(tables=['table1']))
+  kplus1 = results['table1/cifar10_fisher_kplus1']
+  assert kplus1.errors == (10.0, 12.0, 14.0) and kplus1.seeds == (0, 1, 2)
+  assert kplus1.n == 3 and kplus1.unfinished == 1
+  assert kplus1.mean == pytest.approx(12.0)
+  assert kplus1.std == pytest.approx(2.0)  # Sample std of 10, 12, 14.
+  assert kplus1.text == '12.00 ± 2.00 (n=3)'
+  plain = results['table1/svhn_fisher_plain']
+  assert (plain.n, plain.mean, plain.std, plain.text) == (1, 20.0, None, '20.00 (n=1)')
+  assert results['table1/cifar10_sobolev_plain'].text == '–'
+  assert [t.name for t in tables.tables_with_results(results)] == ['table1']
+
+
+def _markdown_rows(text):
+  """{row label: [cell texts]} of a markdown table."""
+  lines = [line for line in text.splitlines() if line.startswith('|')]
+  rows = {}
+  for line in lines[2:]:  # After the header and the separator.
+    parts = [p.strip() for p in line.strip().strip('|').split('|')]
+    rows[parts[0]] = parts[1:]
+  return rows
+
+
+def test_markdown_has_the_paper_layout(table1_root):
+  table = cells_lib.TABLES['table1']
+  results = tables.collect(table1_root, cells_lib.select_cells(tables=['table1']))
+  text = tables.markdown_table(table, results)
+  header = [line for line in text.splitlines() if line.startswith('|')][0]
+  assert header == ('| IPM | CIFAR-10 (4k) plain ⟨v,Φ(x)⟩ | paper | CIFAR-10 (4k) K+1 | paper | '
+                    'CIFAR-10 (4k) K+1, f+^H | paper | SVHN (1k) plain ⟨v,Φ(x)⟩ | paper | '
+                    'SVHN (1k) K+1 | paper | SVHN (1k) K+1, f+^H | paper |')
+  rows = _markdown_rows(text)
+  assert list(rows) == ['WGAN clip', 'WGAN-GP', 'Fisher', 'Sobolev', 'Fisher + Sobolev']
+  assert rows['Fisher'] == ['–', '18.95 ± 0.32', '12.00 ± 2.00 (n=3)', '17.82 ± 0.43',
+                            '–', '17.12 ± 0.11', '20.00 (n=1)', '15.59 ± 0.67',
+                            '–', '9.46 ± 0.32', '–', '11.93 ± 0.26']
+  # WGAN clip has no K+1 cells: both columns empty.
+  assert rows['WGAN clip'] == ['–', '40.85', '', '', '', '', '–', '28.65', '', '', '', '']
+  assert '1 unfinished run(s) not counted' in text
+  assert 'not comparable' not in text
+
+
+def test_markdown_flags_runs_on_another_dataset(tmp_path):
+  root = str(tmp_path)
+  cell = cells_lib.get_cell('table2/svhn_gp_f')
+  fake_results.write_run(root, cell, 0, 30.0, dataset='fashion_mnist')
+  results = tables.collect(root, [cell])
+  text = tables.markdown_table(cells_lib.TABLES['table2'], results)
+  assert 'trained on fashion_mnist' in text and 'not comparable' in text
+  assert _markdown_rows(text)['Ω_GP(f)'] == ['–', '49.28', '30.00 (n=1)', '34.05']
+
+
+def test_csv_has_the_paper_layout(table1_root):
+  results = tables.collect(table1_root, cells_lib.select_cells(tables=['table1']))
+  rows = list(csv.DictReader(io.StringIO(tables.csv_table(cells_lib.TABLES['table1'],
+                                                          results))))
+  assert [r['IPM'] for r in rows] == ['WGAN clip', 'WGAN-GP', 'Fisher', 'Sobolev',
+                                      'Fisher + Sobolev']
+  fisher = rows[2]
+  assert float(fisher['CIFAR-10 (4k) K+1 mean']) == 12.0
+  assert float(fisher['CIFAR-10 (4k) K+1 std']) == 2.0
+  assert fisher['CIFAR-10 (4k) K+1 n'] == '3'
+  assert fisher['CIFAR-10 (4k) K+1 paper'] == '17.82'
+  assert fisher['CIFAR-10 (4k) K+1 paper std'] == '0.43'
+  assert (fisher['SVHN (1k) plain ⟨v,Φ(x)⟩ mean'], fisher['SVHN (1k) plain ⟨v,Φ(x)⟩ std'],
+          fisher['SVHN (1k) plain ⟨v,Φ(x)⟩ n']) == ('20.0000', '', '1')
+  assert (fisher['CIFAR-10 (4k) plain ⟨v,Φ(x)⟩ mean'],
+          fisher['CIFAR-10 (4k) plain ⟨v,Φ(x)⟩ n']) == ('', '0')
+  assert rows[0]['CIFAR-10 (4k) K+1 paper'] == ''  # WGAN clip K+1: no cell.
+  assert rows[0]['SVHN (1k) plain ⟨v,Φ(x)⟩ paper std'] == ''  # 28.65 has no std.
+
+
+def test_write_tables_and_plots(tmp_path):
+  root = str(tmp_path / 'sweep')
+  errors = {'1k': (21.0, 23.0), '4k': (16.0, 17.0)}
+  for column, values in errors.items():
+    cell = cells_lib.get_cell(f'appendix_a/cifar10_fisher_sobolev_none_{column}')
+    for seed, error in enumerate(values):
+      fake_results.write_run(root, cell, seed, error)
+  fake_results.write_run(root, cells_lib.get_cell('appendix_c/svhn_none_all'), 4, 4.0)
+  results = tables.collect(root, cells_lib.all_cells())
+  out = str(tmp_path / 'tables')
+  written = tables.write_tables(results, out)
+  assert sorted(os.path.basename(p) for p in written) == [
+      'appendix_a.csv', 'appendix_a.md', 'appendix_c.csv', 'appendix_c.md', 'runs.csv',
+      'tables.md']
+  runs = list(csv.DictReader(open(os.path.join(out, 'runs.csv'))))
+  assert [(r['cell'], r['seed'], float(r['test_error'])) for r in runs] == [
+      ('appendix_a/cifar10_fisher_sobolev_none_1k', '0', 21.0),
+      ('appendix_a/cifar10_fisher_sobolev_none_1k', '1', 23.0),
+      ('appendix_a/cifar10_fisher_sobolev_none_4k', '0', 16.0),
+      ('appendix_a/cifar10_fisher_sobolev_none_4k', '1', 17.0),
+      ('appendix_c/svhn_none_all', '4', 4.0)]
+  rows = _markdown_rows(open(os.path.join(out, 'appendix_a.md')).read())
+  assert rows['Fisher + Sobolev, no norm (n_c = 1)'] == [
+      f'22.00 ± {math.sqrt(2):.2f} (n=2)', '20.14 ± 0.21', '–', '17.38 ± 0.10',
+      '16.50 ± 0.71 (n=2)', '15.77 ± 0.19', '–', '14.20 ± 0.08']
+  pytest.importorskip('matplotlib')
+  from tf_ipmssl.sweep import plots  # pylint: disable=g-import-not-at-top
+  pngs = plots.plot_tables(results, out)
+  assert [os.path.basename(p) for p in pngs] == ['appendix_a.png', 'appendix_c.png']
+  for path in pngs:
+    with open(path, 'rb') as f:
+      assert f.read(8) == b'\x89PNG\r\n\x1a\n'
