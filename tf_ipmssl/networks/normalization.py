@@ -132,7 +132,8 @@ class BatchNormalization(keras.layers.BatchNormalization):
   def _moments(self, inputs, mask):
     if mask is not None or self.synchronized:
       return super()._moments(inputs, mask)
-    x = tf.cast(inputs, tf.float32)
+    # Statistics in float32 at least (bfloat16/float16 are too coarse for them).
+    x = inputs if inputs.dtype in (tf.float32, tf.float64) else tf.cast(inputs, tf.float32)
     mean = tf.reduce_mean(x, axis=self._reduction_axes)
     variance = tf.reduce_mean(tf.square(x - mean), axis=self._reduction_axes)
     return tf.cast(mean, inputs.dtype), tf.cast(variance, inputs.dtype)
