@@ -12,9 +12,12 @@ NORM_EPSILON = 1e-12
 
 
 def interpolation_weights(batch_size, seed, per_example=True, dtype=tf.float32):
-  """α ~ U[0, 1], one per example (default) or one for the whole batch (the reference code)."""
+  """α ~ U[0, 1], one per example (default) or one for the whole batch (the reference code).
+
+  Philox explicitly: the default algorithm may differ under XLA (jit_compile).
+  """
   shape = [batch_size, 1, 1, 1] if per_example else [1, 1, 1, 1]
-  return tf.random.stateless_uniform(shape, seed=seed, dtype=dtype)
+  return tf.random.stateless_uniform(shape, seed=seed, dtype=dtype, alg='philox')
 
 
 def interpolates(x_real, x_fake, alpha):

@@ -4,7 +4,8 @@ Noise for the critic's generated batch, the generator step, GP interpolation wei
 fixed sample grid are pure functions of the run's seed and the iteration counter, so a
 resumed run draws exactly what an uninterrupted run would (no RNG state to checkpoint), and
 every replica can draw the *global* batch's noise and keep its own slice: the same numbers
-as on one device.
+as on one device. The algorithm is pinned to Philox: the default 'auto_select' may pick
+another one under XLA, which would make jit_compile change the noise.
 """
 import tensorflow as tf
 
@@ -27,5 +28,5 @@ def replica_slice(global_values, local_batch_size):
 
 def global_normal_slice(global_batch_size, dim, seed, local_batch_size):
   """N(0, I) noise for the global batch, this replica's slice."""
-  noise = tf.random.stateless_normal([global_batch_size, dim], seed=seed)
+  noise = tf.random.stateless_normal([global_batch_size, dim], seed=seed, alg='philox')
   return replica_slice(noise, local_batch_size)
