@@ -83,7 +83,7 @@ def test_pass_multipliers():
   assert net.training() == 100 + 2 * 100 - 10   # forward + backward, no gradient into data
   assert net.gradient_penalty() == 100 + 2 * 100  # input gradient + double backward
   b = 4
-  fisher = (configs.CONFIGS['fisher'].constraints)
+  fisher = configs.CONFIGS['fisher'].constraints
   sobolev = configs.CONFIGS['fisher_sobolev'].constraints
   gp = configs.CONFIGS['gp'].constraints
   assert flops.critic_step_flops(net, gen, fisher, b) == {
@@ -146,29 +146,25 @@ def _graph_flops(fn, *specs):
   return int(total)
 
 
-@pytest.mark.parametrize('name,forward', [('fisher', 'batched'), ('gp', 'batched'),
-                                          ('gp', 'separate')])
-def test_counts_match_the_traced_graph(name, forward):
+def test_counts_match_the_traced_graph():
   """Multipliers and row counts are those of the graph TrainingSteps builds.
 
   Only the heads differ slightly (∇_x f- does not use the S head): under 0.1%.
   """
   batch = 4
   options = suite.Options(width=0.0625, batch_size=batch)
-  config = configs.CONFIGS[name]
-  variant = configs.Variant(forward=forward)
-  nets = suite._build_networks(config, variant, options)  # pylint: disable=protected-access
-  steps = suite._training_steps(config, variant, options, nets, 1)  # pylint: disable=protected-access
+  config = configs.CONFIGS['gp']  # Forward, backward, input gradient, double backward.
+  variant = configs.Variant()
+  nets = suite.build_networks(config, variant, options)
+  steps = suite.build_training_steps(config, variant, options, nets, 1)
   critic, generator = (flops.NetworkCost.of(flops.critic_costs(nets.critic)),
                        flops.NetworkCost.of(flops.generator_costs(nets.generator)))
   image = tf.TensorSpec([batch, 32, 32, 3])
   traced = _graph_flops(steps._critic_gradients_impl, image,  # pylint: disable=protected-access
                         tf.TensorSpec([batch], tf.int32), image, tf.TensorSpec([], tf.int64))
-  expected = flops.critic_step_flops(critic, generator, config.constraints, batch,
-                                     batched=forward == 'batched')['executed']
-  assert traced == pytest.approx(expected, rel=1e-3)
-  if name == 'fisher':
-    traced = _graph_flops(
-        lambda step: steps._generator_gradients_impl(step, batch),  # pylint: disable=protected-access
-        tf.TensorSpec([], tf.int64))
-    assert traced == flops.generator_step_flops(critic, generator, batch)
+  expected = flops.critic_step_flops(critic, generator, config.constraints, batch)
+  assert traced == pytest.approx(expected['executed'], rel=1e-3)
+  traced = _graph_flops(
+      lambda step: steps._generator_gradients_impl(step, batch),  # pylint: disable=protected-access
+      tf.TensorSpec([], tf.int64))
+  assert traced == flops.generator_step_flops(critic, generator, batch)

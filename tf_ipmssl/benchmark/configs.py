@@ -1,15 +1,12 @@
 """The configurations bin/benchmark measures (issue 7), and the variants it crosses them with.
 
 Training configs use the paper's settings (SPEC §5): K+1 formulation, batch 64, Adam, and
-their own n_c. Learning rates do not change the speed; they are kept for fidelity.
+their own n_c. Learning rates do not change the speed; they are kept for fidelity. This
+module does not import TensorFlow, so that bin/benchmark rejects a bad flag at once.
 """
 import dataclasses
-from typing import Callable
 
 from tf_ipmssl import errors
-from tf_ipmssl.objectives import fisher
-from tf_ipmssl.objectives import gradient_penalty
-from tf_ipmssl.objectives import sobolev
 
 # What a config measures.
 SSL, SUPERVISED, EVAL, EXPORT, PIPELINE = 'ssl', 'supervised', 'eval', 'export', 'pipeline'
@@ -28,8 +25,8 @@ class BenchmarkConfig:
     kind: SSL, SUPERVISED, EVAL, EXPORT or PIPELINE.
     description: the paper's name for it.
     normalization: critic normalization (SPEC §4).
-    make_constraints: builds the SSL constraints (a function, so that gin-configurable
-      defaults are read when the benchmark runs).
+    constraint_specs: (kind, component) of each SSL constraint, kind in 'fisher', 'sobolev',
+      'gp'; built with the library's defaults (ρ, λ_GP) by `constraints`.
     critic_iterations: the config's own n_c (SPEC §5).
     learning_rate: Adam learning rate of critic and generator.
   """
@@ -37,31 +34,35 @@ class BenchmarkConfig:
   kind: str
   description: str
   normalization: str = 'none'
-  make_constraints: Callable[[], tuple] = tuple
+  constraint_specs: tuple = ()
   critic_iterations: int = 1
   learning_rate: float = 2e-4
 
   @property
   def constraints(self):
-    return tuple(self.make_constraints())
+    """The Constraint objects of the objective (SPEC §3)."""
+    # pylint: disable=g-import-not-at-top  (TensorFlow loads only when a config is built)
+    from tf_ipmssl.objectives import fisher
+    from tf_ipmssl.objectives import gradient_penalty
+    from tf_ipmssl.objectives import sobolev
+    kinds = {'fisher': fisher.Fisher, 'sobolev': sobolev.Sobolev,
+             'gp': gradient_penalty.GradientPenalty}
+    return tuple(kinds[kind](component=component)
+                 for kind, component in self.constraint_specs)
 
 
 CONFIGS = {c.name: c for c in (
     BenchmarkConfig('fisher', SSL, 'K+1 Fisher(f), no norm',
-                    make_constraints=lambda: (fisher.Fisher(component='f'),),
-                    critic_iterations=2),
+                    constraint_specs=(('fisher', 'f'),), critic_iterations=2),
     BenchmarkConfig('fisher_sobolev', SSL, 'K+1 Fisher(f) + Sobolev(f-), no norm',
-                    make_constraints=lambda: (fisher.Fisher(component='f'),
-                                              sobolev.Sobolev(component='f_neg')),
+                    constraint_specs=(('fisher', 'f'), ('sobolev', 'f_neg')),
                     critic_iterations=2),
     BenchmarkConfig('gp', SSL, 'K+1 WGAN-GP(f-), no norm',
-                    make_constraints=lambda: (
-                        gradient_penalty.GradientPenalty(component='f_neg'),),
-                    critic_iterations=5, learning_rate=1e-4),
+                    constraint_specs=(('gp', 'f_neg'),), critic_iterations=5,
+                    learning_rate=1e-4),
     BenchmarkConfig('fisher_ln', SSL, 'K+1 Fisher(f), LN singleton/per-channel',
                     normalization='layer_norm_singleton_per_channel',
-                    make_constraints=lambda: (fisher.Fisher(component='f'),),
-                    critic_iterations=2),
+                    constraint_specs=(('fisher', 'f'),), critic_iterations=2),
     BenchmarkConfig('supervised', SUPERVISED, 'supervised only (CE on the labeled batch)'),
     BenchmarkConfig('eval', EVAL, 'eval forward (argmax S(Φ(x)), dropout off)'),
     BenchmarkConfig('export', EXPORT, 'exported SavedModel classifier (uint8 in)'),

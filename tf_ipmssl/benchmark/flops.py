@@ -8,19 +8,19 @@ and below 1% of the count.
 Per example and layer (F_l its forward count):
 
   Conv2D           F = 2 · H_out · W_out · k_h · k_w · C_in · C_out   (padding included)
-  Conv2DTranspose  F = 2 · H_in · W_in · k_h · k_w · C_in · C_out     (= the conv it transposes)
+  Conv2DTranspose  F = 2 · H_in · W_in · k_h · k_w · C_in · C_out     (the conv it transposes)
   Dense            F = 2 · D_in · D_out
 
 Passes, as multiples of a network's forward count F = Σ_l F_l (F_1: the layer that reads the
 network's input; it needs no input gradient when that input is data or noise):
 
-  forward                                     1 · F
-  backward to the weights (BACKWARD)          2 · F − F_1  (weight gradient F_l + input gradient
-                                                            F_l per layer, but none into the data)
-  input gradient ∇_x h (INPUT_GRADIENT)       1 · F        (every layer's input gradient)
-  double backward through ∇_x h (DOUBLE_BACKWARD)  2 · F   (each backprop-input op is
-                                                  differentiated w.r.t. its kernel and w.r.t.
-                                                  the incoming gradient: two ops of cost F_l)
+  forward                            1·F
+  backward to the weights            2·F − F_1   a weight gradient and an input gradient
+                                                 (F_l each) per layer, none into the data
+  input gradient ∇_x h               1·F         every layer's input gradient
+  double backward through ∇_x h      2·F         each backprop-input op is differentiated
+                                                 w.r.t. its kernel and w.r.t. its incoming
+                                                 gradient: two ops of cost F_l
 
 An SSL critic step (batch B; Sobolev and GP need ∇_x h, SPEC §3) therefore counts
 

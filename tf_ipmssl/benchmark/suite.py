@@ -6,11 +6,16 @@ optimizers and run state as tf_ipmssl.training.trainer makes them, the compiled
 SavedModel of `export.export_classifier` and `pipelines.training_stream`. The data are random
 uint8 images (no dataset is read).
 
+Every function of every config (and a dense fp32 matmul, the machine's reference rate) is
+built and warmed up first, then timed in rounds, each round calling each function once: the
+samples of one round share the machine's load, which on a shared machine drifts within
+minutes, so ratios between configs are taken under the same conditions.
+
 Critic step vs generator step: the generator step is the per-replica step of TrainingSteps,
-compiled on its own and timed directly; the full iteration is `ssl_iteration` with n_c = 1.
-Both are timed alternately in every repeat, and the critic step is their paired difference
-(iteration − generator step: the iteration's other work — iterator reads, the multiplier
-update, counters — is microseconds). The iteration at the config's own n_c is
+compiled on its own and timed directly; the full iteration is `ssl_iteration` with n_c = 1,
+timed right after it in each round; the critic step is their paired difference (iteration −
+generator step: the iteration's other work — iterator reads, the multiplier update,
+counters — is microseconds). The iteration at the config's own n_c is
 n_c · T(n_c=1) − (n_c − 1) · T(generator step), or is timed directly with `time_own_nc`.
 """
 import contextlib
@@ -39,7 +44,8 @@ NUM_CLASSES = 10
 IMAGE_SHAPE = (32, 32, 3)
 # Synthetic training set: enough images that batches are gathered from a real-sized array.
 NUM_SYNTHETIC_IMAGES = 4096
-# Fast calls (export at batch 1, the input pipeline) average several calls per sample.
+# Calls faster than this (export at batch 1, the input pipeline, the matmul) average several
+# calls per sample.
 FAST_SAMPLE_SECONDS = 0.5
 
 
@@ -94,7 +100,8 @@ def synthetic_data(seed=0, num_images=NUM_SYNTHETIC_IMAGES):
 
 
 @dataclasses.dataclass
-class _Networks:
+class Networks:
+  """The models, optimizers and run state (counters, λ's) of one benchmarked run."""
   critic: keras.Model
   generator: keras.Model
   critic_optimizer: keras.optimizers.Optimizer
@@ -103,7 +110,7 @@ class _Networks:
   loss_scaling: bool
 
 
-def _build_networks(config, variant, options) -> _Networks:
+def build_networks(config, variant, options) -> Networks:
   """Networks, optimizers and run state as trainer.train builds them."""
   keras.utils.set_random_seed(options.seed)
   with dtype_policy(variant.precision):
@@ -123,10 +130,11 @@ def _build_networks(config, variant, options) -> _Networks:
     generator_optimizer.build(generator.trainable_variables)
     state = trainer._RunState(config.constraints)
     # pylint: enable=protected-access
-  return _Networks(critic, generator, critic_optimizer, generator_optimizer, state, loss_scaling)
+  return Networks(critic, generator, critic_optimizer, generator_optimizer, state, loss_scaling)
 
 
-def _training_steps(config, variant, options, nets, critic_iterations):
+def build_training_steps(config, variant, options, nets, critic_iterations):
+  """The run's TrainingSteps on the default (single-device) strategy, as trainer.train."""
   critic = nets.critic
   if variant.forward == 'separate':
     critic = SeparatePassesCritic(critic)
@@ -158,138 +166,145 @@ def _both(value):
   return {flops.EXECUTED: value, flops.REQUIRED: value}
 
 
-def _measure_ssl(config, variant, options, data):
-  nets = _build_networks(config, variant, options)
+def _prepare_ssl(config, variant, options, data, stack):
+  del stack
+  nets = build_networks(config, variant, options)
   n_c = config.critic_iterations
   b = options.batch_size
-  steps_1 = _training_steps(config, variant, options, nets, critic_iterations=1)
+  steps_1 = build_training_steps(config, variant, options, nets, critic_iterations=1)
   labeled, unlabeled = _streams(data, options)
   # pylint: disable-next=protected-access  (TrainingSteps' own per-replica generator step)
   generator_step = tf.function(steps_1._generator_replica_step)
   fns = {'generator_step': lambda: generator_step(nets.state.counters['step'].read_value()),
          'iteration_1': lambda: steps_1.ssl_iteration(labeled, unlabeled)}
   if options.time_own_nc and n_c > 1:
-    steps_n = _training_steps(config, variant, options, nets, critic_iterations=n_c)
+    steps_n = build_training_steps(config, variant, options, nets, critic_iterations=n_c)
     fns['iteration_nc'] = lambda: steps_n.ssl_iteration(labeled, unlabeled)
-  timings = timing.measure_interleaved(fns, warmup=options.warmup, repeats=options.repeats)
-  t1, gen = timings['iteration_1'], timings['generator_step']
-  timings['critic_step'] = timing.paired([t1, gen], [1, -1],
-                                         derived='iteration(n_c=1) - generator step')
-  if 'iteration_nc' not in timings:
-    timings['iteration_nc'] = (t1 if n_c == 1 else timing.paired(
-        [t1, gen], [n_c, -(n_c - 1)],
-        derived=f'{n_c}·iteration(n_c=1) - {n_c - 1}·generator step'))
-
   critic_cost, generator_cost = _costs(nets)
   batched = variant.forward == 'batched'
   constraints = config.constraints
-  counts = {
-      'critic_step': flops.critic_step_flops(critic_cost, generator_cost, constraints, b,
-                                             batched),
-      'generator_step': _both(flops.generator_step_flops(critic_cost, generator_cost, b)),
-      'iteration_1': flops.ssl_iteration_flops(critic_cost, generator_cost, constraints, b, 1,
+
+  def finish(timings):
+    t1, gen = timings['iteration_1'], timings['generator_step']
+    timings['critic_step'] = timing.paired([t1, gen], [1, -1],
+                                           derived='iteration(n_c=1) - generator step')
+    if 'iteration_nc' not in timings:
+      timings['iteration_nc'] = (t1 if n_c == 1 else timing.paired(
+          [t1, gen], [n_c, -(n_c - 1)],
+          derived=f'{n_c}·iteration(n_c=1) - {n_c - 1}·generator step'))
+    counts = {
+        'critic_step': flops.critic_step_flops(critic_cost, generator_cost, constraints, b,
                                                batched),
-      'iteration_nc': flops.ssl_iteration_flops(critic_cost, generator_cost, constraints, b,
-                                                n_c, batched),
-  }
-  images = {'critic_step': b, 'generator_step': b, 'iteration_1': b, 'iteration_nc': b * n_c}
-  return timings, counts, images, n_c
+        'generator_step': _both(flops.generator_step_flops(critic_cost, generator_cost, b)),
+        'iteration_1': flops.ssl_iteration_flops(critic_cost, generator_cost, constraints, b,
+                                                 1, batched),
+        'iteration_nc': flops.ssl_iteration_flops(critic_cost, generator_cost, constraints,
+                                                  b, n_c, batched),
+    }
+    images = {'critic_step': b, 'generator_step': b, 'iteration_1': b,
+              'iteration_nc': b * n_c}
+    return timings, counts, images, n_c
+
+  return fns, finish
 
 
-def _measure_supervised(config, variant, options, data):
-  nets = _build_networks(config, variant, options)
-  steps = _training_steps(config, variant, options, nets, critic_iterations=1)
+def _prepare_supervised(config, variant, options, data, stack):
+  del stack
+  nets = build_networks(config, variant, options)
+  steps = build_training_steps(config, variant, options, nets, critic_iterations=1)
   labeled, _ = _streams(data, options)
-  timings = {'iteration': timing.measure(lambda: steps.supervised_iteration(labeled),
-                                         warmup=options.warmup, repeats=options.repeats)}
   critic_cost, _ = _costs(nets)
-  counts = {'iteration': _both(flops.supervised_step_flops(critic_cost, options.batch_size))}
-  return timings, counts, {'iteration': options.batch_size}, 1
+  count = _both(flops.supervised_step_flops(critic_cost, options.batch_size))
+  return ({'iteration': lambda: steps.supervised_iteration(labeled)},
+          lambda timings: (timings, {'iteration': count},
+                           {'iteration': options.batch_size}, 1))
 
 
-def _measure_eval(config, variant, options, data):
-  nets = _build_networks(config, variant, options)
+def _prepare_eval(config, variant, options, data, stack):
+  del stack
+  nets = build_networks(config, variant, options)
   predict = evaluation.make_predict_fn(nets.critic, jit_compile=variant.jit_compile)
   x = pipelines.to_model_input(data[0][:options.eval_batch_size])
-  timings = {'forward': timing.measure(lambda: predict(x), warmup=options.warmup,
-                                       repeats=options.repeats)}
   critic_cost, _ = _costs(nets)
-  counts = {'forward': _both(flops.forward_flops(critic_cost, len(x)))}
-  return timings, counts, {'forward': len(x)}, 1
+  count = _both(flops.forward_flops(critic_cost, len(x)))
+  return ({'forward': lambda: predict(x)},
+          lambda timings: (timings, {'forward': count}, {'forward': len(x)}, 1))
 
 
-def _measure_export(config, variant, options, data):
-  nets = _build_networks(config, variant, options)
+def _prepare_export(config, variant, options, data, stack):
+  nets = build_networks(config, variant, options)
   critic_cost, _ = _costs(nets)
-  timings, counts, images = {}, {}, {}
-  with tempfile.TemporaryDirectory() as directory:
-    export_dir = export.export_classifier(nets.critic, IMAGE_SHAPE,
-                                          os.path.join(directory, 'export'), NUM_CLASSES,
-                                          'synthetic')
-    classifier = export.LoadedClassifier(export_dir)
-    fns = {}
-    for size in dict.fromkeys((1, options.eval_batch_size)):
-      batch = data[0][:size]
-      fns[f'batch_{size}'] = lambda batch=batch: classifier(batch)
-      counts[f'batch_{size}'] = _both(flops.forward_flops(critic_cost, size))
-      images[f'batch_{size}'] = size
-    timings = timing.measure_interleaved(fns, warmup=options.warmup, repeats=options.repeats,
-                                         min_sample_seconds=FAST_SAMPLE_SECONDS)
-  return timings, counts, images, 1
+  directory = stack.enter_context(tempfile.TemporaryDirectory())
+  export_dir = export.export_classifier(nets.critic, IMAGE_SHAPE,
+                                        os.path.join(directory, 'export'), NUM_CLASSES,
+                                        'synthetic')
+  classifier = export.LoadedClassifier(export_dir)
+  fns, counts, images = {}, {}, {}
+  for size in dict.fromkeys((1, options.eval_batch_size)):
+    batch = data[0][:size]
+    fns[f'batch_{size}'] = lambda batch=batch: classifier(batch)
+    counts[f'batch_{size}'] = _both(flops.forward_flops(critic_cost, size))
+    images[f'batch_{size}'] = size
+  return fns, lambda timings: (timings, counts, images, 1)
 
 
-def _measure_pipeline(config, variant, options, data):
-  del config, variant
+def _prepare_pipeline(config, variant, options, data, stack):
+  del config, variant, stack
   labeled, _ = _streams(data, options)
-  timings = {'batch': timing.measure(lambda: next(labeled), warmup=options.warmup,
-                                     repeats=options.repeats,
-                                     min_sample_seconds=FAST_SAMPLE_SECONDS)}
-  return timings, {}, {'batch': options.batch_size}, 1
+  return ({'batch': lambda: next(labeled)},
+          lambda timings: (timings, {}, {'batch': options.batch_size}, 1))
 
 
-_MEASURE = {
-    configs_lib.SSL: _measure_ssl,
-    configs_lib.SUPERVISED: _measure_supervised,
-    configs_lib.EVAL: _measure_eval,
-    configs_lib.EXPORT: _measure_export,
-    configs_lib.PIPELINE: _measure_pipeline,
+_PREPARE = {
+    configs_lib.SSL: _prepare_ssl,
+    configs_lib.SUPERVISED: _prepare_supervised,
+    configs_lib.EVAL: _prepare_eval,
+    configs_lib.EXPORT: _prepare_export,
+    configs_lib.PIPELINE: _prepare_pipeline,
 }
 
 
-def measure_config(config, variant, options, data=None) -> report.Result:
-  """Builds `config` under `variant` and times it; returns its Result."""
-  data = synthetic_data(options.seed) if data is None else data
-  timings, counts, images, n_c = _MEASURE[config.kind](config, variant, options, data)
+def _result(config, variant, finished):
+  timings, counts, images, n_c = finished
   return report.Result(config=config.name, kind=config.kind, description=config.description,
                        variant=variant, critic_iterations=n_c, timings=timings, flops=counts,
                        images_per_call=images)
 
 
-def measure_matmul(size, warmup, repeats) -> timing.Timing:
-  """Seconds per dense fp32 [size, size] @ [size, size] matmul through TensorFlow."""
-  return timing.measure(timing.matmul_function(size), warmup=warmup, repeats=repeats)
+def _key(config, variant, name):
+  return f'{config.name} [{variant.label}] {name}'
 
 
 def run(config_list, variant_list, options, *, matmul_size=2048,
         log: Optional[Callable[[str], None]] = None) -> report.BenchmarkRun:
-  """Measures every (config, variant); the matmul reference is timed first and last."""
+  """Builds every (config, variant), then times them all, round after round.
+
+  Each round calls every function once (the dense matmul reference among them), so the
+  ratios between configs, and to the matmul rate, compare samples taken under the same
+  machine load.
+  """
   log = log or (lambda line: None)
   data = synthetic_data(options.seed)
-  matmul_repeats = max(options.repeats, 3)
   load_start = os.getloadavg()
   log(f'load average at start: {report.format_load(load_start)}')
-  matmul_start = measure_matmul(matmul_size, warmup=1, repeats=matmul_repeats)
-  matmul_flops = flops.matmul_flops(matmul_size, matmul_size, matmul_size)
-  log(f'matmul {matmul_size}: {report.gflops(matmul_flops, matmul_start):.1f} GFLOP/s')
+  with contextlib.ExitStack() as stack:
+    prepared = []
+    for config in config_list:
+      for variant in configs_lib.variants_for(config, variant_list):
+        log(f'building {config.name} [{variant.label}]')
+        fns, finish = _PREPARE[config.kind](config, variant, options, data, stack)
+        prepared.append((config, variant, fns, finish))
+    everything = {'matmul': timing.matmul_function(matmul_size)}
+    for config, variant, fns, _ in prepared:
+      everything.update({_key(config, variant, name): fn for name, fn in fns.items()})
+    timings = timing.measure_interleaved(everything, warmup=options.warmup,
+                                         repeats=options.repeats,
+                                         min_sample_seconds=FAST_SAMPLE_SECONDS, log=log)
   results = []
-  for config in config_list:
-    for variant in configs_lib.variants_for(config, variant_list):
-      log(f'measuring {config.name} [{variant.label}] ...')
-      result = measure_config(config, variant, options, data)
-      log('  ' + report.format_result_line(result))
-      results.append(result)
-  matmul_end = measure_matmul(matmul_size, warmup=1, repeats=matmul_repeats)
-  log(f'matmul {matmul_size}: {report.gflops(matmul_flops, matmul_end):.1f} GFLOP/s')
+  for config, variant, fns, finish in prepared:
+    own = {name: timings[_key(config, variant, name)] for name in fns}
+    results.append(_result(config, variant, finish(own)))
+    log(f'{config.name} [{variant.label}]: {report.format_result_line(results[-1])}')
   load_end = os.getloadavg()
   log(f'load average at end: {report.format_load(load_end)}')
   machine = dict(report.machine_info(), load_average_start=list(load_start),
@@ -298,5 +313,5 @@ def run(config_list, variant_list, options, *, matmul_size=2048,
       settings=dict(dataclasses.asdict(options), matmul_size=matmul_size,
                     variants=[v.label for v in variant_list],
                     configs=[c.name for c in config_list]),
-      machine=machine, matmul={'size': matmul_size, 'start': matmul_start, 'end': matmul_end},
+      machine=machine, matmul={'size': matmul_size, 'timing': timings['matmul']},
       results=results)

@@ -2,12 +2,14 @@
 
 A sample is the wall time of one call (or, for calls faster than `min_sample_seconds`, the
 mean of as many back-to-back calls as fill that time), measured after the result has been
-copied to the host, so asynchronous execution cannot end the clock early.
+copied to the host, so asynchronous execution cannot end the clock early. Several functions
+are timed in rounds (each function once per round), so that a change in machine load
+affects all of them alike.
 """
 import dataclasses
 import math
 import time
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -56,49 +58,47 @@ def sync(result):
   return result
 
 
-def _timed_call(fn):
-  start = time.perf_counter()
-  sync(fn())
-  return time.perf_counter() - start
-
-
-def _calls_per_sample(fn, min_sample_seconds):
-  if min_sample_seconds <= 0:
-    return 1
-  seconds = _timed_call(fn)
-  return max(1, int(math.ceil(min_sample_seconds / max(seconds, 1e-6))))
-
-
 def measure_interleaved(fns: Mapping[str, Callable], *, warmup: int, repeats: int,
-                        min_sample_seconds: float = 0.0) -> dict:
-  """Times several functions, alternating between them in each repeat.
+                        min_sample_seconds: float = 0.0,
+                        log: Optional[Callable[[str], None]] = None) -> dict:
+  """Times several functions, calling each once per round, round after round.
 
-  Alternating makes the samples of one repeat see the same machine load, so their paired
-  differences (`paired`) cancel most of a drift in load.
+  All samples of a round see about the same machine load, so ratios and paired
+  differences of samples of one round (`paired`) cancel most of a drift in load.
 
   Args:
     fns: name -> function of no argument returning tensors (or nothing).
     warmup: untimed calls of each function first (tracing, XLA compilation, allocator).
-    repeats: timed samples of each function.
-    min_sample_seconds: a sample of a faster function averages several calls.
+    repeats: rounds, i.e. timed samples of each function.
+    min_sample_seconds: a function whose last warm-up call took less averages as many
+      calls per sample as fill this time (no effect without warm-up).
+    log: called with a progress line after each function's warm-up and each round.
 
   Returns:
     name -> Timing.
   """
   if repeats < 1:
     raise ValueError(f'repeats must be >= 1, got {repeats}')
-  for _ in range(warmup):
-    for fn in fns.values():
+  log = log or (lambda line: None)
+  calls = {name: 1 for name in fns}
+  for name, fn in fns.items():
+    for _ in range(warmup):
+      start = time.perf_counter()
       sync(fn())
-  calls = {name: _calls_per_sample(fn, min_sample_seconds) for name, fn in fns.items()}
+      seconds = time.perf_counter() - start
+    if warmup:
+      log(f'warm-up {name}: {seconds:.3g} s')
+      if min_sample_seconds > 0:
+        calls[name] = max(1, int(math.ceil(min_sample_seconds / max(seconds, 1e-6))))
   samples = {name: [] for name in fns}
-  for _ in range(repeats):
+  for round_index in range(repeats):
     for name, fn in fns.items():
       start = time.perf_counter()
       for _ in range(calls[name]):
         result = fn()
       sync(result)
       samples[name].append((time.perf_counter() - start) / calls[name])
+    log(f'round {round_index + 1}/{repeats} done')
   return {name: Timing(tuple(s)) for name, s in samples.items()}
 
 
