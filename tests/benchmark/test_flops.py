@@ -2,6 +2,7 @@
 import keras
 import numpy as np
 import pytest
+
 import tensorflow as tf
 
 from tf_ipmssl.benchmark import configs
@@ -9,6 +10,9 @@ from tf_ipmssl.benchmark import flops
 from tf_ipmssl.benchmark import suite
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
+from tf_ipmssl.objectives import fisher as fisher_lib
+from tf_ipmssl.objectives import gradient_penalty as gp_lib
+from tf_ipmssl.objectives import sobolev as sobolev_lib
 
 
 def _built(input_shape, layer):
@@ -88,14 +92,20 @@ def test_pass_multipliers():
   gp = configs.CONFIGS['gp'].constraints
   assert flops.critic_step_flops(net, gen, fisher, b) == {
       'executed': b * 7 + 3 * b * 290, 'required': b * 7 + 3 * b * 290}
-  # Sobolev needs ∇_x at the real and generated rows; batched, the gradient runs on all 3B.
+  # Sobolev needs ∇_x at the real and generated rows; batched, those 2B rows are stacked in
+  # their own critic call, so the gradient runs on them only.
   assert flops.critic_step_flops(net, gen, sobolev, b) == {
-      'executed': b * 7 + 3 * b * 290 + 3 * b * 300,
+      'executed': b * 7 + 3 * b * 290 + 2 * b * 300,
       'required': b * 7 + 3 * b * 290 + 2 * b * 300}
   # GP adds B interpolate rows and needs ∇_x at those only.
   assert flops.critic_step_flops(net, gen, gp, b) == {
-      'executed': b * 7 + 4 * b * 290 + 4 * b * 300,
+      'executed': b * 7 + 4 * b * 290 + b * 300,
       'required': b * 7 + 4 * b * 290 + b * 300}
+  # Sobolev on f- and GP on f: both components' gradients run over the 3B stacked rows.
+  both = (fisher_lib.Fisher('f'), sobolev_lib.Sobolev('f_neg'), gp_lib.GradientPenalty('f'))
+  assert flops.critic_step_flops(net, gen, both, b) == {
+      'executed': b * 7 + 4 * b * 290 + 2 * 3 * b * 300,
+      'required': b * 7 + 4 * b * 290 + 3 * b * 300}
   separate = flops.critic_step_flops(net, gen, gp, b, batched=False)
   assert separate['executed'] == separate['required']
   # Generator step: G forward, critic forward + input gradient, G backward (none into z).

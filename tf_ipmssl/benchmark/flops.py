@@ -32,10 +32,10 @@ and a generator step B·(G + F + F + 2G − G_1): generator forward, critic forw
 input gradient (critic frozen: no weight gradients), generator backward.
 
 "Executed" counts what the library's graph runs: without batch norm the critic objective
-stacks every batch into one critic call and takes ∇_x h of the stacked tensor, so R_c = R
-(the input gradient and its double backward also run, on zeros, over the rows that need no
-gradient). "Required" counts only the rows whose input gradient is used: R_c = 2B (Sobolev,
-real and generated) or B (GP, interpolates). The two agree for Fisher-only configs.
+stacks the rows whose input gradient some constraint needs into one critic call and takes
+∇_x h of that stack for each component, so R_c = the rows of that stack (2B with Sobolev,
+real and generated, + B with GP, interpolates). "Required" counts only the rows each
+component's constraint uses. The two agree unless two components need different rows.
 """
 import dataclasses
 from typing import Sequence
@@ -148,7 +148,9 @@ def critic_step_flops(critic: NetworkCost, generator: NetworkCost, constraints, 
   base = batch_size * generator.forward + rows * critic.training()
   needed = gradient_rows(constraints, batch_size)
   required = base + sum(needed.values()) * critic.gradient_penalty()
-  executed_rows = len(needed) * rows if batched else sum(needed.values())
+  stacked_rows = (2 * batch_size * any(c.needs_gradients_at_data for c in constraints) +
+                  batch_size * any(c.needs_gradients_at_interpolates for c in constraints))
+  executed_rows = len(needed) * stacked_rows if batched else sum(needed.values())
   executed = base + executed_rows * critic.gradient_penalty()
   return {EXECUTED: executed, REQUIRED: required}
 
