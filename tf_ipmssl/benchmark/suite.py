@@ -64,9 +64,10 @@ class Options:
 class SeparatePassesCritic:
   """A critic that makes the critic objective run one forward pass per batch.
 
-  critic_objective stacks the labeled, real, generated (and interpolated) batches into one
-  critic call unless the critic has batch norm; this proxy reports `has_batch_norm` so the
-  objective takes its separate-pass path, and delegates everything else to the critic.
+  critic_objective stacks the labeled, real, generated (and interpolated) batches into
+  stacked critic calls unless the critic has batch norm; this proxy reports
+  `has_batch_norm` so that the objective takes its separate-pass path, and delegates
+  everything else to the critic.
   """
   has_batch_norm = True
 
