@@ -31,6 +31,16 @@ from tf_ipmssl.objectives import sobolev
 _LABELED, _REAL, _FAKE, _INTERP = 'labeled', 'real', 'fake', 'interp'
 
 
+def _gradient_rows(constraint):
+  """The batches at which a constraint needs ∇_x of its component."""
+  rows = set()
+  if constraint.needs_gradients_at_data:
+    rows |= {_REAL, _FAKE}
+  if constraint.needs_gradients_at_interpolates:
+    rows.add(_INTERP)
+  return rows
+
+
 @dataclasses.dataclass
 class ObjectiveResult:
   """surrogate_loss: what this replica minimises (its gradients sum to ∇(−L_D));
@@ -101,10 +111,7 @@ def critic_objective(
     if batched:
       # Two stacked calls: the rows whose input gradient a constraint needs (watched), and
       # the rest. The double backward of Sobolev/GP then runs over those rows only.
-      grad_rows = set()
-      for c in constraints:
-        grad_rows |= {_REAL, _FAKE} if c.needs_gradients_at_data else set()
-        grad_rows |= {_INTERP} if c.needs_gradients_at_interpolates else set()
+      grad_rows = set().union(*[_gradient_rows(c) for c in constraints])
       grad_group = [n for n in inputs if n in grad_rows]
       raw = {}
       for group in ([n for n in inputs if n not in grad_rows], grad_group):
@@ -125,11 +132,7 @@ def critic_objective(
                for n, (fake_logit, class_logits) in raw.items()}
     targets = {}
     for component in grad_components:
-      rows = set()
-      for c in constraints:
-        if c.component == component:
-          rows |= {_REAL, _FAKE} if c.needs_gradients_at_data else set()
-          rows |= {_INTERP} if c.needs_gradients_at_interpolates else set()
+      rows = set().union(*[_gradient_rows(c) for c in constraints if c.component == component])
       targets[component] = (sorted(rows), tf.add_n(
           [tf.reduce_sum(outputs[r].component(component)) for r in sorted(rows)]))
 
