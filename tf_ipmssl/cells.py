@@ -10,7 +10,13 @@ supervised baselines). Each cell has
 - the paper's test error (%), mean and, where the paper gives one, std over 5 seeds.
 
 A `Table` lists its rows and columns in the paper's order, so that results can be laid out
-as the paper's tables (`tf_ipmssl.sweep.tables`). This module imports neither TensorFlow
+as the paper's tables (`tf_ipmssl.sweep.tables`).
+
+A *study* is a table of our own with the same machinery but no paper numbers
+(`STUDIES`): `fashion_mnist_study` compares SSL rows with supervised-only training on
+Fashion-MNIST at a 2-CPU budget (docs/results/fashion_mnist.md). Its cells are selected only
+by naming the study (`--table=fashion_mnist_study` or an id pattern that starts with it), so
+`all_cells()` and '*' stay the paper's 100 cells. This module imports neither TensorFlow
 nor gin: `bin/cells` and `bin/sweep --dry_run` stay instant.
 """
 import dataclasses
@@ -23,7 +29,8 @@ from tf_ipmssl import errors
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 GIN_DIR = REPO_ROOT / 'gin'
 
-DATASET_NAMES = {'cifar10': 'CIFAR-10', 'svhn': 'SVHN'}
+DATASET_NAMES = {'cifar10': 'CIFAR-10', 'svhn': 'SVHN',
+                 'fashion_mnist': 'Fashion-MNIST'}  # The last one: the study's.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +46,7 @@ class Table:
     row_header: what the rows are, the header of the row-label column.
     x_label: for tables whose columns are numbers of labels (Appendix A), the axis
       label of an error-vs-labels plot; None otherwise.
+    has_paper: whether the paper reports these numbers (False for our studies).
   """
   name: str
   title: str
@@ -46,6 +54,7 @@ class Table:
   columns: Tuple[Tuple[str, str, str], ...]
   row_header: str
   x_label: Optional[str] = None
+  has_paper: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,14 +66,14 @@ class Cell:
     dataset: 'cifar10' or 'svhn' (the paper's dataset of this number).
     row: the Table row key.
     column: the Table column key ('' for Table 2).
-    paper_error: the paper's test error in %.
+    paper_error: the paper's test error in %; None for a study's cell.
     paper_std: the paper's std over seeds, None where the paper gives none.
   """
   table: str
   dataset: str
   row: str
   column: str
-  paper_error: float
+  paper_error: Optional[float]
   paper_std: Optional[float] = None
 
   @property
@@ -164,6 +173,28 @@ TABLES: Dict[str, Table] = {t.name: t for t in (
                  ('svhn', '1k', 'SVHN 1k'), ('svhn', 'all', 'SVHN all')),
         row_header='critic normalization'),
 )}
+
+# ----- Our studies: tables with no paper numbers. -----
+
+STUDIES: Dict[str, Table] = {t.name: t for t in (
+    Table(
+        name='fashion_mnist_study',
+        title='Fashion-MNIST study: 1000 labels, one 2-CPU budget per run, test error %',
+        rows=(('supervised', 'supervised only (CE, 600 updates)'),
+              ('plain_fisher', 'plain, Ω_F'),
+              ('kplus1_fisher_f', 'K+1, Ω_F(f) (the quickstart)'),
+              ('kplus1_fisher_f_sobolev_fneg', 'K+1, Ω_F(f), Ω_S(f-)'),
+              ('kplus1_fisher_f_sobolev_f', 'K+1, Ω_F(f), Ω_S(f)'),
+              ('kplus1_fisher_f_sobolev_f_pairwise', 'K+1, Ω_F(f), Ω_S(f), pairwise f'),
+              ('kplus1_gp_f', 'K+1, Ω_GP(f)'),
+              ('kplus1_gp_f_pairwise', 'K+1, Ω_GP(f), pairwise f'),
+              ('kplus1_sobolev_f', 'K+1, Ω_S(f)'),
+              ('kplus1_fisher_f_batch_norm', 'K+1, Ω_F(f), batch norm')),
+        columns=(('fashion_mnist', '', 'Fashion-MNIST (1k)'),),
+        row_header='critic, constraints',
+        has_paper=False),
+)}
+LAYOUTS: Dict[str, Table] = {**TABLES, **STUDIES}
 
 # ----- The paper's numbers: {(dataset, row, column): (mean, std or None)}. -----
 
@@ -275,11 +306,19 @@ def _build_cells() -> Tuple[Cell, ...]:
   return tuple(cells)
 
 
+def _build_study_cells() -> Tuple[Cell, ...]:
+  return tuple(Cell(study.name, dataset, row, column, None)
+               for study in STUDIES.values() for row, _ in study.rows
+               for dataset, column, _ in study.columns)
+
+
 CELLS: Tuple[Cell, ...] = _build_cells()
-_BY_ID: Dict[str, Cell] = {cell.id: cell for cell in CELLS}
+STUDY_CELLS: Tuple[Cell, ...] = _build_study_cells()
+_BY_ID: Dict[str, Cell] = {cell.id: cell for cell in CELLS + STUDY_CELLS}
 
 
 def all_cells() -> Tuple[Cell, ...]:
+  """The paper's cells (not the studies')."""
   return CELLS
 
 
@@ -300,9 +339,12 @@ def select_cells(patterns: Sequence[str] = (), tables: Sequence[str] = (),
                  datasets: Sequence[str] = ()) -> Tuple[Cell, ...]:
   """Cells matching any id or glob pattern (or all, if none) and the table/dataset filters.
 
+  A study's cells count only where `tables` names the study or a pattern starts with its
+  name ('fashion_mnist_study/...'); otherwise the candidates are the paper's cells.
+
   Args:
     patterns: cell ids or fnmatch patterns, e.g. 'table1/cifar10_fisher_*'.
-    tables: keep only cells of these tables (names as in TABLES).
+    tables: keep only cells of these tables (names as in LAYOUTS).
     datasets: keep only cells of these datasets.
 
   Returns:
@@ -312,20 +354,22 @@ def select_cells(patterns: Sequence[str] = (), tables: Sequence[str] = (),
     ConfigError: a pattern, table or dataset that matches nothing known.
   """
   for table in tables:
-    if table not in TABLES:
-      raise errors.ConfigError(f"unknown table '{table}'; use one of {list(TABLES)}")
+    if table not in LAYOUTS:
+      raise errors.ConfigError(f"unknown table '{table}'; use one of {list(LAYOUTS)}")
   for dataset in datasets:
     if dataset not in DATASET_NAMES:
       raise errors.ConfigError(
-          f"unknown dataset '{dataset}'; the paper's cells use {list(DATASET_NAMES)}")
+          f"unknown dataset '{dataset}'; the cells use {list(DATASET_NAMES)}")
   patterns = [p.removeprefix('gin/').removesuffix('.gin') for p in patterns]
+  studies = set(tables) | {p.split('/')[0] for p in patterns}
+  candidates = CELLS + tuple(cell for cell in STUDY_CELLS if cell.table in studies)
   for pattern in patterns:
-    if not any(fnmatch.fnmatchcase(cell.id, pattern) for cell in CELLS):
+    if not any(fnmatch.fnmatchcase(cell.id, pattern) for cell in candidates):
       raise errors.ConfigError(
           f"'{pattern}' matches no cell id; list them with `bin/cells` (ids look like "
           "table1/cifar10_fisher_kplus1; glob patterns such as 'table2/svhn_*' work)")
   return tuple(
-      cell for cell in CELLS
+      cell for cell in candidates
       if (not patterns or any(fnmatch.fnmatchcase(cell.id, p) for p in patterns))
       and (not tables or cell.table in tables)
       and (not datasets or cell.dataset in datasets))

@@ -1,11 +1,13 @@
 """A stand-in for bin/train in runner tests: records its call, writes a finished run.
 
-It appends its arguments to MODEL_DIR/calls.txt. If MODEL_DIR/fail exists, it prints an
-error and exits with status 3 instead of finishing.
+It appends its arguments to MODEL_DIR/calls.txt and writes MODEL_DIR/process.json (start
+and end times, TensorFlow thread variables). With FAKE_TRAIN_SECONDS set it takes that long.
+If MODEL_DIR/fail exists, it prints an error and exits with status 3 instead of finishing.
 """
 import json
 import os
 import sys
+import time
 
 
 def main(argv):
@@ -13,6 +15,12 @@ def main(argv):
   os.makedirs(model_dir, exist_ok=True)
   with open(os.path.join(model_dir, 'calls.txt'), 'a') as f:
     f.write(json.dumps(argv) + '\n')
+  started = time.time()
+  time.sleep(float(os.environ.get('FAKE_TRAIN_SECONDS', '0')))
+  with open(os.path.join(model_dir, 'process.json'), 'w') as f:
+    json.dump({'start': started, 'end': time.time(),
+               'intra': os.environ.get('TF_NUM_INTRAOP_THREADS'),
+               'inter': os.environ.get('TF_NUM_INTEROP_THREADS')}, f)
   if os.path.exists(os.path.join(model_dir, 'fail')):
     print('error: the fake run failed on purpose', file=sys.stderr)
     return 3

@@ -83,3 +83,41 @@ def test_missing_program_is_a_failure_not_a_crash(tmp_path):
   outcome = runner.run_one(run, program=(str(tmp_path / 'no_such_program'),))
   assert outcome.status == runner.FAILED
   assert 'could not start' in outcome.log_tail
+
+
+def _process(model_dir):
+  with open(os.path.join(model_dir, 'process.json')) as f:
+    return json.load(f)
+
+
+def test_workers_run_in_parallel_with_a_share_of_the_cores(tmp_path, monkeypatch):
+  monkeypatch.setenv('FAKE_TRAIN_SECONDS', '1.5')
+  monkeypatch.delenv('TF_NUM_INTRAOP_THREADS', raising=False)
+  monkeypatch.delenv('TF_NUM_INTEROP_THREADS', raising=False)
+  monkeypatch.setattr(os, 'cpu_count', lambda: 8)
+  root = str(tmp_path)
+  runs = plan_lib.make_plan([CELL], (0, 1, 2), root)
+  fake_results.write_run(root, CELL, 2, 20.0, finished=True)
+  reports = []
+  outcomes = runner.run_plan(runs, root, program=FAKE_TRAIN, report=reports.append,
+                             workers=2)
+
+  # Outcomes in plan order; the two unfinished runs overlapped in time.
+  assert [o.run.seed for o in outcomes] == [0, 1, 2]
+  assert [o.status for o in outcomes] == [runner.SUCCEEDED, runner.SUCCEEDED, runner.SKIPPED]
+  first, second = (_process(run.model_dir) for run in runs[:2])
+  assert first['start'] < second['end'] and second['start'] < first['end']
+  assert first['intra'] == first['inter'] == '4'  # 8 cores / 2 workers.
+  assert sum('finished in' in r for r in reports) == 2
+  with open(os.path.join(root, runner.SWEEP_LOG_FILE)) as f:
+    assert sorted(json.loads(line)['seed'] for line in f) == [0, 1]
+
+
+def test_one_worker_leaves_threads_to_tensorflow(tmp_path, monkeypatch):
+  monkeypatch.delenv('TF_NUM_INTRAOP_THREADS', raising=False)
+  (run,) = plan_lib.make_plan([CELL], (0,), str(tmp_path))
+  runner.run_plan([run], str(tmp_path), program=FAKE_TRAIN, report=lambda _: None)
+  assert _process(run.model_dir)['intra'] is None
+  assert runner.threads_per_run(1) is None
+  monkeypatch.setattr(os, 'cpu_count', lambda: 2)
+  assert runner.threads_per_run(4) == 1  # Never fewer than one thread.

@@ -20,7 +20,6 @@ live:
 """
 import keras
 import tensorflow as tf
-from keras import ops
 
 from tf_ipmssl import errors
 
@@ -97,18 +96,22 @@ class ConfigurableLayerNorm(keras.layers.Layer):
                                 dtype='float32', autocast=False)
 
   def call(self, inputs):
-    x = ops.cast(inputs, 'float32')
+    x = tf.cast(inputs, tf.float32)
     axes = (1, 2, 3) if self.stats == 'singleton' else (1, 2)
-    mean = ops.mean(x, axis=axes, keepdims=True)
-    centered = x - mean
-    variance = ops.mean(ops.square(centered), axis=axes, keepdims=True)
-    normalized = centered * ops.rsqrt(variance + self.epsilon)
-    gamma = ops.cast(self.gamma, 'float32')
-    beta = ops.cast(self.beta, 'float32')
+    # Twice differentiable moments (not tf.nn.moments, whose variance is centred on
+    # stop_gradient(mean): see BatchNormalization below).
+    mean = tf.reduce_mean(x, axis=axes, keepdims=True)
+    variance = tf.reduce_mean(tf.math.squared_difference(x, mean), axis=axes, keepdims=True)
+    gamma, beta = self.gamma, self.beta
     if self.params == 'per_pixel':
-      gamma = ops.expand_dims(gamma, -1)
-      beta = ops.expand_dims(beta, -1)
-    return ops.cast(gamma * normalized + beta, self.compute_dtype)
+      gamma = gamma[..., None]
+      beta = beta[..., None]
+    # g·(x − μ)/sqrt(σ² + ε) + b as one multiply-add over the activations, x·s + o with
+    # s = g·rsqrt(σ² + ε) and o = b − μ·s on the small [N, 1|H, 1|W, 1|C] tensors: two
+    # passes fewer in forward and backward (docs/performance.md, "Layer norm formula").
+    scale = gamma * tf.math.rsqrt(variance + self.epsilon)
+    offset = beta - mean * scale
+    return tf.cast(x * scale + offset, self.compute_dtype)
 
   def compute_output_shape(self, input_shape):
     return input_shape

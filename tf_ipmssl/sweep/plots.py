@@ -3,7 +3,7 @@
 - Tables whose columns are numbers of labels (Appendix A): test error vs number of labels,
   one line per row, ours (mean ± std) solid and the paper's dashed.
 - Every other table: one horizontal bar chart per paper column, its rows as bar pairs:
-  ours (mean, std as error bar) and the paper's.
+  ours (mean, std as error bar) and the paper's (ours alone for a study; each seed a dot).
 
 matplotlib is imported only here and only when a plot is made; without it, `plot_table`
 raises a UserError that says how to install it (`pip install -e '.[plots]'`).
@@ -82,17 +82,23 @@ def _plot_bars(plt, table, results):
   positions = list(range(len(table.rows)))
   for index, (dataset, column, header) in enumerate(columns):
     ax = axes[index // ncols][index % ncols]
-    ours, ours_err, paper = [], [], []
-    for row, _ in table.rows:
+    ours, ours_err, paper, dots = [], [], [], []
+    for position, (row, _) in zip(positions, table.rows):
       cell = cells_lib.cell_at(table.name, dataset, row, column)
       result = results.get(cell.id) if cell else None
       has_ours = result is not None and result.n > 0
       ours.append(result.mean if has_ours else 0.0)
       ours_err.append((result.std or 0.0) if has_ours else 0.0)
-      paper.append(cell.paper_error if cell else 0.0)
-    ax.barh([p - 0.2 for p in positions], ours, height=0.4, xerr=ours_err, capsize=2,
-            label='ours')
-    ax.barh([p + 0.2 for p in positions], paper, height=0.4, alpha=0.6, label='paper')
+      paper.append(cell.paper_error if cell and cell.paper_error is not None else 0.0)
+      dots += [(error, position) for error in (result.errors if has_ours else ())]
+    if table.has_paper:
+      ax.barh([p - 0.2 for p in positions], ours, height=0.4, xerr=ours_err, capsize=2,
+              label='ours')
+      ax.barh([p + 0.2 for p in positions], paper, height=0.4, alpha=0.6, label='paper')
+    else:
+      ax.barh(positions, ours, height=0.6, xerr=ours_err, capsize=2, label='ours (mean ± std)')
+      if dots:
+        ax.plot(*zip(*dots), 'k.', markersize=4, label='one seed')
     ax.set_yticks(positions)
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_title(header, fontsize=8)

@@ -1,4 +1,4 @@
-"""Runs a sweep's plan: one bin/train subprocess per run, one run at a time.
+"""Runs a sweep's plan: one bin/train subprocess per run, `workers` runs at a time.
 
 - A run whose metrics.json says `"finished": true` is skipped.
 - Any other run is (re)started with its command; bin/train resumes by itself from the
@@ -7,12 +7,18 @@
 
 Each run's output is appended to `<model_dir>/train.log`; one JSON line per run outcome is
 appended to `<root>/sweep_log.jsonl`.
+
+With several workers each run gets an equal share of the CPU cores as TensorFlow threads
+(TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS, unless already set): on a small machine,
+small models train faster as parallel single-threaded runs than one after another.
 """
+import concurrent.futures
 import dataclasses
 import datetime
 import json
 import os
 import subprocess
+import threading
 import time
 from typing import Callable, List, Optional, Sequence
 
@@ -69,16 +75,28 @@ def _append_jsonl(path: str, record: dict):
     f.write(json.dumps(record) + '\n')
 
 
-def _environment() -> dict:
+def _environment(threads: Optional[int] = None) -> dict:
+  """The runs' environment; `threads`: TensorFlow threads per run (None: TF's default)."""
   env = dict(os.environ)
   env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  if threads is not None:
+    env.setdefault('TF_NUM_INTRAOP_THREADS', str(threads))
+    env.setdefault('TF_NUM_INTEROP_THREADS', str(threads))
   # bin/train finds the package from its own location; this covers a non-installed copy.
   env['PYTHONPATH'] = os.pathsep.join(
       p for p in (str(cells_lib.REPO_ROOT), env.get('PYTHONPATH')) if p)
   return env
 
 
-def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM) -> Outcome:
+def threads_per_run(workers: int) -> Optional[int]:
+  """TensorFlow threads for each of `workers` parallel runs (None for one worker)."""
+  if workers <= 1:
+    return None
+  return max(1, (os.cpu_count() or 1) // workers)
+
+
+def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
+            threads: Optional[int] = None) -> Outcome:
   """Trains (or resumes) one run to completion in a subprocess; never raises on failure."""
   if run_state(run.model_dir) == FINISHED:
     return Outcome(run, SKIPPED)
@@ -91,7 +109,8 @@ def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM) 
     log.flush()
     try:
       returncode = subprocess.call(run.command(program), stdout=log, stderr=subprocess.STDOUT,
-                                   cwd=str(cells_lib.REPO_ROOT), env=_environment())
+                                   cwd=str(cells_lib.REPO_ROOT),
+                                   env=_environment(threads))
     except OSError as e:  # The program itself could not be started.
       log.write(f'could not start {program}: {e}\n')
       returncode = -1
@@ -103,31 +122,45 @@ def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM) 
 
 def run_plan(runs: Sequence[plan_lib.Run], root: str,
              program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
-             report: Callable[[str], None] = print) -> List[Outcome]:
-  """Runs every run in order; reports each outcome with `report` and logs it under root."""
-  outcomes = []
-  for index, run in enumerate(runs, start=1):
+             report: Callable[[str], None] = print, workers: int = 1) -> List[Outcome]:
+  """Runs every run, `workers` at a time, in plan order; reports each outcome with
+  `report` and logs it under root. Returns the outcomes in plan order.
+  """
+  if workers < 1:
+    raise ValueError(f'workers must be at least 1, got {workers}')
+  threads = threads_per_run(workers)
+  lock = threading.Lock()
+
+  def run_and_report(index: int, run: plan_lib.Run) -> Outcome:
     prefix = f'[{index}/{len(runs)}] {run.name}'
     state = run_state(run.model_dir)
     if state != FINISHED:
       verb = 'resuming' if state == PARTIAL else 'starting'
-      report(f'{prefix}: {verb} (log: {os.path.join(run.model_dir, LOG_FILE)})')
-    outcome = run_one(run, program)
-    outcomes.append(outcome)
-    if outcome.status == SKIPPED:
-      report(f'{prefix}: already finished, skipped')
-    elif outcome.status == SUCCEEDED:
-      report(f'{prefix}: finished in {outcome.seconds:.0f} s')
-    else:
-      report(f'{prefix}: FAILED (exit status {outcome.returncode}) after '
-             f'{outcome.seconds:.0f} s; the end of its log:\n{outcome.log_tail}')
-    if outcome.status != SKIPPED:
-      _append_jsonl(os.path.join(root, SWEEP_LOG_FILE), {
-          'cell': run.cell.id, 'seed': run.seed, 'model_dir': run.model_dir,
-          'status': outcome.status, 'returncode': outcome.returncode,
-          'seconds': round(outcome.seconds, 1),
-          'finished_at': datetime.datetime.now().isoformat(timespec='seconds')})
-  return outcomes
+      with lock:
+        report(f'{prefix}: {verb} (log: {os.path.join(run.model_dir, LOG_FILE)})')
+    outcome = run_one(run, program, threads)
+    with lock:
+      if outcome.status == SKIPPED:
+        report(f'{prefix}: already finished, skipped')
+      elif outcome.status == SUCCEEDED:
+        report(f'{prefix}: finished in {outcome.seconds:.0f} s')
+      else:
+        report(f'{prefix}: FAILED (exit status {outcome.returncode}) after '
+               f'{outcome.seconds:.0f} s; the end of its log:\n{outcome.log_tail}')
+      if outcome.status != SKIPPED:
+        _append_jsonl(os.path.join(root, SWEEP_LOG_FILE), {
+            'cell': run.cell.id, 'seed': run.seed, 'model_dir': run.model_dir,
+            'status': outcome.status, 'returncode': outcome.returncode,
+            'seconds': round(outcome.seconds, 1),
+            'finished_at': datetime.datetime.now().isoformat(timespec='seconds')})
+    return outcome
+
+  if workers == 1:
+    return [run_and_report(index, run) for index, run in enumerate(runs, start=1)]
+  with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+    futures = [pool.submit(run_and_report, index, run)
+               for index, run in enumerate(runs, start=1)]
+    return [future.result() for future in futures]
 
 
 def summary(outcomes: Sequence[Outcome]) -> str:

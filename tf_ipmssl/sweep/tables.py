@@ -3,7 +3,8 @@
 Each run contributes one number, the test error (%) at the step of best validation error
 (`metrics['best']['test_error']`, the model selection of SPEC §6), or the final test error
 when the run had no validation split. Only finished runs count. A cell's entry is the
-mean ± sample std (ddof = 1) over its runs and their number n, beside the paper's number.
+mean ± sample std (ddof = 1) over its runs and their number n, beside the paper's number
+(a study's tables, which have no paper numbers, show ours alone).
 
 Runs are found on disk as `<root>/<cell id>/seed_*/metrics.json`, so tables can be rebuilt
 at any time, also while a sweep is running or after runs were added.
@@ -137,9 +138,9 @@ def collect(root: str, cells: Sequence[cells_lib.Cell],
 
 
 def tables_with_results(results: Dict[str, CellResult]) -> List[cells_lib.Table]:
-  """The tables, in the paper's order, that hold at least one finished run."""
+  """The tables (the paper's, then the studies), in order, that hold a finished run."""
   names = {r.cell.table for r in results.values() if r.n}
-  return [t for t in cells_lib.TABLES.values() if t.name in names]
+  return [t for t in cells_lib.LAYOUTS.values() if t.name in names]
 
 
 def _result_at(results, table, dataset, row, column) -> Tuple[Optional[cells_lib.Cell],
@@ -160,10 +161,11 @@ def foreign_datasets(table: cells_lib.Table, results) -> List[str]:
 
 
 def markdown_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
-  """The paper's layout; each column of ours is followed by the paper's number."""
+  """The paper's layout; each column of ours is followed by the paper's number (if any)."""
+  paper = table.has_paper
   header = [table.row_header]
   for _, _, title in table.columns:
-    header += [title, 'paper']
+    header += [title, 'paper'] if paper else [title]
   lines = [f'### {table.title}', '',
            '| ' + ' | '.join(header) + ' |',
            '|' + '|'.join(['---'] + ['---:'] * (len(header) - 1)) + '|']
@@ -171,10 +173,14 @@ def markdown_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> st
     entries = [label]
     for dataset, column, _ in table.columns:
       cell, result = _result_at(results, table, dataset, row, column)
-      entries += ['', ''] if cell is None else [result.text, cell.paper_text]
+      if cell is None:
+        entries += ['', ''] if paper else ['']
+      else:
+        entries += [result.text, cell.paper_text] if paper else [result.text]
     lines.append('| ' + ' | '.join(entries) + ' |')
-  lines += ['', 'Ours: test error % at the best-validation step, mean ± std over n seeds '
-            '(label split and initialization both vary); paper: mean ± std over 5 runs.']
+  note = ('Ours: test error % at the best-validation step, mean ± std over n seeds '
+          '(label split and initialization both vary)')
+  lines += ['', note + ('; paper: mean ± std over 5 runs.' if paper else '.')]
   unfinished = sum(r.unfinished for r in results.values() if r.cell.table == table.name)
   if unfinished:
     lines.append(f'{unfinished} unfinished run(s) not counted.')
@@ -187,13 +193,14 @@ def markdown_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> st
 
 
 def csv_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
-  """The paper's layout, one row per table row; per column: mean, std, n, paper, paper std."""
+  """The paper's layout, one row per table row; per column: mean, std, n, paper, paper std
+  (the last two only for the paper's tables)."""
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')
+  fields = ('mean', 'std', 'n') + (('paper', 'paper std') if table.has_paper else ())
   header = [table.row_header]
   for _, _, title in table.columns:
-    header += [f'{title} mean', f'{title} std', f'{title} n', f'{title} paper',
-               f'{title} paper std']
+    header += [f'{title} {field}' for field in fields]
   writer.writerow(header)
 
   def number(value):
@@ -204,10 +211,11 @@ def csv_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
     for dataset, column, _ in table.columns:
       cell, result = _result_at(results, table, dataset, row, column)
       if cell is None:
-        entries += [''] * 5
-      else:
-        entries += [number(result.mean), number(result.std), str(result.n),
-                    f'{cell.paper_error:.2f}',
+        entries += [''] * len(fields)
+        continue
+      entries += [number(result.mean), number(result.std), str(result.n)]
+      if table.has_paper:
+        entries += [f'{cell.paper_error:.2f}',
                     '' if cell.paper_std is None else f'{cell.paper_std:.2f}']
     writer.writerow(entries)
   return out.getvalue()
@@ -226,8 +234,9 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
   for result in results.values():
     for run in result.runs:
       wall = '' if run.wall_seconds is None else f'{run.wall_seconds:.0f}'
+      paper = result.cell.paper_error
       writer.writerow([result.cell.id, run.seed, f'{run.test_error:.4f}',
-                       f'{result.cell.paper_error:.2f}', run.dataset or '',
+                       '' if paper is None else f'{paper:.2f}', run.dataset or '',
                        '' if run.steps is None else run.steps, wall])
   return out.getvalue()
 
