@@ -324,11 +324,21 @@ def train(model_dir,
   metrics = _metrics(metrics, state, step, total_steps, finished=True)
   metrics['wall_seconds_this_session'] = time.time() - started
   run_record.write_metrics(model_dir, metrics)
-  best = metrics['best']
-  print(f'Finished {step} steps: test error {metrics["final"]["test_error"]:.2f}% '
-        f'(best validation {_fmt(best["validation_error"])} at step {best["step"]}, '
-        f'test error there {_fmt(best["test_error"])})', flush=True)
+  print(_final_line(step, metrics), flush=True)
   return metrics
+
+
+def _final_line(step, metrics):
+  """The run's result: the test error at the best validation step (the number to report,
+  SPEC §6) first, then the last step's."""
+  best, final = metrics['best'], metrics['final']
+  if best['step'] < 0 or best['test_error'] is None:
+    return (f'Finished {step} steps: test error {_fmt(final["test_error"])} at the last step '
+            '(no validation split, so no model selection)')
+  return (f'Finished {step} steps: test error {_fmt(best["test_error"])} at the best '
+          f'validation step {best["step"]} (validation {_fmt(best["validation_error"])}); '
+          f'last step: test error {_fmt(final["test_error"])}. export/ holds the last '
+          'step\'s classifier; `bin/export --checkpoint=best` exports the best one')
 
 
 def _make_deterministic():
