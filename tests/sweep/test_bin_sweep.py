@@ -50,3 +50,21 @@ def test_user_errors(tmp_path):
   result = _sweep('--table=table2', check=False)
   assert result.returncode == 1 and '--root is required' in result.stderr
   assert 'Traceback' not in result.stderr
+
+
+def test_study_dry_run_and_tables(tmp_path):
+  root = str(tmp_path / 'study')
+  result = _sweep('--table=fashion_mnist_study', '--seeds=3', f'--root={root}', '--workers=2',
+                  '--dry_run')
+  assert '30 run(s): 10 cell(s) x 3 seed(s)' in result.stdout
+  assert ('--gin_file=gin/fashion_mnist_study/fashion_mnist_kplus1_gp_f_pairwise.gin'
+          in result.stdout)
+  cell = cells_lib.get_cell('fashion_mnist_study/fashion_mnist_supervised')
+  for seed, error in enumerate((26.0, 28.0)):
+    fake_results.write_run(root, cell, seed, error)
+  result = _sweep('--table=fashion_mnist_study', '--tables_only', f'--root={root}',
+                  '--noplots')
+  assert '| supervised only (CE, 600 updates) | 27.00 ± 1.41 (n=2) |' in result.stdout
+  result = _sweep('--table=fashion_mnist_study', f'--root={root}', '--workers=0', check=False)
+  assert result.returncode == 1 and 'workers' in result.stderr
+  assert 'Traceback' not in result.stderr
