@@ -8,8 +8,10 @@ ROOT/fashion_mnist_study/<cell>/seed_<s> as the sweep's tables read them.
 Left: test error at the best validation step per row (mean ± std over seeds, each seed a dot).
 Right: validation error vs critic iterations for SSL (K+1, Fisher on f, the quickstart) and
 supervised-only, every seed (thin) and their mean (thick).
-Also prints, per row, mean ± std, n, the per-seed errors and the mean wall time.
+Also prints, per row, mean ± std, n, the per-seed errors, the mean wall time, the steps
+of best validation error and the mean test error at the last step.
 """
+import json
 import os
 import pathlib
 import sys
@@ -88,7 +90,12 @@ def main(root):
     walls = [run.wall_seconds for run in result.runs if run.wall_seconds]
     wall = f', wall {np.mean(walls):.0f} s' if walls else ''
     seeds = ', '.join(f's{run.seed} {run.test_error:.2f}' for run in result.runs)
-    print(f'{result.cell.row}: {result.text} [{seeds}]{wall}')
+    metrics = [json.load(open(os.path.join(run.model_dir, 'metrics.json')))
+               for run in result.runs]
+    best_steps = [m['best']['step'] for m in metrics]
+    last = np.mean([m['final']['test_error'] for m in metrics])
+    print(f'{result.cell.row}: {result.text} [{seeds}]{wall}; best at steps {best_steps}, '
+          f'last-step test error {last:.2f}')
 
 
 if __name__ == '__main__':
