@@ -4,8 +4,9 @@ Noise for the critic's generated batch, the generator step, GP interpolation wei
 fixed sample grid are pure functions of the run's seed and the iteration counter, so a
 resumed run draws exactly what an uninterrupted run would (no RNG state to checkpoint), and
 every replica can draw the *global* batch's noise and keep its own slice: the same numbers
-as on one device. The algorithm is pinned to Philox: the default 'auto_select' may pick
-another one under XLA, which would make jit_compile change the noise.
+as on one device. The algorithm is pinned to Philox. Under XLA (jit_compile) the same seed
+still gives other numbers: TensorFlow's XLA kernels for these ops draw a different stream
+than its CPU/GPU kernels for the same key and counter (tests/training/test_xla_parity.py).
 """
 import tensorflow as tf
 

@@ -115,7 +115,8 @@ def train(model_dir,
     seed: init, shuffling, noise and dropout seed (the label split has its own,
       build_ssl_data.split_seed).
     log_every / eval_every / checkpoint_every / sample_every: in steps.
-    jit_compile: XLA-compile each replica's forward/backward computation.
+    jit_compile: XLA-compile each replica's forward/backward computation (its random draws
+      differ from a run without XLA: see random_streams).
     mixed_precision: None, 'mixed_bfloat16' or 'mixed_float16' (GPU; with loss scaling).
       Losses, Ω's and λ's stay float32.
     deterministic_ops: tf.config.experimental.enable_op_determinism() (bit-exact resume).
