@@ -1,4 +1,5 @@
-"""SavedModel export: a fresh process predicts what the in-memory classifier predicts."""
+"""SavedModel export: a fresh process predicts what the restored classifier predicts; the
+trainer exports the classifier of the best validation step."""
 import json
 import os
 import subprocess
@@ -26,7 +27,9 @@ np.save(sys.argv[4], out['labels'].numpy())
 def exported_run(tmp_path_factory):
   data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
   model_dir = str(tmp_path_factory.mktemp('run') / 'model')
-  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{'train.steps': 2}))
+  # Evaluated at steps 1, 2, 3, 4 (tiny_bindings); the best is kept and exported.
+  result = runs.run_train(model_dir, runs.tiny_bindings(
+      data_dir, **{'train.steps': 4, 'train.eval_every': 1}))
   assert result.returncode == 0, result.stderr
   return data_dir, model_dir
 
@@ -37,7 +40,7 @@ def test_reloaded_export_predicts_like_in_memory_model(exported_run, tmp_path):
   from tf_ipmssl.training import restore  # pylint: disable=g-import-not-at-top
   _, model_dir = exported_run
   images, _ = fixtures.fake_images_and_labels('fashion_mnist', 24, seed=7)
-  critic, dataset, _ = restore.load_critic(model_dir, 'latest')
+  critic, dataset, _ = restore.load_critic(model_dir, 'best')
   assert dataset['image_shape'] == [28, 28, 1]
   logits = critic.classify(pipelines.to_model_input(tf.constant(images)), training=False)
   expected = tf.nn.softmax(logits).numpy()
@@ -50,6 +53,14 @@ def test_reloaded_export_predicts_like_in_memory_model(exported_run, tmp_path):
   np.testing.assert_allclose(probabilities, expected, rtol=1e-5, atol=1e-6)
   np.testing.assert_array_equal(np.load(tmp_path / 'l.npy'), expected.argmax(-1))
   np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+  # The best validation step (2 here) is exported, not the last step (4).
+  metrics = json.load(open(os.path.join(model_dir, 'metrics.json')))
+  assert metrics['exported']['step'] == metrics['best']['step'] < metrics['step']
+  latest, _, _ = restore.load_critic(model_dir, 'latest')
+  last_step = tf.nn.softmax(latest.classify(pipelines.to_model_input(tf.constant(images)),
+                                            training=False)).numpy()
+  # Beyond the tolerance at which the export matched the best checkpoint (measured: 17x).
+  assert not np.allclose(last_step, probabilities, rtol=1e-5, atol=1e-6)
 
 
 def test_export_rejects_wrong_shape_and_dtype(exported_run):
@@ -79,16 +90,20 @@ def test_bin_export_and_evaluate(exported_run, tmp_path):
       capture_output=True, text=True, env=runs.environment(), timeout=300)
   assert result.returncode == 0, result.stderr
   assert os.path.isfile(os.path.join(export_dir, 'saved_model.pb'))
-  evaluations = []
-  for extra in ([], [f'--export_dir={os.path.join(model_dir, "export")}']):
+  evaluations = {}
+  for name, extra in (('latest', []), ('best', ['--checkpoint=best']),
+                      ('export', [f'--export_dir={os.path.join(model_dir, "export")}'])):
     result = subprocess.run(
         [sys.executable, str(runs.REPO_ROOT / 'bin' / 'evaluate'), f'--model_dir={model_dir}',
          '--split=test'] + extra, capture_output=True, text=True, env=runs.environment(),
         timeout=300)
     assert result.returncode == 0, result.stderr
-    evaluations.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    evaluations[name] = json.loads(result.stdout.strip().splitlines()[-1])
+    assert evaluations[name]['examples'] == 40
   metrics = json.load(open(os.path.join(model_dir, 'metrics.json')))
-  # The latest checkpoint and its export give the error the trainer logged at the end.
-  for evaluation in evaluations:
-    assert evaluation['examples'] == 40
-    assert evaluation['error'] == pytest.approx(metrics['final']['test_error'])
+  # The latest checkpoint gives the error the trainer logged at the end; the best
+  # checkpoint and the trainer's export give the error at the best validation step.
+  assert evaluations['latest']['error'] == pytest.approx(metrics['final']['test_error'])
+  assert evaluations['best']['error'] == pytest.approx(metrics['best']['test_error'])
+  assert evaluations['export']['error'] == pytest.approx(metrics['best']['test_error'])
+  assert metrics['exported'] == {'checkpoint': 'best', 'step': metrics['best']['step']}

@@ -319,14 +319,32 @@ def train(model_dir,
       run_record.write_metrics(model_dir, _metrics(metrics, state, step, total_steps,
                                                    finished=last))
 
+  exported = None
   if export_classifier:
-    export.export_classifier(critic, data.image_shape, os.path.join(model_dir, EXPORT_DIR),
-                             data.num_classes, data.name)
+    exported = _export_selected_classifier(critic, data, model_dir, best_manager, state, step)
   metrics = _metrics(metrics, state, step, total_steps, finished=True)
+  metrics['exported'] = exported
   metrics['wall_seconds_this_session'] = time.time() - started
   run_record.write_metrics(model_dir, metrics)
   print(_final_line(step, metrics), flush=True)
   return metrics
+
+
+def _export_selected_classifier(critic, data, model_dir, best_manager, state, step):
+  """Exports the classifier the run reports: that of the best validation step (SPEC §6),
+  or the last step's when there is no validation split. The in-memory critic is left at
+  the exported weights; the training checkpoints (the last step) are not touched.
+
+  Returns {'checkpoint': 'best' | 'latest', 'step': step exported}.
+  """
+  selected = {'checkpoint': 'latest', 'step': int(step)}
+  if best_manager.latest_checkpoint:
+    tf.train.Checkpoint(critic=critic).restore(
+        best_manager.latest_checkpoint).assert_existing_objects_matched()
+    selected = {'checkpoint': 'best', 'step': int(state.best['step'].numpy())}
+  export.export_classifier(critic, data.image_shape, os.path.join(model_dir, EXPORT_DIR),
+                           data.num_classes, data.name)
+  return selected
 
 
 def _final_line(step, metrics):
@@ -336,10 +354,13 @@ def _final_line(step, metrics):
   if best['step'] < 0 or best['test_error'] is None:
     return (f'Finished {step} steps: test error {_fmt(final["test_error"])} at the last step '
             '(no validation split, so no model selection)')
-  return (f'Finished {step} steps: test error {_fmt(best["test_error"])} at the best '
+  line = (f'Finished {step} steps: test error {_fmt(best["test_error"])} at the best '
           f'validation step {best["step"]} (validation {_fmt(best["validation_error"])}); '
-          f'last step: test error {_fmt(final["test_error"])}. export/ holds the last '
-          'step\'s classifier; `bin/export --checkpoint=best` exports the best one')
+          f'last step: test error {_fmt(final["test_error"])}')
+  exported = metrics.get('exported')
+  if exported:
+    line += f'. {EXPORT_DIR}/ holds the classifier of step {exported["step"]}'
+  return line
 
 
 def _make_deterministic():
