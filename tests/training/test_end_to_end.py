@@ -36,6 +36,9 @@ def test_run_writes_everything(finished_run):
   assert os.path.isfile(os.path.join(model_dir, 'export', 'saved_model.pb'))
   versions = json.load(open(os.path.join(model_dir, 'versions.json')))
   assert versions['tensorflow'] == tf.__version__
+  assert versions['numerics']['cpu_count'] == os.cpu_count()
+  assert set(versions['numerics']) >= {'intra_op_threads', 'op_determinism',
+                                       'TF_NUM_INTRAOP_THREADS', 'TF_ENABLE_ONEDNN_OPTS'}
   assert 'train.constraints = [@Fisher()]' in open(os.path.join(model_dir, 'config.gin')).read()
   operative = open(os.path.join(model_dir, 'operative_config.gin')).read()
   assert 'build_critic.width = 0.0625' in operative

@@ -3,7 +3,11 @@
 - config.gin: the full gin configuration the run was started with (its identity: resuming
   with a different one is refused, so an existing run is never silently mixed with another).
 - operative_config.gin: the gin parameters actually used, written once the first step ran.
-- versions.json: library, TensorFlow, Keras, Python, NumPy versions and the command line.
+- versions.json: library, TensorFlow, Keras, Python, NumPy versions, the command line and
+  what else decides the float results: threads and kernels (`numerics`). The same config
+  and seeds on another thread count give another (equally valid) run: summation order
+  changes in the last bits and a GAN's trajectory amplifies it. `train.deterministic_ops`
+  pins one thread per op for bit-exact repeats.
 - metrics.json: final and best-on-validation errors (written by the trainer).
 """
 import datetime
@@ -63,8 +67,21 @@ def record_start(model_dir, resuming):
       'platform': platform.platform(), 'command': sys.argv,
       'started': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
       'devices': [d.name for d in tf.config.list_logical_devices()],
+      'numerics': _numerics(),
   }
   atomic_write_text(os.path.join(model_dir, VERSIONS_FILE), json.dumps(versions, indent=2))
+
+
+def _numerics():
+  """Settings that change float results without changing the configuration."""
+  return {
+      'cpu_count': os.cpu_count(),
+      'intra_op_threads': tf.config.threading.get_intra_op_parallelism_threads(),
+      'inter_op_threads': tf.config.threading.get_inter_op_parallelism_threads(),
+      'op_determinism': tf.config.experimental.is_op_determinism_enabled(),
+      **{name: os.environ.get(name) for name in (
+          'TF_NUM_INTRAOP_THREADS', 'TF_NUM_INTEROP_THREADS', 'TF_ENABLE_ONEDNN_OPTS')},
+  }
 
 
 def record_dataset(model_dir, data):
