@@ -37,7 +37,7 @@ def test_run_writes_everything(finished_run):
   versions = json.load(open(os.path.join(model_dir, 'versions.json')))
   assert versions['tensorflow'] == tf.__version__
   assert versions['numerics']['cpu_count'] == os.cpu_count()
-  assert set(versions['numerics']) >= {'intra_op_threads', 'op_determinism',
+  assert set(versions['numerics']) >= {'intra_op_threads', 'inter_op_threads',
                                        'TF_NUM_INTRAOP_THREADS', 'TF_ENABLE_ONEDNN_OPTS'}
   assert 'train.constraints = [@Fisher()]' in open(os.path.join(model_dir, 'config.gin')).read()
   operative = open(os.path.join(model_dir, 'operative_config.gin')).read()

@@ -78,7 +78,6 @@ def _numerics():
       'cpu_count': os.cpu_count(),
       'intra_op_threads': tf.config.threading.get_intra_op_parallelism_threads(),
       'inter_op_threads': tf.config.threading.get_inter_op_parallelism_threads(),
-      'op_determinism': tf.config.experimental.is_op_determinism_enabled(),
       **{name: os.environ.get(name) for name in (
           'TF_NUM_INTRAOP_THREADS', 'TF_NUM_INTEROP_THREADS', 'TF_ENABLE_ONEDNN_OPTS')},
   }
