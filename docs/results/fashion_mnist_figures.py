@@ -11,7 +11,6 @@ supervised-only, every seed (thin) and their mean (thick).
 Also prints, per row, mean ± std, n, the per-seed errors, the mean wall time, the steps
 of best validation error and the mean test error at the last step.
 """
-import json
 import os
 import pathlib
 import sys
@@ -24,6 +23,7 @@ import tensorflow as tf
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.sweep import runner  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables as tables_lib  # pylint: disable=g-import-not-at-top
 
 STUDY = 'fashion_mnist_study'
@@ -90,8 +90,7 @@ def main(root):
     walls = [run.wall_seconds for run in result.runs if run.wall_seconds]
     wall = f', wall {np.mean(walls):.0f} s' if walls else ''
     seeds = ', '.join(f's{run.seed} {run.test_error:.2f}' for run in result.runs)
-    metrics = [json.load(open(os.path.join(run.model_dir, 'metrics.json')))
-               for run in result.runs]
+    metrics = [runner.read_metrics(run.model_dir) for run in result.runs]
     best_steps = [m['best']['step'] for m in metrics]
     last = np.mean([m['final']['test_error'] for m in metrics])
     print(f'{result.cell.row}: {result.text} [{seeds}]{wall}; best at steps {best_steps}, '

@@ -14,7 +14,8 @@ NORM_EPSILON = 1e-12
 def interpolation_weights(batch_size, seed, per_example=True, dtype=tf.float32):
   """α ~ U[0, 1], one per example (default) or one for the whole batch (the reference code).
 
-  Philox explicitly: the default algorithm may differ under XLA (jit_compile).
+  Philox explicitly, as every stream of random_streams (under XLA the draws still differ
+  from the plain graph's: see that module).
   """
   shape = [batch_size, 1, 1, 1] if per_example else [1, 1, 1, 1]
   return tf.random.stateless_uniform(shape, seed=seed, dtype=dtype, alg='philox')

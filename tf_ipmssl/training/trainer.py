@@ -339,7 +339,8 @@ def _export_selected_classifier(critic, data, model_dir, best_manager, state, st
   """
   selected = {'checkpoint': 'latest', 'step': int(step)}
   if best_manager.latest_checkpoint:
-    tf.train.Checkpoint(critic=critic).restore(
+    # The manager's own Checkpoint(critic=critic): restores into the in-memory critic.
+    best_manager.checkpoint.restore(
         best_manager.latest_checkpoint).assert_existing_objects_matched()
     selected = {'checkpoint': 'best', 'step': int(state.best['step'].numpy())}
   export.export_classifier(critic, data.image_shape, os.path.join(model_dir, EXPORT_DIR),
