@@ -92,10 +92,38 @@ def test_init_statistics(full_critics):
     # Standard errors 0.02/sqrt(n) and 0.02/sqrt(2n); 5 of them (n ≥ 2592).
     assert abs(w.mean()) < 5 * 0.02 / np.sqrt(n)
     assert abs(w.std() - 0.02) < 5 * 0.02 / np.sqrt(2 * n)
-  biases = [v for v in critic.trainable_variables if 'bias' in v.path]
-  assert sorted(v.path for v in biases) == ['body/conv1/bias', 's/bias']
-  for b in biases:
-    np.testing.assert_array_equal(b.numpy(), 0.0)
+  biases = {v.path: v.numpy() for v in critic.trainable_variables if 'bias' in v.path}
+  assert sorted(biases) == ['body/conv1/bias', 's/bias']
+  # PyTorch's default bias init, U(±1/√fan_in): fan_in 3·3·C for conv 1, 6144 for S.
+  for path, fan_in in (('body/conv1/bias', 3 * 3 * C), ('s/bias', 6144)):
+    b, bound = biases[path], 1 / np.sqrt(fan_in)
+    assert np.all(np.abs(b) <= bound) and np.abs(b).max() > 0.5 * bound
+  # 96 draws: the sample std of U(±a) is a/√3 within 5 standard errors (≈ a/√(3·2·96)·…).
+  b = biases['body/conv1/bias']
+  bound = 1 / np.sqrt(27)
+  assert abs(b.std() - bound / np.sqrt(3)) < 5 * bound * np.sqrt(1 / 45 / 96)
+  assert abs(b.mean()) < 5 * bound / np.sqrt(3 * 96)
+
+
+def test_zero_bias_init():
+  critic = critic_lib.build_critic(K, C, width=SMALL, bias_init='zeros', seed=0)
+  for v in critic.trainable_variables:
+    if 'bias' in v.path:
+      np.testing.assert_array_equal(v.numpy(), 0.0)
+
+
+def test_bias_init_keeps_the_other_draws():
+  """The bias seeds have their own stream: kernels are those of the zero-bias critic."""
+  a = critic_lib.build_critic(K, C, width=SMALL, seed=3)
+  b = critic_lib.build_critic(K, C, width=SMALL, bias_init='zeros', seed=3)
+  for va, vb in zip(a.weights, b.weights):
+    if 'bias' not in va.path:
+      np.testing.assert_array_equal(np.asarray(va.numpy()), np.asarray(vb.numpy()))
+
+
+def test_unknown_bias_init_is_a_config_error():
+  with pytest.raises(errors.ConfigError, match='bias_init'):
+    critic_lib.build_critic(K, C, width=SMALL, bias_init='ones')
 
 
 def test_batch_norm_gamma_init(full_critics):

@@ -37,6 +37,7 @@ from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import export
+from tf_ipmssl.training import optimizers
 from tf_ipmssl.training import steps as steps_lib
 from tf_ipmssl.training import trainer
 
@@ -121,8 +122,8 @@ def build_networks(config, variant, options) -> Networks:
     generator = generator_lib.build_generator(output_channels=IMAGE_SHAPE[-1],
                                               seed=options.seed)
     # pylint: disable=protected-access  (the trainer's own optimizer and state factories)
-    critic_optimizer = trainer._make_optimizer('adam', config.learning_rate, 0.5, 0.999)
-    generator_optimizer = trainer._make_optimizer('adam', config.learning_rate, 0.5, 0.999)
+    critic_optimizer = optimizers.make_optimizer('adam', config.learning_rate, 0.5, 0.999)
+    generator_optimizer = optimizers.make_optimizer('adam', config.learning_rate, 0.5, 0.999)
     loss_scaling = variant.precision == 'mixed_float16'
     if loss_scaling:
       critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)

@@ -18,8 +18,9 @@
    Φ  flatten                                                 6144
 
 Convs 2-9 have no bias (with 'none' they have none at all, as in the reference). Kernels
-N(0, 0.02), biases 0. Two layout differences from the PyTorch reference change no result:
-the flatten is NHWC, so Φ is a fixed permutation of the reference's NCHW flatten; and TF's
+N(0, 0.02); the two biases (conv 1, S) U(±1/√fan_in), PyTorch's default that the released
+code leaves in place (`bias_init = 'zeros'` for zeros). Two layout differences from the
+PyTorch reference change no result: the flatten is NHWC, so Φ is a fixed permutation of the reference's NCHW flatten; and TF's
 stride-2 'same' pads only after (bottom/right) where PyTorch's padding=1 pads both sides, so
 the stride-2 sampling grid is shifted one pixel down and right, with the same output sizes.
 
@@ -47,9 +48,11 @@ _NORMED_CONVS = (
     (384, 1, 1, 'valid', True),
 )
 _CONV1_FILTERS = 96
+BIAS_INITS = ('pytorch_uniform', 'zeros')
 # Seed streams of derive_seeds(): one per network.
 CRITIC_SEED_STREAM = 1
 GENERATOR_SEED_STREAM = 2
+CRITIC_BIAS_SEED_STREAM = 3
 
 
 def scaled_width(filters, width):
@@ -155,7 +158,7 @@ class Critic(keras.Model):
 @gin.configurable
 def build_critic(num_classes, input_channels, normalization='none', width=1.0,
                  input_dropout=0.2, dropout=0.5, leaky_relu_slope=0.2, init_stddev=0.02,
-                 image_size=32, seed=None):
+                 image_size=32, bias_init='pytorch_uniform', seed=None):
   """Builds the SPEC §1 critic; variables exist on return (call it inside a strategy scope).
 
   Args:
@@ -168,6 +171,8 @@ def build_critic(num_classes, input_channels, normalization='none', width=1.0,
     leaky_relu_slope: negative slope of every LeakyReLU.
     init_stddev: stddev of the N(0, ·) conv and dense kernel init.
     image_size: input height and width (32 gives Φ of 4·4·384·width).
+    bias_init: the conv-1 and S biases: 'pytorch_uniform' (U(±1/√fan_in), PyTorch's
+      default, which the released code keeps) or 'zeros'.
     seed: int making the init and the dropout masks reproducible; None draws one.
 
   Returns:
@@ -184,8 +189,19 @@ def build_critic(num_classes, input_channels, normalization='none', width=1.0,
     raise errors.ConfigError(
         f'build_critic needs num_classes >= 1, input_channels >= 1 and width > 0; got '
         f'{num_classes}, {input_channels}, {width}.')
+  if bias_init not in BIAS_INITS:
+    raise errors.ConfigError(f'build_critic.bias_init = {bias_init!r} is not one of '
+                             f'{list(BIAS_INITS)}')
   # One seed per kernel initializer, batch-norm gamma and dropout layer; 32 is enough.
+  # The bias seeds come from their own stream so the other draws keep their seeds.
   seeds = iter(derive_seeds(seed, 32, stream=CRITIC_SEED_STREAM))
+  bias_seeds = iter(derive_seeds(seed, 2, stream=CRITIC_BIAS_SEED_STREAM))
+
+  def bias_initializer(fan_in):
+    if bias_init == 'zeros':
+      return 'zeros'
+    bound = 1.0 / np.sqrt(fan_in)
+    return keras.initializers.RandomUniform(-bound, bound, seed=next(bias_seeds))
 
   def kernel_init():
     return keras.initializers.RandomNormal(stddev=init_stddev, seed=next(seeds))
@@ -198,7 +214,8 @@ def build_critic(num_classes, input_channels, normalization='none', width=1.0,
       dropout_layer(input_dropout, 'dropout0'),
       keras.layers.Conv2D(scaled_width(_CONV1_FILTERS, width), 3, padding='same',
                           use_bias=True, kernel_initializer=kernel_init(),
-                          bias_initializer='zeros', name='conv1'),
+                          bias_initializer=bias_initializer(3 * 3 * input_channels),
+                          name='conv1'),
       keras.layers.LeakyReLU(leaky_relu_slope, name='lrelu1'),
   ]
   for index, (filters, kernel, stride, padding, drop) in enumerate(_NORMED_CONVS, start=2):
@@ -214,7 +231,8 @@ def build_critic(num_classes, input_channels, normalization='none', width=1.0,
       layers.append(dropout_layer(dropout, f'dropout{index}'))
   layers.append(keras.layers.Flatten(name='phi'))
   body = keras.Sequential(layers, name='body')
+  feature_dim = int(np.prod(body.output_shape[1:]))
   v_head = keras.layers.Dense(1, use_bias=False, kernel_initializer=kernel_init(), name='v')
   s_head = keras.layers.Dense(num_classes, use_bias=True, kernel_initializer=kernel_init(),
-                              bias_initializer='zeros', name='s')
+                              bias_initializer=bias_initializer(feature_dim), name='s')
   return Critic(body, v_head, s_head, normalization, name='critic')

@@ -44,5 +44,8 @@ def load_critic(model_dir, which='latest'):
   critic = critic_lib.build_critic(num_classes=dataset['num_classes'],
                                    input_channels=dataset['image_shape'][-1])
   path = checkpoint_path(model_dir, which)
-  tf.train.Checkpoint(critic=critic).restore(path).expect_partial()
+  # A run with train.critic_ema_decay evaluates (and saves as 'best') the averaged critic.
+  saved = {name for name, _ in tf.train.list_variables(path)}
+  key = 'averaged_critic' if any(n.startswith('averaged_critic/') for n in saved) else 'critic'
+  tf.train.Checkpoint(**{key: critic}).restore(path).expect_partial()
   return critic, dataset, path

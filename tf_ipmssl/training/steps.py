@@ -15,6 +15,7 @@ from tf_ipmssl.objectives import global_moments
 from tf_ipmssl.objectives import weight_clipping
 from tf_ipmssl.objectives import weight_decay
 from tf_ipmssl.training import random_streams
+from tf_ipmssl.training import weight_averaging
 
 
 def _global_norm(tensors):
@@ -28,7 +29,7 @@ class TrainingSteps:
                multipliers, counters, formulation, constraints, lambda_ce, global_batch_size,
                critic_iterations, noise_dim, seed, reference_pairwise_f=False,
                weight_decay_phi_s=1e-6, weight_decay_v=1e-3, jit_compile=False,
-               loss_scaling=False):
+               loss_scaling=False, averaged_critic=None, average_decay=None):
     if global_batch_size % strategy.num_replicas_in_sync:
       raise errors.ConfigError(
           f'the batch size {global_batch_size} does not split evenly over '
@@ -53,6 +54,10 @@ class TrainingSteps:
     self.supervised_decays = [weight_decay_phi_s] * len(critic.phi_and_s_variables)
     self.clip_values = [c.clip_value for c in self.constraints if c.kind == 'clip']
     self.loss_scaling = loss_scaling
+    # The weight average for evaluation (weight_averaging.py), updated after every critic step.
+    self.average_pairs = (weight_averaging.averaged_pairs(critic, averaged_critic)
+                          if averaged_critic is not None else None)
+    self.average_decay = average_decay
     # XLA compiles the forward/backward computation of one replica. All-reduces (global
     # moments, synchronized batch norm) cannot sit in a nested tf.function under several
     # replicas, so XLA is used on one replica only; otherwise the pieces are traced inline.
@@ -176,6 +181,7 @@ class TrainingSteps:
       for clip_value in self.clip_values:
         weight_clipping.clip_weights(self.critic.trainable_variables, clip_value)
       self.counters['critic_iteration'].assign_add(1)
+      self._update_average()
       values = self._first_replica(per_replica_values)
       values['grad_norm/critic'] = self.strategy.reduce(
           tf.distribute.ReduceOp.MEAN, per_replica_values['grad_norm/critic'], axis=None)
@@ -191,6 +197,12 @@ class TrainingSteps:
     values = self._first_replica(self.strategy.run(self._supervised_replica_step,
                                                    args=(x_labeled, y_labeled)))
     self.counters['critic_iteration'].assign_add(1)
+    self._update_average()
     self.counters['step'].assign_add(1)
     self._mark_nonfinite(values)
     return values
+
+  def _update_average(self):
+    if self.average_pairs is not None:
+      weight_averaging.update_average(self.average_pairs, self.average_decay,
+                                      self.counters['critic_iteration'].read_value())

@@ -25,25 +25,18 @@ from tf_ipmssl.objectives import formulations
 from tf_ipmssl.training import distribution
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import export
+from tf_ipmssl.training import optimizers
 from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import run_record
 from tf_ipmssl.training import steps as steps_lib
 from tf_ipmssl.training import summaries
+from tf_ipmssl.training import weight_averaging
 
 MODES = ('ssl', 'supervised')
-OPTIMIZERS = ('adam', 'rmsprop')
 MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
 CHECKPOINT_DIR = 'checkpoints'
 BEST_CHECKPOINT_DIR = 'best'
 EXPORT_DIR = 'export'
-
-
-def _make_optimizer(name, learning_rate, beta1, beta2):
-  if name == 'adam':
-    return keras.optimizers.Adam(learning_rate=learning_rate, beta_1=beta1, beta_2=beta2)
-  if name == 'rmsprop':  # The WGAN paper's optimizer (weight clipping).
-    return keras.optimizers.RMSprop(learning_rate=learning_rate)
-  raise errors.ConfigError(f"unknown optimizer '{name}'; use one of {list(OPTIMIZERS)}")
 
 
 def _check_choice(name, value, choices):
@@ -83,6 +76,8 @@ def train(model_dir,
           generator_learning_rate=2e-4,
           adam_beta1=0.5,
           adam_beta2=0.999,
+          adam_epsilon=1e-8,
+          adam_epsilon_placement='bias_corrected',
           learning_rate_halving_epochs=None,
           weight_decay_phi_s=1e-6,
           weight_decay_v=1e-3,
@@ -96,7 +91,8 @@ def train(model_dir,
           jit_compile=False,
           mixed_precision=None,
           deterministic_ops=False,
-          export_classifier=True):
+          export_classifier=True,
+          critic_ema_decay=None):
   """Trains (or resumes) one run in model_dir; returns the metrics dict.
 
   Args:
@@ -111,6 +107,9 @@ def train(model_dir,
     critic_iterations: n_c critic iterations per generator iteration.
     epochs: passes of the critic iterations over the unlabeled set (supervised: over the
       labeled set). `steps` (generator iterations; supervised: updates) overrides it.
+    adam_epsilon / adam_epsilon_placement: Adam's ε and where it is added:
+      'bias_corrected' (PyTorch's Adam, the released code; the default) or 'keras'
+      (keras.optimizers.Adam, ε on the uncorrected √v).
     learning_rate_halving_epochs: halve both learning rates every this many epochs.
     seed: init, shuffling, noise and dropout seed (the label split has its own,
       build_ssl_data.split_seed).
@@ -121,6 +120,8 @@ def train(model_dir,
       Losses, Ω's and λ's stay float32.
     deterministic_ops: tf.config.experimental.enable_op_determinism() (bit-exact resume).
     export_classifier: write the SavedModel classifier to model_dir/export at the end.
+    critic_ema_decay: None (the paper), or a decay in (0, 1): evaluate, select and export
+      an exponential moving average of the critic's weights (weight_averaging.py).
   """
   started = time.time()
   _check_choice('train.mode', mode, MODES)
@@ -132,6 +133,10 @@ def train(model_dir,
     constraints = ()
   if (epochs is None) == (steps is None) and steps is None:
     raise errors.ConfigError('set the training length: train.epochs or train.steps')
+  if critic_ema_decay is not None and not (
+      isinstance(critic_ema_decay, float) and 0.0 < critic_ema_decay < 1.0):
+    raise errors.ConfigError(f'train.critic_ema_decay must be None or a float in (0, 1), got '
+                             f'{critic_ema_decay!r}')
   for name, value in (('batch_size', batch_size), ('critic_iterations', critic_iterations),
                       ('log_every', log_every), ('eval_every', eval_every),
                       ('checkpoint_every', checkpoint_every), ('sample_every', sample_every)):
@@ -153,9 +158,19 @@ def train(model_dir,
     critic = critic_lib.build_critic(num_classes=data.num_classes,
                                      input_channels=data.image_shape[-1], seed=seed)
     generator = generator_lib.build_generator(output_channels=data.image_shape[-1], seed=seed)
-    critic_optimizer = _make_optimizer(optimizer, critic_learning_rate, adam_beta1, adam_beta2)
-    generator_optimizer = _make_optimizer(optimizer, generator_learning_rate, adam_beta1,
-                                          adam_beta2)
+    averaged_critic = None
+    if critic_ema_decay is not None:
+      averaged_critic = critic_lib.build_critic(num_classes=data.num_classes,
+                                                input_channels=data.image_shape[-1], seed=seed)
+      weight_averaging.copy_weights(weight_averaging.averaged_pairs(critic, averaged_critic))
+    # The critic that is evaluated, selected on validation and exported.
+    evaluated_critic = averaged_critic or critic
+    critic_optimizer = optimizers.make_optimizer(
+        optimizer, critic_learning_rate, adam_beta1, adam_beta2, adam_epsilon,
+        adam_epsilon_placement)
+    generator_optimizer = optimizers.make_optimizer(
+        optimizer, generator_learning_rate, adam_beta1, adam_beta2, adam_epsilon,
+        adam_epsilon_placement)
     loss_scaling = mixed_precision == 'mixed_float16'
     if loss_scaling:
       critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)
@@ -169,10 +184,11 @@ def train(model_dir,
       critic=critic, generator=generator, critic_optimizer=critic_optimizer,
       generator_optimizer=generator_optimizer, **state.counters,
       multipliers=tf.train.Checkpoint(**state.multipliers),
-      best=tf.train.Checkpoint(**state.best))
+      best=tf.train.Checkpoint(**state.best),
+      **({'averaged_critic': averaged_critic} if averaged_critic is not None else {}))
   manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep_checkpoints)
   best_manager = tf.train.CheckpointManager(
-      tf.train.Checkpoint(critic=critic), os.path.join(model_dir, BEST_CHECKPOINT_DIR),
+      tf.train.Checkpoint(critic=evaluated_critic), os.path.join(model_dir, BEST_CHECKPOINT_DIR),
       max_to_keep=1)
   if resuming:
     checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
@@ -203,7 +219,8 @@ def train(model_dir,
       constraints=constraints, lambda_ce=lambda_ce, global_batch_size=batch_size,
       critic_iterations=critic_iterations, noise_dim=generator.noise_dim, seed=seed,
       reference_pairwise_f=reference_pairwise_f, weight_decay_phi_s=weight_decay_phi_s,
-      weight_decay_v=weight_decay_v, jit_compile=jit_compile, loss_scaling=loss_scaling)
+      weight_decay_v=weight_decay_v, jit_compile=jit_compile, loss_scaling=loss_scaling,
+      averaged_critic=averaged_critic, average_decay=critic_ema_decay)
 
   critic_iteration = int(state.counters['critic_iteration'].numpy())
   labeled = strategy.experimental_distribute_dataset(pipelines.training_stream(
@@ -220,7 +237,7 @@ def train(model_dir,
 
   writer = tf.summary.create_file_writer(os.path.join(model_dir, 'train'))
   eval_writer = tf.summary.create_file_writer(os.path.join(model_dir, 'eval'))
-  predict = evaluation.make_predict_fn(critic)
+  predict = evaluation.make_predict_fn(evaluated_critic)
   sample_noise = tf.random.stateless_normal(
       [64, generator.noise_dim],
       seed=random_streams.stream_seed(seed, random_streams.SAMPLE_NOISE, 0))
@@ -321,7 +338,7 @@ def train(model_dir,
 
   exported = None
   if export_classifier:
-    exported = _export_selected_classifier(critic, data, model_dir, best_manager, state, step)
+    exported = _export_selected_classifier(evaluated_critic, data, model_dir, best_manager, state, step)
   metrics = _metrics(metrics, state, step, total_steps, finished=True)
   metrics['exported'] = exported
   metrics['wall_seconds_this_session'] = time.time() - started

@@ -1,0 +1,84 @@
+"""Adam with PyTorch's ε placement (the released code's optimizer) against a NumPy Adam."""
+import keras
+import numpy as np
+import pytest
+
+from tf_ipmssl import errors
+from tf_ipmssl.training import optimizers
+
+LR, B1, B2, EPS = 2e-4, 0.5, 0.999, 1e-8
+# Keras keeps the learning rate and the βs as float32 scalars: the reference uses those values,
+# and the comparison allows float32 rounding of the scalar factors (rtol 2e-5). The two ε
+# placements differ by 10-30x on the small gradients of the problem, so this still tells them
+# apart.
+RTOL = 2e-5
+LR32, B1_32, B2_32 = (float(np.float32(x)) for x in (LR, B1, B2))
+
+
+def numpy_adam(theta, gradients, epsilon_on_corrected):
+  """torch.optim.Adam's update (ε on √v̂) or Keras's (ε on the uncorrected √v), float64."""
+  LR, B1, B2 = LR32, B1_32, B2_32  # pylint: disable=redefined-outer-name,invalid-name
+  m = np.zeros_like(theta)
+  v = np.zeros_like(theta)
+  for t, g in enumerate(gradients, start=1):
+    m = B1 * m + (1 - B1) * g
+    v = B2 * v + (1 - B2) * g * g
+    m_hat, v_hat = m / (1 - B1**t), v / (1 - B2**t)
+    if epsilon_on_corrected:
+      theta = theta - LR * m_hat / (np.sqrt(v_hat) + EPS)
+    else:
+      theta = theta - LR * np.sqrt(1 - B2**t) / (1 - B1**t) * m / (np.sqrt(v) + EPS)
+  return theta
+
+
+def run_keras(optimizer, theta, gradients):
+  variable = keras.Variable(theta, dtype='float64')
+  for g in gradients:
+    optimizer.apply_gradients([(keras.ops.convert_to_tensor(g, 'float64'), variable)])
+  return np.asarray(variable.numpy())
+
+
+@pytest.fixture
+def problem():
+  rng = np.random.default_rng(0)
+  theta = rng.normal(size=64)
+  # Gradients spanning 1e-9 … 1: the small ones are where the two ε placements differ.
+  scales = 10.0 ** rng.uniform(-9, 0, size=64)
+  gradients = [scales * rng.normal(size=64) for _ in range(20)]
+  return theta, gradients
+
+
+def test_torch_adam_matches_pytorch_formula(problem):
+  theta, gradients = problem
+  got = run_keras(optimizers.make_optimizer('adam', LR, B1, B2, EPS), theta, gradients)
+  want = numpy_adam(theta, gradients, epsilon_on_corrected=True)
+  np.testing.assert_allclose(got - theta, want - theta, rtol=RTOL, atol=0)
+
+
+def test_keras_placement_is_keras_adam(problem):
+  theta, gradients = problem
+  optimizer = optimizers.make_optimizer('adam', LR, B1, B2, EPS, epsilon_placement='keras')
+  assert type(optimizer) is keras.optimizers.Adam
+  got = run_keras(optimizer, theta, gradients)
+  want = numpy_adam(theta, gradients, epsilon_on_corrected=False)
+  np.testing.assert_allclose(got - theta, want - theta, rtol=RTOL, atol=0)
+
+
+def test_the_placements_differ_for_small_gradients():
+  """A gradient of 1e-7 at step 1: PyTorch moves ≈ lr·g/(|g| + 1e-8) ≈ 0.91 lr; Keras's
+  ε = 1e-7 on √v (effective 3.2e-6) moves ≈ lr·1e-7/3.26e-6 ≈ 0.03 lr."""
+  g = [np.array([1e-7])]
+  torch_step = -numpy_adam(np.zeros(1), g, True)[0] / LR
+  keras_default = keras.optimizers.Adam(LR, B1, B2)  # ε = 1e-7
+  keras_step = -run_keras(keras_default, np.zeros(1), g)[0] / LR
+  assert torch_step == pytest.approx(1e-7 / (1e-7 + 1e-8), rel=1e-6)
+  assert keras_step == pytest.approx(1e-7 / (1e-7 + 1e-7 / np.sqrt(1 - B2)), rel=1e-4)
+  got = -run_keras(optimizers.make_optimizer('adam', LR, B1, B2), np.zeros(1), g)[0] / LR
+  assert got == pytest.approx(torch_step, rel=RTOL)
+
+
+def test_bad_choices_are_config_errors():
+  with pytest.raises(errors.ConfigError, match='adam_epsilon_placement'):
+    optimizers.make_optimizer('adam', LR, epsilon_placement='torch')
+  with pytest.raises(errors.ConfigError, match='unknown optimizer'):
+    optimizers.make_optimizer('sgd', LR)
