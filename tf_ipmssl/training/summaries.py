@@ -1,5 +1,6 @@
 """Progress lines on stdout and TensorBoard summaries."""
 import math
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -43,3 +44,19 @@ def write_scalars(writer, step, scalars):
     for name, value in scalars.items():
       tf.summary.scalar(name, value)
   writer.flush()
+
+
+def read_scalars(directory):
+  """{tag: [(step, value), ...]} (step order) from the TensorBoard event files in directory."""
+  curves = {}
+  if not tf.io.gfile.isdir(directory):
+    return curves
+  for name in sorted(tf.io.gfile.listdir(directory)):
+    if 'tfevents' not in name:
+      continue
+    for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+      for value in event.summary.value:
+        array = tf.make_ndarray(value.tensor)
+        if array.ndim == 0:  # Scalars only (not the sample images).
+          curves.setdefault(value.tag, []).append((int(event.step), float(array)))
+  return {tag: sorted(points) for tag, points in curves.items()}

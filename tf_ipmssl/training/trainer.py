@@ -92,7 +92,9 @@ def train(model_dir,
           mixed_precision=None,
           deterministic_ops=False,
           export_classifier=True,
-          critic_ema_decay=None):
+          critic_ema_decay=None,
+          early_stopping_patience=None,
+          early_stopping_min_steps=0):
   """Trains (or resumes) one run in model_dir; returns the metrics dict.
 
   Args:
@@ -120,6 +122,9 @@ def train(model_dir,
       Losses, Ω's and λ's stay float32.
     deterministic_ops: tf.config.experimental.enable_op_determinism() (bit-exact resume).
     export_classifier: write the SavedModel classifier to model_dir/export at the end.
+    early_stopping_patience: None (train all the steps), or stop once the validation
+      error has not improved for this many steps (checked at evaluations; needs a validation
+      split), but not before `early_stopping_min_steps`. `steps`/`epochs` is then the maximum.
     critic_ema_decay: None (the paper), or a decay in (0, 1): evaluate, select and export
       an exponential moving average of the critic's weights (weight_averaging.py).
   """
@@ -137,6 +142,10 @@ def train(model_dir,
       isinstance(critic_ema_decay, float) and 0.0 < critic_ema_decay < 1.0):
     raise errors.ConfigError(f'train.critic_ema_decay must be None or a float in (0, 1), got '
                              f'{critic_ema_decay!r}')
+  if early_stopping_patience is not None and (
+      not isinstance(early_stopping_patience, int) or early_stopping_patience < 1):
+    raise errors.ConfigError('train.early_stopping_patience must be None or a positive integer '
+                             f'(steps), got {early_stopping_patience!r}')
   for name, value in (('batch_size', batch_size), ('critic_iterations', critic_iterations),
                       ('log_every', log_every), ('eval_every', eval_every),
                       ('checkpoint_every', checkpoint_every), ('sample_every', sample_every)):
@@ -208,7 +217,7 @@ def train(model_dir,
 
   step = int(state.counters['step'].numpy())
   metrics = run_record.read_metrics(model_dir) or {}
-  if step >= total_steps and metrics.get('finished'):
+  if (step >= total_steps or metrics.get('stopped_early')) and metrics.get('finished'):
     print(f'{model_dir} already finished ({step} steps); nothing to do.', flush=True)
     return metrics
 
@@ -296,6 +305,16 @@ def train(model_dir,
   validation_error = metrics.get('last_validation_error')
   interval_start, interval_steps = time.time(), 0
   wrote_operative_config = False
+  if early_stopping_patience is not None and not len(data.validation_labels):
+    raise errors.ConfigError('train.early_stopping_patience needs a validation split '
+                             '(build_ssl_data.validation_size > 0)')
+
+  def patience_ran_out(current_step):
+    best_step = int(state.best['step'].numpy())
+    return (early_stopping_patience is not None and best_step >= 0
+            and current_step >= early_stopping_min_steps
+            and current_step - best_step >= early_stopping_patience)
+
   while step < total_steps:
     set_learning_rates(step)
     values = run_iteration()
@@ -331,10 +350,17 @@ def train(model_dir,
       validation_error, test_error = evaluate(step)
       metrics.update({'last_validation_error': validation_error, 'last_test_error': test_error,
                       'last_eval_step': step})
-    if step % checkpoint_every == 0 or last:
+    stop = step % eval_every == 0 and not last and patience_ran_out(step)
+    if stop:
+      metrics['stopped_early'] = step
+      print(f'Stopping early at step {step}: no validation improvement since step '
+            f'{int(state.best["step"].numpy())} (patience {early_stopping_patience})', flush=True)
+    if step % checkpoint_every == 0 or last or stop:
       save(step)
       run_record.write_metrics(model_dir, _metrics(metrics, state, step, total_steps,
-                                                   finished=last))
+                                                   finished=last or stop))
+    if stop:
+      break
 
   exported = None
   if export_classifier:
