@@ -1,0 +1,56 @@
+"""bin/diagnose's gradient split against gradients of each term written out directly."""
+import numpy as np
+import tensorflow as tf
+
+from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.networks import generator as generator_lib
+from tf_ipmssl.objectives import fisher
+from tf_ipmssl.training import diagnosis
+
+B = 8
+
+
+def test_split_equals_each_term_s_own_gradient():
+  # Dropout off so that the direct gradients below see the same network.
+  critic = critic_lib.build_critic(10, 1, width=0.125, input_dropout=0.0, dropout=0.0, seed=0)
+  generator = generator_lib.build_generator(output_channels=1, ngf=8, seed=0)
+  rng = np.random.default_rng(0)
+  x_l = tf.constant(rng.uniform(-1, 1, [B, 32, 32, 1]), tf.float32)
+  y_l = tf.constant(rng.integers(0, 10, B))
+  x_p = tf.constant(rng.uniform(-1, 1, [B, 32, 32, 1]), tf.float32)
+  z = tf.constant(rng.normal(size=[B, generator.noise_dim]), tf.float32)
+  lam, rho, lambda_ce = 0.7, 0.3, 1.5
+  settings = diagnosis.RunSettings(
+      formulation='kplus1', constraints=(fisher.Fisher(component='f', penalty_weight=rho),),
+      lambda_ce=lambda_ce, reference_pairwise_f=False, batch_size=B, seed=0)
+  multipliers = {'fisher_f': tf.Variable(lam)}
+  row = diagnosis.diagnose_checkpoint(critic, generator, multipliers, [(x_l, y_l, x_p, z)],
+                                      settings)
+
+  x_q = tf.cast(generator(z, training=True), tf.float32)
+  variables = critic.body.trainable_variables
+
+  def f(x):
+    fake_logit, logits = critic(x, training=True)
+    p = tf.nn.softmax(logits)
+    return tf.reduce_sum(p * logits, -1) - fake_logit
+
+  def norm(loss_fn):
+    with tf.GradientTape() as tape:
+      loss = loss_fn()
+    return float(tf.linalg.global_norm(tape.gradient(loss, variables)))
+
+  ipm = norm(lambda: -(tf.reduce_mean(f(x_p)) - tf.reduce_mean(f(x_q))))
+  ce = norm(lambda: lambda_ce * tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.cast(y_l, tf.int32), logits=critic(x_l, training=True)[1])))
+
+  def constraint_term():
+    omega = 0.5 * tf.reduce_mean(f(x_p)**2) + 0.5 * tf.reduce_mean(f(x_q)**2) - 1.0
+    return lam * omega + 0.5 * rho * omega**2
+  constraints = norm(constraint_term)
+  np.testing.assert_allclose(
+      [row['grad_norm/ipm'], row['grad_norm/ce'], row['grad_norm/constraints']],
+      [ipm, ce, constraints], rtol=2e-3)
+  assert abs(row['share/ipm'] + row['share/ce'] + row['share/constraints'] - 1) < 1e-9
+  np.testing.assert_allclose(row['mean_f_real'], float(tf.reduce_mean(f(x_p))), rtol=1e-4)
+  assert row['lambda/fisher_f'] == np.float32(lam)
