@@ -18,3 +18,21 @@ def test_final_line_without_a_validation_split():
   line = trainer._final_line(10, metrics)  # pylint: disable=protected-access
   assert line == ('Finished 10 steps: test error 12.50% at the last step (no validation '
                   'split, so no model selection)')
+
+
+def test_final_line_shows_the_baseline_from_a_sweep_runs_csv(tmp_path):
+  from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.sweep import tables  # pylint: disable=g-import-not-at-top
+  cell = cells_lib.get_cell('fashion_mnist_study/fashion_mnist_supervised')
+  runs = [tables.RunResult(seed=s, test_error=e, model_dir='x', dataset='fashion_mnist', steps=600,
+                           wall_seconds=10.0) for s, e in ((0, 19.0), (1, 20.0), (2, 21.5))]
+  path = tmp_path / 'runs.csv'
+  path.write_text(tables.runs_csv({cell.id: tables.CellResult(cell, tuple(runs))}))
+  metrics = {'best': {'step': 200, 'validation_error': 18.0, 'test_error': 17.5},
+             'final': {'step': 300, 'validation_error': 19.0, 'test_error': 18.25}}
+  line = trainer._final_line(300, metrics, (str(path), cell.id))  # pylint: disable=protected-access
+  # mean 20.1667, sample std sqrt(((−1.1667)² + (−0.1667)² + 1.3333²)/2) = 1.2583.
+  assert line.endswith('; baseline fashion_mnist_study/fashion_mnist_supervised: 20.17 ± 1.26% '
+                       '(mean of 3 seeds)')
+  missing = trainer._final_line(300, metrics, (str(path), 'other/cell'))  # pylint: disable=protected-access
+  assert missing.endswith(f'; baseline other/cell: no results in {path} yet')

@@ -22,6 +22,7 @@ from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import constraint as constraint_lib
 from tf_ipmssl.objectives import formulations
+from tf_ipmssl.training import baseline as baseline_lib
 from tf_ipmssl.training import distribution
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import export
@@ -94,7 +95,8 @@ def train(model_dir,
           export_classifier=True,
           critic_ema_decay=None,
           early_stopping_patience=None,
-          early_stopping_min_steps=0):
+          early_stopping_min_steps=0,
+          baseline=None):
   """Trains (or resumes) one run in model_dir; returns the metrics dict.
 
   Args:
@@ -125,6 +127,8 @@ def train(model_dir,
     early_stopping_patience: None (train all the steps), or stop once the validation
       error has not improved for this many steps (checked at evaluations; needs a validation
       split), but not before `early_stopping_min_steps`. `steps`/`epochs` is then the maximum.
+    baseline: None, or (runs.csv of a bin/sweep results table, cell id): the final line
+      shows that cell's mean ± std test error beside this run's (baseline.py).
     critic_ema_decay: None (the paper), or a decay in (0, 1): evaluate, select and export
       an exponential moving average of the critic's weights (weight_averaging.py).
   """
@@ -369,7 +373,7 @@ def train(model_dir,
   metrics['exported'] = exported
   metrics['wall_seconds_this_session'] = time.time() - started
   run_record.write_metrics(model_dir, metrics)
-  print(_final_line(step, metrics), flush=True)
+  print(_final_line(step, metrics, baseline), flush=True)
   return metrics
 
 
@@ -391,9 +395,9 @@ def _export_selected_classifier(critic, data, model_dir, best_manager, state, st
   return selected
 
 
-def _final_line(step, metrics):
+def _final_line(step, metrics, baseline=None):
   """The run's result: the test error at the best validation step (the number to report,
-  SPEC §6) first, then the last step's."""
+  SPEC §6) first, then the last step's; with `baseline` (runs.csv, cell), that cell's mean."""
   best, final = metrics['best'], metrics['final']
   if best['step'] < 0 or best['test_error'] is None:
     return (f'Finished {step} steps: test error {_fmt(final["test_error"])} at the last step '
@@ -402,6 +406,10 @@ def _final_line(step, metrics):
           f'validation step {best["step"]} (validation {_fmt(best["validation_error"])}); '
           f'last step: test error {_fmt(final["test_error"])}')
   exported = metrics.get('exported')
+  if baseline:
+    result = baseline_lib.read_baseline(*baseline)
+    line += '; baseline ' + (result.text() if result else
+                             f'{baseline[1]}: no results in {baseline[0]} yet')
   if exported:
     line += f'. {EXPORT_DIR}/ holds the classifier of step {exported["step"]}'
   return line
