@@ -8,6 +8,7 @@ else is a bug and keeps its traceback.
 import errno
 import os
 import pathlib
+import re
 import sys
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -70,7 +71,9 @@ _STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.
 
 
 def _one_line(text):
-  return ' '.join(line.strip() for line in str(text).splitlines() if line.strip())
+  """text on one line, without TensorFlow's `{{function_node ...}}` prefix."""
+  text = re.sub(r'\{\{.*?\}\}\s*', '', str(text))
+  return ' '.join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _storage_error(e):
