@@ -96,3 +96,16 @@ def test_setup_help_only_prints_usage(tmp_path):
                           capture_output=True, text=True, timeout=60)
   assert result.returncode == 0 and result.stdout.startswith('usage: bin/setup')
   assert not (tmp_path / '.venv').exists() and 'setup:' not in result.stdout
+
+
+def test_nan_before_first_checkpoint_says_so_and_is_recorded(data_dir, tmp_path):
+  import json  # pylint: disable=g-import-not-at-top
+  model_dir = tmp_path / 'm'
+  # As tests/training/test_user_errors.py: step 1's update blows the weights up.
+  result = runs.run_train(str(model_dir), runs.tiny_bindings(data_dir, **{
+      'train.mode': "'supervised'", 'train.critic_learning_rate': 1e30, 'train.steps': 6,
+      'train.log_every': 1, 'train.checkpoint_every': 100, 'train.eval_every': 100}))
+  _assert_one_error_line(result, 'NaN or Inf', 'no checkpoint had been written yet')
+  assert 'left intact' not in result.stderr
+  metrics = json.load(open(model_dir / 'metrics.json'))
+  assert metrics['diverged_before_step'] >= 1 and not metrics['finished']
