@@ -1,11 +1,14 @@
 """Shared plumbing of the bin/ programs: gin flags and user-error handling.
 
 A `UserError` (bad gin binding, missing dataset, impossible split, wrong input) is printed
-as one line `error: ...` on stderr with exit status 1 — no traceback. Anything else is a bug
-and keeps its traceback.
+as one line `error: ...` on stderr with exit status 1 — no traceback; so are a full disk
+and a directory that cannot be written. Ctrl-C prints one line and exits with 130. Anything
+else is a bug and keeps its traceback.
 """
+import errno
 import os
 import pathlib
+import re
 import sys
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -21,6 +24,8 @@ REPO_GIN_DIR = pathlib.Path(__file__).resolve().parents[1] / 'gin'
 
 
 def define_gin_flags():
+  """--gin_file and --gin_bindings. absl's --help lists only the main module's flags: the
+  program adopts these with `flags.adopt_module_key_flags(command_line)`."""
   flags.DEFINE_multi_string('gin_file', [], 'gin config file(s), applied in order.')
   flags.DEFINE_multi_string('gin_bindings', [],
                             "gin binding(s), e.g. --gin_bindings='train.steps = 100'.")
@@ -61,8 +66,37 @@ def parse_gin(gin_files, gin_bindings):
     logging.set_verbosity(verbosity)
 
 
+# OSError numbers that are the machine's state, not a bug: full disk, quota, no permission.
+_STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def _one_line(text):
+  """text on one line, without TensorFlow's `{{function_node ...}}` prefix."""
+  text = re.sub(r'\{\{.*?\}\}\s*', '', str(text))
+  return ' '.join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _storage_error(e):
+  """The one-line message of a full disk / unwritable directory error, or None."""
+  if isinstance(e, OSError):
+    if e.errno not in _STORAGE_ERRNOS:
+      return None
+    return (f'{_one_line(e)}. Free disk space or use a directory you can write, then rerun '
+            'the same command')
+  if 'tensorflow' not in sys.modules:  # Only TensorFlow's own errors are left.
+    return None
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if isinstance(e, tf.errors.ResourceExhaustedError):
+    return (f'out of space or memory: {_one_line(e.message)}. Free disk space (or use a '
+            'smaller batch), then rerun the same command to resume')
+  if isinstance(e, tf.errors.PermissionDeniedError):
+    return (f'permission denied: {_one_line(e.message)}. Use a directory you can write, then '
+            'rerun the same command')
+  return None
+
+
 def run(main):
-  """absl app.run with user errors reported in one line and exit status 1."""
+  """absl app.run with user errors reported in one line and exit status 1 (Ctrl-C: 130)."""
   def wrapped(argv):
     logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines drown the progress lines.
     try:
@@ -71,6 +105,16 @@ def run(main):
       # gin appends "In call to configurable ..." lines: context for bugs, noise here.
       message = '\n'.join(line for line in str(e).splitlines()
                           if not line.strip().startswith('In call to configurable'))
+      print(f'error: {message}', file=sys.stderr, flush=True)
+      sys.exit(getattr(e, 'exit_code', 1))
+    except KeyboardInterrupt:
+      print('error: interrupted; rerun the same command to resume', file=sys.stderr,
+            flush=True)
+      sys.exit(130)
+    except Exception as e:  # pylint: disable=broad-except
+      message = _storage_error(e)
+      if message is None:
+        raise
       print(f'error: {message}', file=sys.stderr, flush=True)
       sys.exit(1)
   app.run(wrapped)

@@ -23,3 +23,8 @@ class ConfigError(UserError):
 
 class TrainingDivergedError(UserError):
   """A loss became NaN or Inf; the last good checkpoint is left intact."""
+
+
+class Interrupted(UserError):
+  """The user stopped the run (Ctrl-C); rerunning the same command resumes it."""
+  exit_code = 130

@@ -278,11 +278,14 @@ def test_not_found_lists_every_searched_place(tmp_path, monkeypatch, name):
   with pytest.raises(errors.DatasetNotFoundError) as e:
     datasets.load_dataset(name, source='local', data_dir=str(data_dir))
   message = str(e.value)
-  searched = [data_dir, env_dir, tmp_path / 'home' / '.cache' / 'tf_ipmssl' / name]
-  searched += [base / sub for base in (data_dir, env_dir) for sub in datasets.SUBDIRS[name]]
+  # A named data_dir is the only place searched (issue 12): not $TF_IPMSSL_DATA_DIR, the
+  # cache or the system's copy.
+  searched = [data_dir] + [data_dir / sub for sub in datasets.SUBDIRS[name]]
   for place in searched:
     assert f'  - {place} (' in message
-  assert f'{data_dir / datasets.SUBDIRS[name][0]} (files missing)' in message
+  for place in (env_dir, tmp_path / 'home' / '.cache' / 'tf_ipmssl' / name):
+    assert f'  - {place} (' not in message
+  assert f'{data_dir / datasets.SUBDIRS[name][0]} (files missing: ' in message
   assert local_files.expected_files(name) in message
   assert {'cifar10': 'cifar-10-python.tar.gz', 'svhn': 'test_32x32.mat',
           'fashion_mnist': 'apt-get install dataset-fashion-mnist'}[name] in message
@@ -294,7 +297,7 @@ def test_not_found_in_auto_mode_names_tfds_dir(tmp_path):
     datasets.load_dataset('cifar10', data_dir=str(tmp_path))
   message = str(e.value)
   assert f'  - {tmp_path} (no such directory)' not in message  # tmp_path exists
-  assert f'  - {tmp_path} (files missing)' in message
+  assert f'  - {tmp_path} (files missing: data_batch_1' in message
   assert str(tmp_path / 'cifar10' / '3.0.2') in message  # TFDS's data_dir
   assert f'tfds build cifar10 --data_dir={tmp_path}' in message
   assert 'download=True' in message

@@ -3,7 +3,8 @@
 `load_dataset` finds a dataset wherever it already is, in this order:
 
 1. 'local': the original distribution files (`local_files`) in
-   - `data_dir`, and its sub-directories named after the dataset;
+   - `data_dir`, and its sub-directories named after the dataset (when data_dir is
+     given, nowhere else);
    - `$TF_IPMSSL_DATA_DIR`, likewise;
    - `~/.cache/tf_ipmssl/<name>`;
    - system directories (Fashion-MNIST: `/usr/share/datasets/fashion-mnist`, from the
@@ -90,14 +91,19 @@ class ImageDataset:
 
 
 def _local_search_dirs(name: str, data_dir: Optional[str]) -> List[str]:
-  """The directories searched for local files, in order, without duplicates."""
+  """The directories searched for local files, in order, without duplicates.
+
+  A named data_dir is the only place searched: the user asked for that copy, and training
+  silently on another one (the system's) would be a different experiment.
+  """
   dirs = []
-  for base in (data_dir, os.environ.get(DATA_DIR_ENV)):
+  for base in ((data_dir,) if data_dir else (os.environ.get(DATA_DIR_ENV),)):
     if base:
       base = os.path.expanduser(base)
       dirs += [base] + [os.path.join(base, sub) for sub in SUBDIRS[name]]
-  dirs.append(os.path.join(os.path.expanduser('~'), '.cache', 'tf_ipmssl', name))
-  dirs += SYSTEM_DIRS[name]
+  if not data_dir:
+    dirs.append(os.path.join(os.path.expanduser('~'), '.cache', 'tf_ipmssl', name))
+    dirs += SYSTEM_DIRS[name]
   return list(dict.fromkeys(os.path.normpath(d) for d in dirs))
 
 
@@ -107,7 +113,11 @@ def _load_local(name, data_dir, include_extra, searched):
     copy = local_files.find_local_copy(name, directory, include_extra)
     if copy is not None:
       return copy.read() + (f'local:{copy.description}',)
-    state = 'files missing' if os.path.isdir(directory) else 'no such directory'
+    if os.path.isdir(directory):
+      missing = local_files.missing_files(name, directory, include_extra)
+      state = 'files missing' + (f': {", ".join(missing)}' if missing else '')
+    else:
+      state = 'no such directory'
     searched.append(f'{directory} ({state})')
   return None
 

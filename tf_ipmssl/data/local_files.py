@@ -23,7 +23,7 @@ import os
 import pickle
 import struct
 import tarfile
-from typing import Callable, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import scipy.io
@@ -315,6 +315,17 @@ def expected_files(name: str, include_extra: bool = False) -> str:
   if name == 'fashion_mnist':
     return ', '.join(f + '[.gz]' for f in FASHION_MNIST_FILES)
   raise ValueError(f'unknown dataset {name!r}')
+
+
+def missing_files(name: str, directory: str, include_extra: bool = False) -> List[str]:
+  """The required files of dataset `name` that `directory` lacks (for error messages)."""
+  if name == 'cifar10':
+    required = CIFAR10_TRAIN_FILES + (CIFAR10_TEST_FILE,)
+  elif name == 'svhn':
+    required = (SVHN_TRAIN_FILE, SVHN_TEST_FILE) + ((SVHN_EXTRA_FILE,) if include_extra else ())
+  else:
+    return [f + '[.gz]' for f in FASHION_MNIST_FILES if fashion_mnist_path(directory, f) is None]
+  return [f for f in required if not os.path.isfile(os.path.join(directory, f))]
 
 
 def _all_files(directory: str, names) -> bool:

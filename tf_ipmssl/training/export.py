@@ -7,6 +7,7 @@ for Fashion-MNIST, 32x32x3 for CIFAR-10/SVHN), applies the training-time input t
 import json
 import os
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -17,37 +18,62 @@ SIGNATURE_KEY = 'serving_default'
 METADATA_FILE = 'tf_ipmssl_classifier.json'
 
 
-class ClassifierModule(tf.Module):
-  """tf.Module holding the critic's trunk and class head with an explicit serving signature."""
+def _serving_function(critic, image_shape):
+  """The serving computation on uint8 images [N, H, W, C]: checked shape, empty batches."""
+  expected = ', '.join(map(str, image_shape))
 
-  def __init__(self, critic, image_shape):
-    super().__init__(name='classifier')
-    self.critic = critic
-    self.image_shape = tuple(int(d) for d in image_shape)
-    spec = tf.TensorSpec([None, *self.image_shape], tf.uint8, name='images')
-    self.serve = tf.function(self._serve, input_signature=[spec])
-
-  def _serve(self, images):
-    logits = tf.cast(self.critic.classify(pipelines.to_model_input(images), training=False),
-                     tf.float32)
+  def serve(images):
+    shape = tf.shape(images)
+    # Asserts in the graph: saved_model_cli, a TF1 Session and TF Serving feed the
+    # placeholder without checking anything beyond its rank.
+    tf.debugging.assert_rank(
+        images, 4, message=f'the classifier takes uint8 images of shape [N, {expected}]')
+    tf.debugging.assert_equal(
+        shape[1:], tf.constant(image_shape, tf.int32),
+        message=f'the classifier takes uint8 images of shape [N, {expected}]; got another '
+        'height, width or channel count')
+    count = shape[0]
+    # An empty batch runs the network on one blank image and answers its first 0 rows:
+    # some convolution kernels reject an empty input.
+    batch = tf.cond(count > 0, lambda: images,
+                    lambda: tf.zeros([1, *image_shape], tf.uint8))
+    logits = tf.cast(critic.classify(pipelines.to_model_input(batch), training=False),
+                     tf.float32)[:count]
     return {'probabilities': tf.nn.softmax(logits, axis=-1),
             'labels': tf.argmax(logits, axis=-1, output_type=tf.int32)}
+  return serve
 
 
 def export_classifier(critic, image_shape, export_dir, num_classes, dataset=''):
-  """Writes the SavedModel to export_dir (replacing an older export atomically)."""
-  module = ClassifierModule(critic, image_shape)
+  """Writes the SavedModel to export_dir (replacing an older export atomically).
+
+  Written with keras.export.ExportArchive, which saves the Keras variables as TF variables
+  the graph refers to: the export then serves in `saved_model_cli run`, a TF1 Session
+  (TF Serving's path) and tf.saved_model.load alike.
+  """
+  image_shape = tuple(int(d) for d in image_shape)
+  archive = keras.export.ExportArchive()
+  archive.track(critic)
+  archive.add_endpoint(
+      name=SIGNATURE_KEY, fn=_serving_function(critic, image_shape),
+      input_signature=[tf.TensorSpec([None, *image_shape], tf.uint8, name='images')])
   tmp_dir = export_dir.rstrip('/') + '.tmp'
   if tf.io.gfile.exists(tmp_dir):
     tf.io.gfile.rmtree(tmp_dir)
-  tf.saved_model.save(module, tmp_dir, signatures={SIGNATURE_KEY: module.serve})
+  archive.write_out(tmp_dir, verbose=False)
   with tf.io.gfile.GFile(os.path.join(tmp_dir, METADATA_FILE), 'w') as f:
-    json.dump({'image_shape': list(module.image_shape), 'num_classes': int(num_classes),
+    json.dump({'image_shape': list(image_shape), 'num_classes': int(num_classes),
                'dataset': dataset, 'input_dtype': 'uint8'}, f, indent=2)
   if tf.io.gfile.exists(export_dir):
     tf.io.gfile.rmtree(export_dir)
   tf.io.gfile.rename(tmp_dir, export_dir)
   return export_dir
+
+
+def export_is_complete(export_dir):
+  """True when export_dir holds a finished export (the rename is its last act)."""
+  return (tf.io.gfile.exists(os.path.join(export_dir, 'saved_model.pb'))
+          and tf.io.gfile.exists(os.path.join(export_dir, METADATA_FILE)))
 
 
 class LoadedClassifier:
@@ -74,5 +100,5 @@ class LoadedClassifier:
       raise errors.UserError(
           f'the classifier takes images of shape [N, {", ".join(map(str, self.image_shape))}], '
           f'got {list(images.shape)}')
-    out = self._module.serve(tf.constant(images))
+    out = self._module.signatures[SIGNATURE_KEY](images=tf.constant(images))
     return {k: v.numpy() for k, v in out.items()}

@@ -3,7 +3,8 @@
 - config.gin: the full gin configuration the run was started with (its identity: resuming
   with a different one is refused, so an existing run is never silently mixed with another).
 - operative_config.gin: the gin parameters actually used, written once the first step ran.
-- versions.json: library, TensorFlow, Keras, Python, NumPy versions, the command line and
+- versions.json: (of the first start; each resume appended under 'resumes') library,
+  TensorFlow, Keras, Python, NumPy versions, the command line and
   what else decides the float results: threads and kernels (`numerics`). The same config
   and seeds on another thread count give another (equally valid) run: summation order
   changes in the last bits and a GAN's trajectory amplifies it. `train.deterministic_ops`
@@ -48,20 +49,36 @@ def atomic_write_text(path, text):
   tf.io.gfile.rename(tmp, path, overwrite=True)
 
 
-def record_start(model_dir, resuming):
-  """Writes config.gin and versions.json; on resume, refuses a different configuration."""
-  tf.io.gfile.makedirs(model_dir)
-  config = gin.config_str()
+def check_config(model_dir):
+  """Refuses to resume a run started with another configuration, naming a differing line.
+
+  Reads only: safe on a read-only model_dir.
+  """
   path = os.path.join(model_dir, CONFIG_FILE)
-  if resuming and tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      saved = f.read()
-    if _identity_lines(saved) != _identity_lines(config):
-      raise errors.ConfigError(
-          f'{model_dir} holds a run started with a different configuration (see {path}); '
-          'resume it with the same --gin_file/--gin_bindings, or use a new --model_dir')
-  atomic_write_text(path, config)
-  versions = {
+  if not tf.io.gfile.exists(path):
+    return
+  with tf.io.gfile.GFile(path) as f:
+    saved = _identity_lines(f.read())
+  current = _identity_lines(gin.config_str())
+  if saved != current:
+    differs = ([f'now: {l.strip()}' for l in current if l not in saved] +
+               [f'run: {l.strip()}' for l in saved if l not in current])
+    raise errors.ConfigError(
+        f'{model_dir} holds a run started with a different configuration (see {path}; '
+        f'{"; ".join(differs[:2]) or "the lines are in another order"}); resume it with the '
+        'same --gin_file/--gin_bindings, or use a new --model_dir')
+
+
+def record_start(model_dir, resuming):
+  """Writes config.gin and versions.json; on resume, refuses a different configuration.
+
+  versions.json keeps the first start's record; each resume appends to its 'resumes'.
+  """
+  tf.io.gfile.makedirs(model_dir)
+  if resuming:
+    check_config(model_dir)
+  atomic_write_text(os.path.join(model_dir, CONFIG_FILE), gin.config_str())
+  session = {
       'tf_ipmssl': tf_ipmssl.__version__, 'tensorflow': tf.__version__,
       'keras': keras.__version__, 'numpy': np.__version__, 'python': platform.python_version(),
       'platform': platform.platform(), 'command': sys.argv,
@@ -69,7 +86,25 @@ def record_start(model_dir, resuming):
       'devices': [d.name for d in tf.config.list_logical_devices()],
       'numerics': _numerics(),
   }
-  atomic_write_text(os.path.join(model_dir, VERSIONS_FILE), json.dumps(versions, indent=2))
+  path = os.path.join(model_dir, VERSIONS_FILE)
+  versions = session
+  if resuming and tf.io.gfile.exists(path):
+    with tf.io.gfile.GFile(path) as f:
+      versions = json.load(f)
+    versions.setdefault('resumes', []).append(session)
+  atomic_write_text(path, json.dumps(versions, indent=2))
+
+
+def remove_partial_checkpoints(directories):
+  """Removes the `ckpt-N_temp*` directories a killed checkpoint write leaves behind.
+
+  TensorFlow writes a checkpoint into such a directory and renames its files when complete;
+  a leftover is never read, only takes space.
+  """
+  for directory in directories:
+    for path in tf.io.gfile.glob(os.path.join(directory, '*_temp*')):
+      if tf.io.gfile.isdir(path):
+        tf.io.gfile.rmtree(path)
 
 
 def _numerics():

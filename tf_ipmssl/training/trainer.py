@@ -45,6 +45,32 @@ def _check_choice(name, value, choices):
     raise errors.ConfigError(f'{name} = {value!r} is not one of {list(choices)}')
 
 
+# (must be an integer, may be None, lowest value, lowest value allowed) of numeric bindings.
+_NUMBERS = {
+    'steps': (True, True, 1), 'epochs': (False, True, 0.0),
+    'critic_learning_rate': (False, False, 0.0), 'generator_learning_rate': (False, False, 0.0),
+    'lambda_ce': (False, False, 0.0), 'adam_beta1': (False, False, 0.0),
+    'adam_beta2': (False, False, 0.0), 'adam_epsilon': (False, False, 0.0),
+    'weight_decay_phi_s': (False, False, 0.0), 'weight_decay_v': (False, False, 0.0),
+    'seed': (True, False, 0), 'eval_batch_size': (True, False, 1),
+    'keep_checkpoints': (True, False, 1), 'learning_rate_halving_epochs': (False, True, 0.0),
+}
+
+
+def _check_numbers(**values):
+  """A ConfigError for a numeric binding of the wrong type, e.g. train.steps = 'ten'."""
+  for name, value in values.items():
+    integer, optional, lowest = _NUMBERS[name]
+    if value is None and optional:
+      continue
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not value >= lowest:
+      kind = 'an integer' if integer else 'a number'
+      raise errors.ConfigError(
+          f'train.{name} must be {kind} >= {lowest}{" or None" if optional else ""}, got '
+          f'{value!r}')
+
+
 class _RunState:
   """Every tf.Variable of a run besides the networks and optimizers (all checkpointed)."""
 
@@ -142,6 +168,12 @@ def train(model_dir,
     constraints = ()
   if (epochs is None) == (steps is None) and steps is None:
     raise errors.ConfigError('set the training length: train.epochs or train.steps')
+  _check_numbers(steps=steps, epochs=epochs, critic_learning_rate=critic_learning_rate,
+                 generator_learning_rate=generator_learning_rate, lambda_ce=lambda_ce,
+                 adam_beta1=adam_beta1, adam_beta2=adam_beta2, adam_epsilon=adam_epsilon,
+                 weight_decay_phi_s=weight_decay_phi_s, weight_decay_v=weight_decay_v,
+                 seed=seed, eval_batch_size=eval_batch_size, keep_checkpoints=keep_checkpoints,
+                 learning_rate_halving_epochs=learning_rate_halving_epochs)
   if critic_ema_decay is not None and not (
       isinstance(critic_ema_decay, float) and 0.0 < critic_ema_decay < 1.0):
     raise errors.ConfigError(f'train.critic_ema_decay must be None or a float in (0, 1), got '
@@ -159,12 +191,35 @@ def train(model_dir,
   if deterministic_ops:
     _make_deterministic()
   data = ssl_data.build_ssl_data()
+  # Training length.
+  num_unlabeled = len(data.unlabeled_images)
+  num_labeled = len(data.labeled_images)
+  epoch_size = num_unlabeled if mode == 'ssl' else num_labeled
+  if mode == 'ssl' and num_labeled == 0:
+    raise errors.ConfigError('SSL training needs labeled examples (build_ssl_data.num_labeled)')
+  iterations_per_epoch = max(pipelines.steps_per_epoch(epoch_size, batch_size), 1)
+  iterations_per_step = critic_iterations if mode == 'ssl' else 1
+  total_steps = steps if steps is not None else int(
+      math.ceil(epochs * iterations_per_epoch / iterations_per_step))
+
+  checkpoint_dir = os.path.join(model_dir, CHECKPOINT_DIR)
+  resuming = tf.train.latest_checkpoint(checkpoint_dir) is not None
+  if resuming:
+    run_record.check_config(model_dir)
+  # A finished run (its export complete) only reports: nothing is written, so this also
+  # works on a read-only file system.
+  metrics = run_record.read_metrics(model_dir) or {}
+  if _finished(metrics, total_steps, export_classifier, os.path.join(model_dir, EXPORT_DIR)):
+    print(f'{model_dir} already finished ({metrics["step"]} steps); nothing to do.', flush=True)
+    print(_final_line(metrics['step'], metrics, baseline), flush=True)
+    return metrics
+
   keras.utils.set_random_seed(seed)
   keras.mixed_precision.set_global_policy(mixed_precision or 'float32')
   strategy = distribution.make_strategy()
-  checkpoint_dir = os.path.join(model_dir, CHECKPOINT_DIR)
-  resuming = tf.train.latest_checkpoint(checkpoint_dir) is not None
   run_record.record_start(model_dir, resuming)
+  run_record.remove_partial_checkpoints(
+      [checkpoint_dir, os.path.join(model_dir, BEST_CHECKPOINT_DIR)])
   run_record.record_dataset(model_dir, data)
 
   with strategy.scope():
@@ -208,22 +263,12 @@ def train(model_dir,
     logging.info('Resumed from %s', manager.latest_checkpoint)
     print(f'Resuming from {manager.latest_checkpoint}', flush=True)
 
-  # Training length.
-  num_unlabeled = len(data.unlabeled_images)
-  num_labeled = len(data.labeled_images)
-  epoch_size = num_unlabeled if mode == 'ssl' else num_labeled
-  if mode == 'ssl' and num_labeled == 0:
-    raise errors.ConfigError('SSL training needs labeled examples (build_ssl_data.num_labeled)')
-  iterations_per_epoch = max(pipelines.steps_per_epoch(epoch_size, batch_size), 1)
-  iterations_per_step = critic_iterations if mode == 'ssl' else 1
-  total_steps = steps if steps is not None else int(
-      math.ceil(epochs * iterations_per_epoch / iterations_per_step))
-
   step = int(state.counters['step'].numpy())
-  metrics = run_record.read_metrics(model_dir) or {}
-  if (step >= total_steps or metrics.get('stopped_early')) and metrics.get('finished'):
-    print(f'{model_dir} already finished ({step} steps); nothing to do.', flush=True)
-    return metrics
+  # Training done but the export missing or partial (killed while exporting): export again.
+  training_done = step >= total_steps or bool(metrics.get('stopped_early'))
+  if training_done:
+    print(f'{model_dir} finished training ({step} steps) but its {EXPORT_DIR}/ is missing or '
+          'incomplete; exporting again.', flush=True)
 
   steps_fn = steps_lib.TrainingSteps(
       strategy=strategy, critic=critic, generator=generator,
@@ -266,10 +311,15 @@ def train(model_dir,
 
   def check_finite(current_step):
     if int(state.counters['nonfinite'].numpy()):
+      run_record.write_metrics(model_dir, {
+          **_metrics(metrics, state, step, total_steps, finished=False),
+          'diverged_before_step': current_step})
+      kept = (f'the last good checkpoint in {checkpoint_dir} ({manager.latest_checkpoint}) was '
+              'left intact' if manager.latest_checkpoint else
+              'no checkpoint had been written yet')
       raise errors.TrainingDivergedError(
-          f'a loss became NaN or Inf before step {current_step}; training stopped and the last '
-          f'good checkpoint in {checkpoint_dir} was left intact. Lower the learning rates, '
-          'check the constraint weights (ρ, λ_GP), or resume from that checkpoint.')
+          f'a loss became NaN or Inf before step {current_step}; training stopped and {kept}. '
+          'Lower the learning rates or check the constraint weights (ρ, λ_GP).')
 
   def evaluate(current_step):
     val_error = None
@@ -319,56 +369,64 @@ def train(model_dir,
             and current_step >= early_stopping_min_steps
             and current_step - best_step >= early_stopping_patience)
 
-  while step < total_steps:
-    set_learning_rates(step)
-    values = run_iteration()
-    step += 1
-    interval_steps += 1
-    if not wrote_operative_config:
-      run_record.record_operative_config(model_dir)
-      wrote_operative_config = True
-    last = step == total_steps
-    if step % log_every == 0 or last:
-      check_finite(step)
-      seconds = (time.time() - interval_start) / interval_steps
-      scalars = {k: float(v) for k, v in values.items()}
-      scalars.update({f'lambda/{k}': float(v.numpy()) for k, v in state.multipliers.items()})
-      scalars['norm/v'] = float(tf.norm(critic.v_variables[0]))
-      scalars['norm/S'] = float(tf.norm(critic.s_head.kernel))
-      scalars['time/step_seconds'] = seconds
-      scalars['images_per_second'] = images_per_step / seconds
-      scalars['learning_rate/critic'] = float(critic_optimizer.learning_rate.numpy())
-      summaries.write_scalars(writer, step, scalars)
-      shown = {k: v for k, v in scalars.items()
-               if k in ('ce', 'ipm', 'critic_loss', 'generator_loss')
-               or k.startswith(('omega/', 'lambda/'))}
-      epoch = step * iterations_per_step / iterations_per_epoch
-      print(summaries.progress_line(step, total_steps, epoch, images_per_step / seconds,
-                                    seconds * (total_steps - step), shown, validation_error),
-            flush=True)
-      interval_start, interval_steps = time.time(), 0
-    if step % sample_every == 0 or last:
-      write_samples(step)
-    if step % eval_every == 0 or last:
-      check_finite(step)
-      validation_error, test_error = evaluate(step)
-      metrics.update({'last_validation_error': validation_error, 'last_test_error': test_error,
-                      'last_eval_step': step})
-    stop = step % eval_every == 0 and not last and patience_ran_out(step)
-    if stop:
-      metrics['stopped_early'] = step
-      print(f'Stopping early at step {step}: no validation improvement since step '
-            f'{int(state.best["step"].numpy())} (patience {early_stopping_patience})', flush=True)
-    if step % checkpoint_every == 0 or last or stop:
-      save(step)
-      run_record.write_metrics(model_dir, _metrics(metrics, state, step, total_steps,
-                                                   finished=last or stop))
-    if stop:
-      break
+  try:
+    while step < total_steps and not training_done:
+      set_learning_rates(step)
+      values = run_iteration()
+      step += 1
+      interval_steps += 1
+      if not wrote_operative_config:
+        run_record.record_operative_config(model_dir)
+        wrote_operative_config = True
+      last = step == total_steps
+      if step % log_every == 0 or last:
+        check_finite(step)
+        seconds = (time.time() - interval_start) / interval_steps
+        scalars = {k: float(v) for k, v in values.items()}
+        scalars.update({f'lambda/{k}': float(v.numpy()) for k, v in state.multipliers.items()})
+        scalars['norm/v'] = float(tf.norm(critic.v_variables[0]))
+        scalars['norm/S'] = float(tf.norm(critic.s_head.kernel))
+        scalars['time/step_seconds'] = seconds
+        scalars['images_per_second'] = images_per_step / seconds
+        scalars['learning_rate/critic'] = float(critic_optimizer.learning_rate.numpy())
+        summaries.write_scalars(writer, step, scalars)
+        shown = {k: v for k, v in scalars.items()
+                 if k in ('ce', 'ipm', 'critic_loss', 'generator_loss')
+                 or k.startswith(('omega/', 'lambda/'))}
+        epoch = step * iterations_per_step / iterations_per_epoch
+        print(summaries.progress_line(step, total_steps, epoch, images_per_step / seconds,
+                                      seconds * (total_steps - step), shown, validation_error),
+              flush=True)
+        interval_start, interval_steps = time.time(), 0
+      if step % sample_every == 0 or last:
+        write_samples(step)
+      if step % eval_every == 0 or last:
+        check_finite(step)
+        validation_error, test_error = evaluate(step)
+        metrics.update({'last_validation_error': validation_error, 'last_test_error': test_error,
+                        'last_eval_step': step})
+      stop = step % eval_every == 0 and not last and patience_ran_out(step)
+      if stop:
+        metrics['stopped_early'] = step
+        print(f'Stopping early at step {step}: no validation improvement since step '
+              f'{int(state.best["step"].numpy())} (patience {early_stopping_patience})', flush=True)
+      if step % checkpoint_every == 0 or last or stop:
+        save(step)
+        # Finished only once the export is complete (below).
+        run_record.write_metrics(model_dir, _metrics(
+            metrics, state, step, total_steps, finished=(last or stop) and not export_classifier))
+      if stop:
+        break
+  except KeyboardInterrupt:
+    kept = manager.latest_checkpoint or 'none yet'
+    raise errors.Interrupted(
+        f'interrupted at step {step}; rerun the same command to resume (latest checkpoint: '
+        f'{kept})') from None
 
   exported = None
   if export_classifier:
-    exported = _export_selected_classifier(evaluated_critic, data, model_dir, best_manager, state, step)
+    exported = _export_selected_classifier(evaluated_critic, data, model_dir, best_manager,
+                                           state, step)
   metrics = _metrics(metrics, state, step, total_steps, finished=True)
   metrics['exported'] = exported
   metrics['wall_seconds_this_session'] = time.time() - started
@@ -393,6 +451,13 @@ def _export_selected_classifier(critic, data, model_dir, best_manager, state, st
   export.export_classifier(critic, data.image_shape, os.path.join(model_dir, EXPORT_DIR),
                            data.num_classes, data.name)
   return selected
+
+
+def _finished(metrics, total_steps, export_classifier, export_dir):
+  """Whether metrics.json records a finished run whose export (if wanted) is complete."""
+  done = metrics.get('step', -1) >= total_steps or metrics.get('stopped_early')
+  return bool(metrics.get('finished') and done and (
+      not export_classifier or export.export_is_complete(export_dir)))
 
 
 def _final_line(step, metrics, baseline=None):

@@ -1,0 +1,111 @@
+"""Every failure a user can cause ends in one `error:` line (issue 12, cases 5 and 8):
+wrongly typed gin values, a full disk, a read-only model_dir; and the programs' --help."""
+import os
+import shlex
+import shutil
+import subprocess
+
+import pytest
+
+from tests.training import runs
+
+
+@pytest.fixture(scope='module')
+def data_dir(tmp_path_factory):
+  return runs.make_data(tmp_path_factory.mktemp('data'))
+
+
+def _assert_one_error_line(result, *fragments, returncode=1):
+  assert result.returncode == returncode, result.stdout + result.stderr
+  assert 'Traceback' not in result.stderr, result.stderr
+  error_lines = [l for l in result.stderr.splitlines() if l.startswith('error: ')]
+  assert len(error_lines) == 1, result.stderr
+  for fragment in fragments:
+    assert fragment in error_lines[0], (fragment, result.stderr)
+
+
+@pytest.mark.parametrize('binding,fragment', [
+    ("train.steps = 'ten'", "train.steps must be an integer >= 1 or None, got 'ten'"),
+    ('train.steps = 12.5', 'train.steps must be an integer >= 1 or None, got 12.5'),
+    ("train.critic_learning_rate = 'fast'",
+     "train.critic_learning_rate must be a number >= 0.0, got 'fast'"),
+])
+def test_wrongly_typed_gin_value(data_dir, tmp_path, binding, fragment):
+  result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(data_dir) + [binding])
+  _assert_one_error_line(result, fragment)
+  assert not os.path.exists(tmp_path / 'm' / 'checkpoints')
+
+
+def _can_mount():
+  if shutil.which('unshare') is None or os.geteuid() != 0:
+    return False
+  return subprocess.run(['unshare', '-m', 'mount', '-t', 'tmpfs', 'tmpfs', '/mnt'],
+                        capture_output=True).returncode == 0
+
+
+needs_mount = pytest.mark.skipif(not _can_mount(), reason='needs root and mount namespaces')
+
+
+def _in_private_mount(setup, model_dir, bindings):
+  """bin/train after `setup` (mount commands) in a mount namespace of its own."""
+  command = shlex.join(runs.train_command(model_dir, bindings))
+  return subprocess.run(['unshare', '-m', 'sh', '-c', f'{setup} && exec {command}'],
+                        capture_output=True, text=True, env=runs.environment(),
+                        cwd=str(runs.REPO_ROOT), timeout=600)
+
+
+@needs_mount
+def test_full_disk_is_one_line(data_dir, tmp_path):
+  disk = tmp_path / 'disk'
+  disk.mkdir()
+  model_dir = str(disk / 'm')
+  # Room for the config and a checkpoint or two, not for the whole run.
+  result = _in_private_mount(f"mount -t tmpfs -o size=600k tmpfs '{disk}'", model_dir,
+                             runs.tiny_bindings(data_dir))
+  _assert_one_error_line(result, 'rerun the same command')
+  assert 'No space left on device' in result.stderr or 'out of space' in result.stderr
+
+
+@needs_mount
+def test_read_only_model_dir(data_dir, tmp_path):
+  model_dir = str(tmp_path / 'm')
+  os.makedirs(model_dir)
+  read_only = f"mount --bind '{model_dir}' '{model_dir}' && mount -o remount,bind,ro '{model_dir}'"
+  result = _in_private_mount(read_only, model_dir, runs.tiny_bindings(data_dir))
+  _assert_one_error_line(result, 'Read-only file system')
+  # A finished run on a read-only file system reports its result.
+  assert runs.run_train(model_dir, runs.tiny_bindings(data_dir)).returncode == 0
+  result = _in_private_mount(read_only, model_dir, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stderr
+  assert 'nothing to do' in result.stdout and 'Finished 4 steps' in result.stdout
+
+
+def test_train_help_shows_gin_flags():
+  result = subprocess.run([runs.sys.executable, runs.TRAIN, '--help'], capture_output=True,
+                          text=True, env=runs.environment(), timeout=120)
+  # absl's --help exits with status 1.
+  for flag in ('--gin_file', '--gin_bindings', '--model_dir'):
+    assert flag in result.stdout, result.stdout
+
+
+def test_setup_help_only_prints_usage(tmp_path):
+  # A copy of bin/setup in an empty tree: were it to run, it would create .venv there.
+  (tmp_path / 'bin').mkdir()
+  shutil.copy(runs.REPO_ROOT / 'bin' / 'setup', tmp_path / 'bin' / 'setup')
+  result = subprocess.run(['bash', str(tmp_path / 'bin' / 'setup'), '--help'],
+                          capture_output=True, text=True, timeout=60)
+  assert result.returncode == 0 and result.stdout.startswith('usage: bin/setup')
+  assert not (tmp_path / '.venv').exists() and 'setup:' not in result.stdout
+
+
+def test_nan_before_first_checkpoint_says_so_and_is_recorded(data_dir, tmp_path):
+  import json  # pylint: disable=g-import-not-at-top
+  model_dir = tmp_path / 'm'
+  # As tests/training/test_user_errors.py: step 1's update blows the weights up.
+  result = runs.run_train(str(model_dir), runs.tiny_bindings(data_dir, **{
+      'train.mode': "'supervised'", 'train.critic_learning_rate': 1e30, 'train.steps': 6,
+      'train.log_every': 1, 'train.checkpoint_every': 100, 'train.eval_every': 100}))
+  _assert_one_error_line(result, 'NaN or Inf', 'no checkpoint had been written yet')
+  assert 'left intact' not in result.stderr
+  metrics = json.load(open(model_dir / 'metrics.json'))
+  assert metrics['diverged_before_step'] >= 1 and not metrics['finished']

@@ -1,0 +1,130 @@
+"""A run's life on disk (issue 12): a finished run only reports and writes nothing; a run
+killed during its final export exports again on rerun; a second trainer on one model_dir is
+refused while a stale lock is taken over; leftover checkpoint temp directories go."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.training import runs
+
+
+@pytest.fixture(scope='module')
+def data_dir(tmp_path_factory):
+  return runs.make_data(tmp_path_factory.mktemp('data'))
+
+
+@pytest.fixture(scope='module')
+def finished_run(data_dir, tmp_path_factory):
+  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stderr
+  return model_dir
+
+
+def _snapshot(directory):
+  return {os.path.join(root, name): os.stat(os.path.join(root, name)).st_mtime_ns
+          for root, _, names in os.walk(directory) for name in names}
+
+
+def _metrics(model_dir):
+  with open(os.path.join(model_dir, 'metrics.json')) as f:
+    return json.load(f)
+
+
+def test_rerun_of_finished_run_writes_nothing(finished_run, data_dir):
+  before = _snapshot(finished_run)
+  result = runs.run_train(finished_run, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stderr
+  assert 'already finished (4 steps); nothing to do' in result.stdout
+  assert 'Finished 4 steps: test error' in result.stdout
+  # Nothing written, so a read-only model_dir works the same (no lock, no config rewrite).
+  assert _snapshot(finished_run) == before
+
+
+def test_killed_export_is_repaired_on_rerun(finished_run, data_dir, tmp_path):
+  model_dir = str(tmp_path / 'model')
+  shutil.copytree(finished_run, model_dir)
+  versions = json.load(open(os.path.join(model_dir, 'versions.json')))
+  checkpoints = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', 'ckpt-4'))
+  # What kill -9 during the final export leaves: a partial export.tmp, no export/, and the
+  # metrics of the last checkpoint (written "finished" by the old trainer).
+  shutil.copytree(os.path.join(model_dir, 'export'), os.path.join(model_dir, 'export.tmp'))
+  os.remove(os.path.join(model_dir, 'export.tmp', 'tf_ipmssl_classifier.json'))
+  shutil.rmtree(os.path.join(model_dir, 'export'))
+  metrics = _metrics(model_dir)
+  del metrics['exported']
+  with open(os.path.join(model_dir, 'metrics.json'), 'w') as f:
+    json.dump(metrics, f)
+  # And a checkpoint write killed half-way.
+  os.makedirs(os.path.join(model_dir, 'checkpoints', 'ckpt-6_temp'))
+
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stderr
+  assert 'exporting again' in result.stdout
+  assert os.path.isfile(os.path.join(model_dir, 'export', 'saved_model.pb'))
+  assert os.path.isfile(os.path.join(model_dir, 'export', 'tf_ipmssl_classifier.json'))
+  assert not os.path.exists(os.path.join(model_dir, 'export.tmp'))
+  assert not os.path.exists(os.path.join(model_dir, 'checkpoints', 'ckpt-6_temp'))
+  repaired = _metrics(model_dir)
+  assert repaired['finished'] and repaired['exported'] == _metrics(finished_run)['exported']
+  # No training happened: the checkpoint is the same.
+  after = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', 'ckpt-4'))
+  assert after.keys() == checkpoints.keys()
+  assert all((after[k] == checkpoints[k]).all() for k in after)
+  # versions.json keeps the first start's record and appends the resume.
+  kept = json.load(open(os.path.join(model_dir, 'versions.json')))
+  assert kept['started'] == versions['started'] and len(kept['resumes']) == 1
+  assert not os.path.exists(os.path.join(model_dir, 'train.lock'))
+
+
+def test_second_trainer_is_refused_and_stale_lock_taken_over(finished_run, data_dir, tmp_path):
+  import socket  # pylint: disable=g-import-not-at-top
+  model_dir = str(tmp_path / 'model')
+  shutil.copytree(finished_run, model_dir)
+  shutil.rmtree(os.path.join(model_dir, 'export'))  # So that the rerun has work to do.
+  lock = os.path.join(model_dir, 'train.lock')
+  with open(lock, 'w') as f:  # This pytest process plays the running trainer.
+    json.dump({'host': socket.gethostname(), 'pid': os.getpid()}, f)
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
+  assert result.returncode == 1, result.stdout + result.stderr
+  assert 'Traceback' not in result.stderr
+  assert f'is in use by another trainer (PID {os.getpid()}' in result.stderr
+  assert not os.path.exists(os.path.join(model_dir, 'export'))
+
+  dead = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'],
+                        capture_output=True, text=True, check=True)
+  with open(lock, 'w') as f:  # A killed trainer's lock.
+    json.dump({'host': socket.gethostname(), 'pid': int(dead.stdout)}, f)
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stderr
+  assert os.path.isfile(os.path.join(model_dir, 'export', 'saved_model.pb'))
+  assert not os.path.exists(lock)
+
+
+def test_ctrl_c_prints_one_line_and_exits_130(data_dir, tmp_path):
+  model_dir = str(tmp_path / 'model')
+  process = subprocess.Popen(
+      runs.train_command(model_dir, runs.tiny_bindings(
+          data_dir, **{'train.steps': 500, 'train.log_every': 1})),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=runs.environment(),
+      cwd=str(runs.REPO_ROOT))
+  try:
+    for line in process.stdout:
+      if line.startswith('step 3/'):
+        break
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+  finally:
+    if process.poll() is None:
+      process.kill()
+  assert process.returncode == 130, stderr
+  assert 'Traceback' not in stderr
+  errors = [l for l in stderr.splitlines() if l.startswith('error: ')]
+  assert len(errors) == 1 and 'interrupted at step' in errors[0], stderr
+  assert 'rerun the same command to resume' in errors[0]
+  assert not os.path.exists(os.path.join(model_dir, 'train.lock'))

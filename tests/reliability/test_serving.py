@@ -1,0 +1,122 @@
+"""The exported classifier serves in TensorFlow's own tools (issue 12, cases 1 and 4):
+`saved_model_cli run`, a TF1-style Session load (TF Serving's path) and tf.saved_model.load
+answer with the labels of the in-memory classifier; the signature enforces [N, H, W, C]
+uint8 and answers an empty batch with empty outputs."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests import fixtures
+from tests.training import runs
+
+SAVED_MODEL_CLI = str(pathlib.Path(sys.executable).with_name('saved_model_cli'))
+
+_TF1_SCRIPT = """
+import sys
+import numpy as np
+import tensorflow as tf
+tf.compat.v1.disable_eager_execution()
+images = np.load(sys.argv[2])
+with tf.compat.v1.Session(graph=tf.Graph()) as session:
+  meta_graph = tf.compat.v1.saved_model.loader.load(session, ['serve'], sys.argv[1])
+  signature = meta_graph.signature_def['serving_default']
+  outputs = session.run(
+      {k: v.name for k, v in signature.outputs.items()},
+      feed_dict={signature.inputs['images'].name: images})
+np.save(sys.argv[3], outputs['labels'])
+np.save(sys.argv[4], outputs['probabilities'])
+"""
+
+
+@pytest.fixture(scope='module')
+def exported_run(tmp_path_factory):
+  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
+  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stderr
+  return model_dir
+
+
+@pytest.fixture(scope='module')
+def images_and_expected(exported_run, tmp_path_factory):
+  """Images, their .npy file, and the in-memory classifier's labels (what bin/evaluate uses)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.data import pipelines  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import restore  # pylint: disable=g-import-not-at-top
+  images, _ = fixtures.fake_images_and_labels('fashion_mnist', 16, seed=3)
+  critic, _, _ = restore.load_critic(exported_run, 'best')
+  logits = critic.classify(pipelines.to_model_input(tf.constant(images)), training=False)
+  path = tmp_path_factory.mktemp('inputs') / 'images.npy'
+  np.save(path, images)
+  return images, str(path), tf.nn.softmax(logits).numpy()
+
+
+def _cli(export_dir, inputs, outdir=None):
+  command = [SAVED_MODEL_CLI, 'run', '--dir', export_dir, '--tag_set', 'serve',
+             '--signature_def', 'serving_default', '--inputs', f'images={inputs}']
+  if outdir:
+    command += ['--outdir', outdir]
+  return subprocess.run(command, capture_output=True, text=True, env=runs.environment(),
+                        timeout=300)
+
+
+def test_saved_model_cli_run_answers(exported_run, images_and_expected, tmp_path):
+  _, path, expected = images_and_expected
+  result = _cli(os.path.join(exported_run, 'export'), path, str(tmp_path))
+  assert result.returncode == 0, result.stderr[-3000:]
+  np.testing.assert_array_equal(np.load(tmp_path / 'labels.npy'), expected.argmax(-1))
+  np.testing.assert_allclose(np.load(tmp_path / 'probabilities.npy'), expected,
+                             rtol=1e-5, atol=1e-6)
+
+
+def test_tf1_session_load_answers(exported_run, images_and_expected, tmp_path):
+  _, path, expected = images_and_expected
+  result = subprocess.run(
+      [sys.executable, '-c', _TF1_SCRIPT, os.path.join(exported_run, 'export'), path,
+       str(tmp_path / 'l.npy'), str(tmp_path / 'p.npy')],
+      capture_output=True, text=True, env=runs.environment(), timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  np.testing.assert_array_equal(np.load(tmp_path / 'l.npy'), expected.argmax(-1))
+  np.testing.assert_allclose(np.load(tmp_path / 'p.npy'), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_tf2_load_answers_and_keeps_the_metadata(exported_run, images_and_expected):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import export  # pylint: disable=g-import-not-at-top
+  images, _, expected = images_and_expected
+  export_dir = os.path.join(exported_run, 'export')
+  module = tf.saved_model.load(export_dir)
+  out = module.signatures['serving_default'](images=tf.constant(images))
+  assert set(out) == {'probabilities', 'labels'}
+  np.testing.assert_array_equal(out['labels'].numpy(), expected.argmax(-1))
+  classifier = export.LoadedClassifier(export_dir)
+  assert classifier.metadata['image_shape'] == [28, 28, 1]
+  np.testing.assert_array_equal(classifier(images)['labels'], expected.argmax(-1))
+
+
+@pytest.mark.parametrize('shape', [(2, 28, 28, 3), (2, 32, 32, 1), (2, 28, 27, 1)])
+def test_signature_refuses_wrong_shape(exported_run, shape):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  module = tf.saved_model.load(os.path.join(exported_run, 'export'))
+  with pytest.raises(tf.errors.InvalidArgumentError, match=r'shape \[N, 28, 28, 1\]'):
+    module.signatures['serving_default'](images=tf.zeros(shape, tf.uint8))
+
+
+def test_saved_model_cli_refuses_wrong_channels(exported_run, tmp_path):
+  np.save(tmp_path / 'rgb.npy', np.zeros([2, 28, 28, 3], np.uint8))
+  result = _cli(os.path.join(exported_run, 'export'), str(tmp_path / 'rgb.npy'))
+  assert result.returncode != 0
+  # The Session checks the fed shape against the signature's before the graph's asserts.
+  assert 'Cannot feed value of shape (2, 28, 28, 3)' in result.stderr
+  assert '(None, 28, 28, 1)' in result.stderr
+
+
+def test_empty_batch_answers_empty_outputs(exported_run):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  module = tf.saved_model.load(os.path.join(exported_run, 'export'))
+  out = module.signatures['serving_default'](images=tf.zeros([0, 28, 28, 1], tf.uint8))
+  assert out['labels'].shape == (0,) and out['probabilities'].shape == (0, 10)
