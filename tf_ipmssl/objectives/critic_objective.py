@@ -66,6 +66,7 @@ def critic_objective(
     alpha_seed: Optional[tf.Tensor] = None,
     all_reduce_sum: Callable = global_moments.identity_all_reduce,
     training: bool = True,
+    ipm_weight: Optional[tf.Tensor] = None,
 ) -> ObjectiveResult:
   """Evaluates −L_D for one replica's slice of the global batch.
 
@@ -83,6 +84,8 @@ def critic_objective(
       formulations broadcast (there f = f+ − f-); 'plain' f is per-sample either way.
     alpha_seed: stateless seed [2] for the GP interpolation weights.
     all_reduce_sum: sums a dict of tensors over replicas (identity on one device).
+    ipm_weight: None (the paper), or a scalar w multiplying the IPM term of the loss,
+      −w·(E_P f − E_Q f): the ramp-up of `ipm_rampup.py`. The logged 'ipm' is unweighted.
   """
   constraints = constraint_lib.validate_constraints(formulation, constraints)
   # The released code's [B, B] f comes from f+ [B] − v·Φ [B, 1]; its plain f is v·Φ alone.
@@ -187,7 +190,8 @@ def critic_objective(
 
   def objective(gm):
     ipm = gm['mean_f_real'] - gm['mean_f_fake']
-    loss = -ipm + lambda_ce * gm['ce']
+    loss = (-ipm if ipm_weight is None else -tf.cast(ipm_weight, ipm.dtype) * ipm)
+    loss += lambda_ce * gm['ce']
     values = {'ipm': ipm, 'ce': gm['ce'], 'labeled_accuracy': gm['labeled_accuracy']}
     omegas = {}
     for c in constraints:

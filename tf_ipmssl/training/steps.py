@@ -12,6 +12,7 @@ from tf_ipmssl import errors
 from tf_ipmssl.objectives import critic_objective as critic_objective_lib
 from tf_ipmssl.objectives import generator_objective as generator_objective_lib
 from tf_ipmssl.objectives import global_moments
+from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.objectives import weight_clipping
 from tf_ipmssl.objectives import weight_decay
 from tf_ipmssl.training import random_streams
@@ -29,7 +30,8 @@ class TrainingSteps:
                multipliers, counters, formulation, constraints, lambda_ce, global_batch_size,
                critic_iterations, noise_dim, seed, reference_pairwise_f=False,
                weight_decay_phi_s=1e-6, weight_decay_v=1e-3, jit_compile=False,
-               loss_scaling=False, averaged_critic=None, average_decay=None):
+               loss_scaling=False, averaged_critic=None, average_decay=None,
+               ipm_rampup_updates=None):
     if global_batch_size % strategy.num_replicas_in_sync:
       raise errors.ConfigError(
           f'the batch size {global_batch_size} does not split evenly over '
@@ -58,6 +60,7 @@ class TrainingSteps:
     self.average_pairs = (weight_averaging.averaged_pairs(critic, averaged_critic)
                           if averaged_critic is not None else None)
     self.average_decay = average_decay
+    self.ipm_rampup_updates = ipm_rampup_updates
     # XLA compiles the forward/backward computation of one replica. All-reduces (global
     # moments, synchronized batch norm) cannot sit in a nested tf.function under several
     # replicas, so XLA is used on one replica only; otherwise the pieces are traced inline.
@@ -99,6 +102,8 @@ class TrainingSteps:
           multipliers=self.multipliers, lambda_ce=self.lambda_ce,
           global_batch_size=self.global_batch_size,
           reference_pairwise_f=self.reference_pairwise_f, alpha_seed=alpha_seed,
+          ipm_weight=(None if self.ipm_rampup_updates is None else
+                      ipm_rampup.rampup_weight(iteration, self.ipm_rampup_updates)),
           all_reduce_sum=global_moments.replica_all_reduce_sum, training=True)
       loss = self._scaled(self.critic_optimizer, result.surrogate_loss)
     grads = tape.gradient(loss, variables)

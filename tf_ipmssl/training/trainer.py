@@ -22,6 +22,7 @@ from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import constraint as constraint_lib
 from tf_ipmssl.objectives import formulations
+from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.training import baseline as baseline_lib
 from tf_ipmssl.training import distribution
 from tf_ipmssl.training import evaluation
@@ -122,7 +123,8 @@ def train(model_dir,
           critic_ema_decay=None,
           early_stopping_patience=None,
           early_stopping_min_steps=0,
-          baseline=None):
+          baseline=None,
+          ipm_rampup_updates=None):
   """Trains (or resumes) one run in model_dir; returns the metrics dict.
 
   Args:
@@ -153,6 +155,8 @@ def train(model_dir,
     early_stopping_patience: None (train all the steps), or stop once the validation
       error has not improved for this many steps (checked at evaluations; needs a validation
       split), but not before `early_stopping_min_steps`. `steps`/`epochs` is then the maximum.
+    ipm_rampup_updates: None (the paper), or T: the IPM term of the critic's loss is
+      weighted by exp(−5 (1 − t/T)²) over the first T critic updates (ipm_rampup.py).
     baseline: None, or (runs.csv of a bin/sweep results table, cell id): the final line
       shows that cell's mean ± std test error beside this run's (baseline.py).
     critic_ema_decay: None (the paper), or a decay in (0, 1): evaluate, select and export
@@ -178,6 +182,10 @@ def train(model_dir,
       isinstance(critic_ema_decay, float) and 0.0 < critic_ema_decay < 1.0):
     raise errors.ConfigError(f'train.critic_ema_decay must be None or a float in (0, 1), got '
                              f'{critic_ema_decay!r}')
+  if ipm_rampup_updates is not None and (
+      not isinstance(ipm_rampup_updates, int) or ipm_rampup_updates < 1):
+    raise errors.ConfigError('train.ipm_rampup_updates must be None or a positive integer '
+                             f'(critic updates), got {ipm_rampup_updates!r}')
   if early_stopping_patience is not None and (
       not isinstance(early_stopping_patience, int) or early_stopping_patience < 1):
     raise errors.ConfigError('train.early_stopping_patience must be None or a positive integer '
@@ -278,7 +286,8 @@ def train(model_dir,
       critic_iterations=critic_iterations, noise_dim=generator.noise_dim, seed=seed,
       reference_pairwise_f=reference_pairwise_f, weight_decay_phi_s=weight_decay_phi_s,
       weight_decay_v=weight_decay_v, jit_compile=jit_compile, loss_scaling=loss_scaling,
-      averaged_critic=averaged_critic, average_decay=critic_ema_decay)
+      averaged_critic=averaged_critic, average_decay=critic_ema_decay,
+      ipm_rampup_updates=ipm_rampup_updates)
 
   critic_iteration = int(state.counters['critic_iteration'].numpy())
   labeled = strategy.experimental_distribute_dataset(pipelines.training_stream(
@@ -389,6 +398,9 @@ def train(model_dir,
         scalars['time/step_seconds'] = seconds
         scalars['images_per_second'] = images_per_step / seconds
         scalars['learning_rate/critic'] = float(critic_optimizer.learning_rate.numpy())
+        if ipm_rampup_updates is not None:
+          scalars['ipm_weight'] = float(ipm_rampup.rampup_weight(
+              state.counters['critic_iteration'], ipm_rampup_updates))
         summaries.write_scalars(writer, step, scalars)
         shown = {k: v for k, v in scalars.items()
                  if k in ('ce', 'ipm', 'critic_loss', 'generator_loss')

@@ -1,0 +1,41 @@
+"""The IPM ramp-up option: its weight schedule, and −w·IPM in the critic's loss."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.objectives import gradient_checks
+from tests.objectives import numpy_reference
+from tests.objectives import tiny_critics
+from tf_ipmssl.objectives import fisher
+from tf_ipmssl.objectives import ipm_rampup
+
+
+def test_schedule():
+  t = np.array([0, 25, 50, 99, 100, 1000])
+  want = np.where(t < 100, np.exp(-5 * (1 - t / 100) ** 2), 1.0)
+  np.testing.assert_allclose(ipm_rampup.rampup_weight(t, 100).numpy(), want, rtol=1e-6)
+  assert want[0] == pytest.approx(np.exp(-5))
+
+
+@pytest.mark.parametrize('weight', [0.0, 0.3, 1.0])
+def test_weighted_loss_and_gradient(weight):
+  critic = tiny_critics.MlpCritic(seed=5)
+  batches = tiny_critics.random_batches(seed=2)
+  constraints = [fisher.Fisher('f', penalty_weight=0.5)]
+  kwargs = dict(formulation='kplus1', constraints=constraints,
+                multipliers={'fisher_f': tf.Variable(0.2, dtype=tf.float64)})
+  grads, result = gradient_checks.surrogate_gradients(
+      critic, batches, ipm_weight=tf.constant(weight, tf.float64), **kwargs)
+  expected, _ = numpy_reference.critic_loss(
+      numpy_reference.NumpyMlp(critic.numpy_params()), *batches, formulation='kplus1',
+      constraints=constraints, multipliers={'fisher_f': 0.2}, lambda_ce=1.5)
+  ipm = float(result.values['ipm'])
+  # −L_D with the IPM term weighted: the paper's loss plus (1 − w)·IPM.
+  np.testing.assert_allclose(float(result.values['critic_loss']), expected + (1 - weight) * ipm,
+                             rtol=1e-10)
+  # The gradient is linear in w: ∇(w) = ∇(0) + w·(∇(1) − ∇(0)).
+  g0, _ = gradient_checks.surrogate_gradients(critic, batches,
+                                              ipm_weight=tf.constant(0.0, tf.float64), **kwargs)
+  g1, _ = gradient_checks.surrogate_gradients(critic, batches, **kwargs)
+  for g, a, b in zip(grads, g0, g1):
+    np.testing.assert_allclose(g, a + weight * (b - a), rtol=1e-9, atol=1e-12)
