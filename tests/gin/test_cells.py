@@ -127,7 +127,7 @@ def test_study_cells_have_gin_files_and_are_selected_only_by_name():
   for cell in cells:
     assert cell.paper_error is None and cell.paper_text == '–'
     assert cell.gin_path.is_file(), cell.gin_file
-    assert "include 'quickstart.gin'" in cell.gin_path.read_text()
+    assert "include 'bases/fashion_mnist_study.gin'" in cell.gin_path.read_text()
   # Not among the paper's cells, nor in '*' or the unfiltered selection.
   assert not set(cells) & set(cells_lib.all_cells())
   assert len(cells_lib.select_cells(['*'])) == len(cells_lib.select_cells()) == 100

@@ -47,7 +47,8 @@ def _plot_vs_labels(plt, table, results):
       if cell is None:
         continue
       labels = int(header)
-      paper.append((labels, cell.paper_error))
+      if cell.paper_error is not None:
+        paper.append((labels, cell.paper_error))
       result = results.get(cell.id)
       if result is not None and result.n:
         ours.append((labels, result.mean, result.std or 0.0))

@@ -1,6 +1,6 @@
-"""Draws docs/results/fashion_mnist.png from the Fashion-MNIST study's sweep directory.
+"""Draws docs/results/fashion_mnist_study/fashion_mnist_study_figure.png from the Fashion-MNIST study's sweep directory.
 
-  python docs/results/fashion_mnist_figures.py runs/fashion_mnist_study
+  python docs/results/fashion_mnist_study/figures.py runs/fashion_mnist_study
 
 ROOT is the --root of `bin/sweep --table=fashion_mnist_study`; runs are read from
 ROOT/fashion_mnist_study/<cell>/seed_<s> as the sweep's tables read them.
@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 import tensorflow as tf
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import runner  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables as tables_lib  # pylint: disable=g-import-not-at-top
@@ -83,7 +83,7 @@ def main(root):
   right.grid(alpha=0.3)
   right.legend()
   figure.tight_layout()
-  out = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fashion_mnist.png')
+  out = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fashion_mnist_study_figure.png')
   figure.savefig(out, dpi=110)
   print(out)
   for result in rows:
