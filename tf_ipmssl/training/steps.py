@@ -31,7 +31,7 @@ class TrainingSteps:
                critic_iterations, noise_dim, seed, reference_pairwise_f=False,
                weight_decay_phi_s=1e-6, weight_decay_v=1e-3, jit_compile=False,
                loss_scaling=False, averaged_critic=None, average_decay=None,
-               ipm_rampup_updates=None):
+               ipm_rampup_updates=None, generator_loss='ipm'):
     if global_batch_size % strategy.num_replicas_in_sync:
       raise errors.ConfigError(
           f'the batch size {global_batch_size} does not split evenly over '
@@ -61,6 +61,10 @@ class TrainingSteps:
                           if averaged_critic is not None else None)
     self.average_decay = average_decay
     self.ipm_rampup_updates = ipm_rampup_updates
+    if generator_loss not in generator_objective_lib.GENERATOR_LOSSES:
+      raise errors.ConfigError(f'train.generator_loss = {generator_loss!r} is not one of '
+                               f'{list(generator_objective_lib.GENERATOR_LOSSES)}')
+    self.generator_loss = generator_loss
     # XLA compiles the forward/backward computation of one replica. All-reduces (global
     # moments, synchronized batch norm) cannot sit in a nested tf.function under several
     # replicas, so XLA is used on one replica only; otherwise the pieces are traced inline.
@@ -110,17 +114,24 @@ class TrainingSteps:
     grads = self._with_decay(self.critic_optimizer, grads, variables, self.critic_decays)
     return grads, result.values, result.omegas
 
-  def _generator_gradients_impl(self, step, local_b):
+  def _generator_gradients_impl(self, step, local_b, x_real):
     z = random_streams.global_normal_slice(
         self.global_batch_size, self.noise_dim,
         random_streams.stream_seed(self.seed, random_streams.GENERATOR_NOISE, step), local_b)
     variables = self.generator.trainable_variables
     with tf.GradientTape() as tape:
       x_fake = tf.cast(self.generator(z, training=True), tf.float32)
-      loss = generator_objective_lib.generator_objective(
-          self.critic, x_fake, formulation=self.formulation,
-          global_batch_size=self.global_batch_size, training=True)
-      scaled = self._scaled(self.generator_optimizer, loss)
+      if self.generator_loss == 'feature_matching':
+        surrogate, loss = generator_objective_lib.feature_matching_objective(
+            self.critic, x_real, x_fake, global_batch_size=self.global_batch_size,
+            all_reduce_sum=global_moments.replica_all_reduce_sum)
+        # The logged value is the global L_G, summed back over replicas below.
+        loss = loss / self.strategy.num_replicas_in_sync
+      else:
+        surrogate = loss = generator_objective_lib.generator_objective(
+            self.critic, x_fake, formulation=self.formulation,
+            global_batch_size=self.global_batch_size, training=True)
+      scaled = self._scaled(self.generator_optimizer, surrogate)
     grads = tape.gradient(scaled, variables)
     return grads, loss
 
@@ -146,9 +157,9 @@ class TrainingSteps:
     values = dict(values, **{'grad_norm/critic': _global_norm(grads)})
     return values, omegas
 
-  def _generator_replica_step(self, step):
+  def _generator_replica_step(self, step, x_real):
     local_b = self.global_batch_size // self.strategy.num_replicas_in_sync
-    grads, loss = self._generator_gradients(step, local_b)
+    grads, loss = self._generator_gradients(step, local_b, x_real)
     self.generator_optimizer.apply_gradients(zip(grads, self.generator.trainable_variables))
     return {'generator_loss': global_moments.replica_all_reduce_sum(loss),
             'grad_norm/generator': _global_norm(grads)}
@@ -190,8 +201,9 @@ class TrainingSteps:
       values = self._first_replica(per_replica_values)
       values['grad_norm/critic'] = self.strategy.reduce(
           tf.distribute.ReduceOp.MEAN, per_replica_values['grad_norm/critic'], axis=None)
+    # Feature matching compares with the last critic iteration's real batch (no extra draw).
     generator_values = self.strategy.run(
-        self._generator_replica_step, args=(self.counters['step'].read_value(),))
+        self._generator_replica_step, args=(self.counters['step'].read_value(), x_real))
     values.update(self._first_replica(generator_values))
     self.counters['step'].assign_add(1)
     self._mark_nonfinite(values)

@@ -124,7 +124,8 @@ def train(model_dir,
           early_stopping_patience=None,
           early_stopping_min_steps=0,
           baseline=None,
-          ipm_rampup_updates=None):
+          ipm_rampup_updates=None,
+          generator_loss='ipm'):
   """Trains (or resumes) one run in model_dir; returns the metrics dict.
 
   Args:
@@ -155,6 +156,8 @@ def train(model_dir,
     early_stopping_patience: None (train all the steps), or stop once the validation
       error has not improved for this many steps (checked at evaluations; needs a validation
       split), but not before `early_stopping_min_steps`. `steps`/`epochs` is then the maximum.
+    generator_loss: 'ipm' (the paper: −E_Q f) or 'feature_matching' (an option:
+      ‖E_P Φ − E_Q Φ‖², generator_objective.feature_matching_objective).
     ipm_rampup_updates: None (the paper), or T: the IPM term of the critic's loss is
       weighted by exp(−5 (1 − t/T)²) over the first T critic updates (ipm_rampup.py).
     baseline: None, or (runs.csv of a bin/sweep results table, cell id): the final line
@@ -287,7 +290,7 @@ def train(model_dir,
       reference_pairwise_f=reference_pairwise_f, weight_decay_phi_s=weight_decay_phi_s,
       weight_decay_v=weight_decay_v, jit_compile=jit_compile, loss_scaling=loss_scaling,
       averaged_critic=averaged_critic, average_decay=critic_ema_decay,
-      ipm_rampup_updates=ipm_rampup_updates)
+      ipm_rampup_updates=ipm_rampup_updates, generator_loss=generator_loss)
 
   critic_iteration = int(state.counters['critic_iteration'].numpy())
   labeled = strategy.experimental_distribute_dataset(pipelines.training_stream(
