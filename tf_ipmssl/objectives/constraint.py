@@ -1,4 +1,6 @@
-"""The constraint interface shared by Fisher, Sobolev, WGAN-GP and weight clipping (SPEC §3).
+"""The constraint interface shared by Fisher, Sobolev, WGAN-GP and weight clipping.
+
+See docs/algorithm.md#constraints.
 
 A constraint acts on one critic component h ∈ {f, f+, f-}. Penalty constraints express
 their Ω through *moments*: means over the global batch of per-example quantities, returned

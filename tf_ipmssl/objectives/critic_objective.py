@@ -1,4 +1,4 @@
-"""The critic's objective (SPEC §3).
+"""The critic's objective (docs/algorithm.md#critic-objective).
 
 The critic maximises
 
@@ -13,7 +13,7 @@ computation as separate passes, done as larger matmuls. The rows whose input gra
 constraint needs form one stacked call (watched by the inner tape) and the other rows
 another, so that the double backward of Sobolev/GP runs over those rows only (measured
 20% / 45% faster Sobolev / GP iterations on CPU, docs/performance.md). With batch norm the
-batches go through separate passes (SPEC §3), so each gets its own statistics.
+batches go through separate passes, so each gets its own statistics.
 """
 import dataclasses
 from typing import Callable, Mapping, Optional, Sequence
@@ -74,12 +74,13 @@ def critic_objective(
     critic: callable x -> (v·Φ(x) [B], S(Φ(x)) [B, K]) with a `has_batch_norm` attribute.
     x_labeled, y_labeled, x_real, x_fake: this replica's batches (x_fake without gradient
       to the generator).
-    formulation: 'plain', 'kplus1' or 'kplus1_entropy' (SPEC §2).
+    formulation: 'plain', 'kplus1' or 'kplus1_entropy' (docs/algorithm.md#formulations).
     constraints: Fisher / Sobolev / GradientPenalty / WeightClipping instances.
     multipliers: λ per multiplier constraint, keyed by constraint name.
     lambda_ce: weight of the labeled cross-entropy.
     global_batch_size: B of each of the three batches over all replicas.
-    reference_pairwise_f: reproduce the released code's [B, B] broadcast f (SPEC §3): Fisher
+    reference_pairwise_f: reproduce the released code's [B, B] broadcast f
+      (docs/algorithm.md#pairwise-f): Fisher
       on f becomes the all-pairs mean, input gradients of f are scaled by B. Only the K+1
       formulations broadcast (there f = f+ − f-); 'plain' f is per-sample either way.
     alpha_seed: stateless seed [2] for the GP interpolation weights.

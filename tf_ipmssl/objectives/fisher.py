@@ -1,4 +1,7 @@
-"""Fisher IPM constraint (SPEC §3): Ω_F = ½ E_P[h²] + ½ E_Q[h²] − 1, augmented Lagrangian."""
+"""Fisher IPM constraint: Ω_F = ½ E_P[h²] + ½ E_Q[h²] − 1, augmented Lagrangian.
+
+See docs/algorithm.md#fisher.
+"""
 import dataclasses
 
 import gin
@@ -21,7 +24,7 @@ def pairwise_second_moment_parts(f_pos, f_neg, global_batch_size):
   """Moments for the mean over all pairs (i, j) of (f+(x_j) − f-(x_i))².
 
   That mean is E[f+²] + E[f-²] − 2 E[f+] E[f-]: the released reference code's broadcast f
-  (SPEC §3, "A slip in the released reference code"). Returned as local contributions.
+  (docs/algorithm.md#pairwise-f). Returned as local contributions.
   """
   b = global_batch_size
   return {'pos2': tf.reduce_sum(tf.square(f_pos)) / b, 'neg2': tf.reduce_sum(tf.square(f_neg)) / b,

@@ -1,4 +1,7 @@
-"""WGAN-GP (SPEC §3): Ω_GP = E_x̃[(‖∇_x h(x̃)‖ − 1)²], x̃ = x_p + α (x_q − x_p), weight λ_GP."""
+"""WGAN-GP: Ω_GP = E_x̃[(‖∇_x h(x̃)‖ − 1)²], x̃ = x_p + α (x_q − x_p), weight λ_GP.
+
+See docs/algorithm.md#wgan-gp.
+"""
 import dataclasses
 
 import gin

@@ -1,7 +1,8 @@
-"""Sobolev IPM constraint (SPEC §3): Ω_S = ½ E_P[‖∇_x h‖²] + ½ E_Q[‖∇_x h‖²] − 1.
+"""Sobolev IPM constraint: Ω_S = ½ E_P[‖∇_x h‖²] + ½ E_Q[‖∇_x h‖²] − 1.
 
 ‖·‖² sums over all pixels and channels of one image; the gradients are taken at the real
-and at the generated points (μ = (P+Q)/2) with create-graph semantics (nested tape).
+and at the generated points (μ = (P+Q)/2) with create-graph semantics (nested tape). See
+docs/algorithm.md#sobolev.
 """
 import dataclasses
 

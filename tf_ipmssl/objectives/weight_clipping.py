@@ -1,4 +1,7 @@
-"""WGAN weight clipping (SPEC §3): after every critic update, clip every weight to [−c, c]."""
+"""WGAN weight clipping: after every critic update, clip every weight to [−c, c].
+
+See docs/algorithm.md#weight-clipping-wgan.
+"""
 import dataclasses
 
 import gin

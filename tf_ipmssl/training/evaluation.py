@@ -1,4 +1,7 @@
-"""Classification error of the critic's classifier argmax_y S(Φ(x)) (SPEC §2, §6)."""
+"""Classification error of the critic's classifier argmax_y S(Φ(x)).
+
+See docs/algorithm.md#data-and-model-selection.
+"""
 import numpy as np
 import tensorflow as tf
 

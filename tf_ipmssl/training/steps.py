@@ -1,4 +1,6 @@
-"""The compiled training iterations (SPEC §3), run under a tf.distribute strategy.
+"""The compiled training iterations, run under a tf.distribute strategy.
+
+See docs/algorithm.md#training-loop.
 
 One SSL iteration = n_c critic iterations (each with fresh labeled, unlabeled and noise
 batches; optimizer step; multiplier update λ ← λ + ρ·Ω with the Ω of that step; weight
