@@ -5,7 +5,7 @@ See docs/algorithm.md#constraints.
 A constraint acts on one critic component h ∈ {f, f+, f-}. Penalty constraints express
 their Ω through *moments*: means over the global batch of per-example quantities, returned
 as replica-local contributions (local sum / global batch size) so that the trainer can
-all-reduce them before Ω is formed (see `moments.py`).
+all-reduce them before Ω is formed (see `global_moments.py`).
 """
 import dataclasses
 from typing import Optional
@@ -47,7 +47,7 @@ def validate_constraints(formulation: str, constraints) -> tuple:
   if not constraints:
     raise errors.ConfigError(
         'the critic has no constraint: an unconstrained IPM critic is unbounded. Bind e.g. '
-        "`critic_objective.constraints = [@Fisher()]` (see gin/README.md)")
+        "`train.constraints = [@Fisher()]` (see gin/README.md)")
   allowed = formulations.available_components(formulation)
   names = set()
   for constraint in constraints:

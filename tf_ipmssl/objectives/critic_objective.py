@@ -11,9 +11,9 @@ Without batch norm the critic sees the labeled, real, generated (and GP interpol
 stacked: each example's output depends on that example only, so this is the same
 computation as separate passes, done as larger matmuls. The rows whose input gradient a
 constraint needs form one stacked call (watched by the inner tape) and the other rows
-another, so that the double backward of Sobolev/GP runs over those rows only (measured
-20% / 45% faster Sobolev / GP iterations on CPU, docs/performance.md). With batch norm the
-batches go through separate passes, so each gets its own statistics.
+another, so that the double backward of Sobolev/GP runs over those rows only (the speed-up
+is measured in docs/performance.md, "What each option gained"). With batch norm the batches
+go through separate passes, so each gets its own statistics.
 """
 import dataclasses
 from typing import Callable, Mapping, Optional, Sequence
