@@ -1,9 +1,9 @@
 """Every result cell of the paper as plain data: its gin config and the paper's number.
 
-A *cell* is one number of one of the paper's result tables (SPEC §7): Table 1 (critic
-formulations), Table 2 (constraint placements), Table 3 (critic normalization), the
-Appendix A table (CIFAR-10 error vs number of labels) and the Appendix C table (purely
-supervised baselines). Each cell has
+A *cell* is one number of one of the paper's result tables: Table 1 (critic formulations),
+Table 2 (constraint placements), Table 3 (critic normalization), the Appendix A table
+(Table 4: CIFAR-10 error vs number of labels) and the Appendix C table (purely supervised
+baselines). Each cell has
 
 - an id `<table>/<dataset>_<row>[_<column>]`, e.g. `table1/cifar10_fisher_kplus1`;
 - a gin file `gin/<id>.gin` that trains it (see gin/README.md for the naming scheme);

@@ -1,6 +1,6 @@
 """The configurations bin/benchmark measures (issue 7), and the variants it crosses them with.
 
-Training configs use the paper's settings (SPEC §5): K+1 formulation, batch 64, Adam, and
+Training configs use the paper's settings (Appendix B): K+1 formulation, batch 64, Adam, and
 their own n_c. Learning rates do not change the speed; they are kept for fidelity. This
 module does not import TensorFlow, so that bin/benchmark rejects a bad flag at once.
 """
@@ -24,10 +24,10 @@ class BenchmarkConfig:
     name: the --configs name.
     kind: SSL, SUPERVISED, EVAL, EXPORT or PIPELINE.
     description: the paper's name for it.
-    normalization: critic normalization (SPEC §4).
+    normalization: critic normalization (docs/algorithm.md#critic-normalization).
     constraint_specs: (kind, component) of each SSL constraint, kind in 'fisher', 'sobolev',
       'gp'; built with the library's defaults (ρ, λ_GP) by `constraints`.
-    critic_iterations: the config's own n_c (SPEC §5).
+    critic_iterations: the config's own n_c (Appendix B).
     learning_rate: Adam learning rate of critic and generator.
   """
   name: str
@@ -40,7 +40,7 @@ class BenchmarkConfig:
 
   @property
   def constraints(self):
-    """The Constraint objects of the objective (SPEC §3)."""
+    """The Constraint objects of the objective (docs/algorithm.md#constraints)."""
     # pylint: disable=g-import-not-at-top  (TensorFlow loads only when a config is built)
     from tf_ipmssl.objectives import fisher
     from tf_ipmssl.objectives import gradient_penalty

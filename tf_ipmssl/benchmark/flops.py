@@ -22,7 +22,8 @@ network's input; it needs no input gradient when that input is data or noise):
                                                  w.r.t. its kernel and w.r.t. its incoming
                                                  gradient: two ops of cost F_l
 
-An SSL critic step (batch B; Sobolev and GP need ∇_x h, SPEC §3) therefore counts
+An SSL critic step (batch B; Sobolev and GP need ∇_x h, docs/algorithm.md#constraints)
+therefore counts
 
   B·G                                        generate x_q (generator forward, G its count)
   R·(F + 2F − F_1)                            forward + backward on R = 3B rows (4B with GP)

@@ -1,4 +1,7 @@
-"""Data layer: datasets, label splits and tf.data pipelines (SPEC.md section 6)."""
+"""Data layer: datasets, label splits and tf.data pipelines.
+
+See docs/algorithm.md#data-and-model-selection.
+"""
 from tf_ipmssl.data.datasets import DATASETS
 from tf_ipmssl.data.datasets import ImageDataset
 from tf_ipmssl.data.datasets import load_dataset

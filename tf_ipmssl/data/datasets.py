@@ -1,4 +1,4 @@
-"""The image datasets of SPEC.md section 6, loaded whole into memory as numpy arrays.
+"""The image datasets (docs/algorithm.md#data-and-model-selection), loaded whole into memory.
 
 `load_dataset` finds a dataset wherever it already is, in this order:
 

@@ -1,7 +1,7 @@
 """Readers of the original distribution files of CIFAR-10, SVHN and Fashion-MNIST.
 
-These are the files the dataset authors publish (SPEC.md section 6), read as they are
-downloaded, so that no conversion step or network access is needed:
+These are the files the dataset authors publish (docs/algorithm.md#data-and-model-selection),
+read as they are downloaded, so that no conversion step or network access is needed:
 
 - CIFAR-10: the python pickles `data_batch_1`..`data_batch_5` and `test_batch`, in the
   `cifar-10-batches-py/` directory or inside `cifar-10-python.tar.gz` (read without
@@ -214,7 +214,7 @@ def read_svhn_mat(path: str) -> Tuple[np.ndarray, np.ndarray]:
     raise _corrupt(path, f'{x.shape[3]} images but {len(y)} labels')
   if not np.all(np.equal(np.mod(y, 1), 0)):
     raise _corrupt(path, 'labels are not integers')
-  # Label 10 is digit 0 in the original files (SPEC.md section 6).
+  # Label 10 is digit 0 in the original files (SVHN's format).
   labels = _check_labels(path, y.astype(np.int64), 11) % 10
   return np.ascontiguousarray(x.transpose(3, 0, 1, 2)), labels
 

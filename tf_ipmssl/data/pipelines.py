@@ -31,9 +31,9 @@ def to_model_input(images) -> tf.Tensor:
   """Maps uint8 images [B, H, W, C] to the critic's input: float32 [B, 32, 32, C].
 
   Pixels are scaled to [-1, 1] as x / 127.5 - 1; images smaller than 32x32 (Fashion-MNIST's
-  28x28) are centred and padded with -1, i.e. the value of a black pixel (SPEC.md
-  sections 1 and 6). 32x32 images pass through. Works inside tf.function, including the
-  exported serving function; H and W must be known statically.
+  28x28) are centred and padded with -1, i.e. the value of a black pixel
+  (docs/algorithm.md#networks). 32x32 images pass through. Works inside tf.function,
+  including the exported serving function; H and W must be known statically.
 
   Args:
     images: uint8 [B, H, W, C] with H, W <= 32 and 32 - H, 32 - W even.

@@ -1,4 +1,6 @@
-"""Labeled / validation / unlabeled splits of a training set (SPEC.md section 6).
+"""Labeled / validation / unlabeled splits of a training set.
+
+See docs/algorithm.md#data-and-model-selection.
 
 - validation: `validation_size` examples drawn at random from train, held out of
   everything else (model selection, hyperparameters).

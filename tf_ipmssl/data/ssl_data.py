@@ -1,8 +1,8 @@
 """The data of one SSL run: a dataset cut into labeled, unlabeled, validation and test.
 
 `build_ssl_data` is the gin-configurable boundary between the data layer and the
-trainer (SPEC.md section 6): it loads a dataset (`datasets.load_dataset`), optionally
-shrinks it for smoke runs, and applies the label split (`splits.make_splits`).
+trainer (docs/algorithm.md#data-and-model-selection): it loads a dataset
+(`datasets.load_dataset`), optionally shrinks it for smoke runs, and applies the label split (`splits.make_splits`).
 """
 import dataclasses
 from typing import Optional, Tuple

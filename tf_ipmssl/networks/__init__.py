@@ -1,4 +1,4 @@
-"""Critic, generator and critic normalizations (SPEC §1, §4)."""
+"""Critic, generator and critic normalizations (docs/algorithm.md#networks)."""
 from tf_ipmssl.networks.critic import Critic
 from tf_ipmssl.networks.critic import ReplicaAwareDropout
 from tf_ipmssl.networks.critic import build_critic

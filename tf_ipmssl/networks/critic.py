@@ -1,9 +1,12 @@
-"""The critic of SPEC §1: a Salimans-style 32x32 CNN body Φ with heads v (fake) and S (classes).
+"""The critic: a Salimans-style 32x32 CNN body Φ with heads v (fake) and S (classes).
+
+See docs/algorithm.md#critic.
 
   fake_logit = v · Φ(x)          (Dense(1), no bias)
   class_logits = S(Φ(x)) = W_S Φ(x) + b_S   (Dense(K), with bias)
 
-Φ, layer by layer (width multiplier w scales 96 / 192 / 384; Norm is SPEC §4's choice):
+Φ, layer by layer (width multiplier w scales 96 / 192 / 384; Norm is the critic
+normalization, docs/algorithm.md#critic-normalization):
 
    0  Dropout(0.2)                                            32x32xC
    1  Conv 3x3 s1 'same' 96, bias, LReLU(0.2)  (never normed) 32x32x96
@@ -99,12 +102,13 @@ class ReplicaAwareDropout(keras.layers.Dropout):
 
 
 class Critic(keras.Model):
-  """Critic body Φ with heads v and S (SPEC §1); see the module docstring for the layers.
+  """Critic body Φ with heads v and S; see the module docstring for the layers.
 
   call(x) returns (v·Φ(x) of shape [B], S(Φ(x)) of shape [B, K]), both float32 whatever the
-  dtype policy. Weight-decay groups (SPEC §5): `v_variables` (1e-3) and `phi_and_s_variables`
-  (1e-6). The dropout RNG states are exposed as `dropout_rng`, a tf.Module, so that
-  tf.train.Checkpoint(model=critic) saves and restores them (Keras 3 does not track them).
+  dtype policy. Weight-decay groups (docs/algorithm.md#optimizer-and-weight-decay):
+  `v_variables` (1e-3) and `phi_and_s_variables` (1e-6). The dropout RNG states are exposed
+  as `dropout_rng`, a tf.Module, so that tf.train.Checkpoint(model=critic) saves and restores
+  them (Keras 3 does not track them).
   """
 
   def __init__(self, body, v_head, s_head, normalization, **kwargs):
@@ -159,12 +163,13 @@ class Critic(keras.Model):
 def build_critic(num_classes, input_channels, normalization='none', width=1.0,
                  input_dropout=0.2, dropout=0.5, leaky_relu_slope=0.2, init_stddev=0.02,
                  image_size=32, bias_init='pytorch_uniform', seed=None):
-  """Builds the SPEC §1 critic; variables exist on return (call it inside a strategy scope).
+  """Builds the critic; variables exist on return (call it inside a strategy scope).
 
   Args:
     num_classes: K, the width of the class head S.
     input_channels: C of the [B, image_size, image_size, C] input in [-1, 1].
-    normalization: one of normalization.NORMALIZATIONS (SPEC §4), after convs 2-9.
+    normalization: one of normalization.NORMALIZATIONS, after convs 2-9
+      (docs/algorithm.md#critic-normalization).
     width: multiplier on the 96 / 192 / 384 filters (1.0 in the paper).
     input_dropout: dropout rate on the input (layer 0).
     dropout: dropout rate after layers 3, 6, 7, 8 and 9.

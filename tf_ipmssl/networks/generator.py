@@ -1,4 +1,4 @@
-"""The generator of SPEC §1: DCGAN with two extra 3x3 layers, always batch norm.
+"""The generator (docs/algorithm.md#generator): DCGAN with two extra 3x3 layers, always batch norm.
 
   z [B, 100] → ConvT 4x4 'valid' 4·ngf → BN, ReLU            4x4x256
              → ConvT 4x4 s2 'same' 2·ngf → BN, ReLU           8x8x128
@@ -36,7 +36,7 @@ class Generator(keras.Model):
 
 @gin.configurable
 def build_generator(output_channels, noise_dim=100, ngf=64, init_stddev=0.02, seed=None):
-  """Builds the SPEC §1 generator; variables exist on return.
+  """Builds the generator of docs/algorithm.md#generator; variables exist on return.
 
   Args:
     output_channels: C of the generated [B, 32, 32, C] images.

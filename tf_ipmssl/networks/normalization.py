@@ -1,4 +1,5 @@
-"""Critic normalization layers (SPEC §4; paper section "How to normalize the critic").
+"""Critic normalization layers (docs/algorithm.md#critic-normalization;
+paper §2.3, "How to normalize the critic").
 
 For NHWC activations a ∈ R^{N×H×W×C} every layer here computes
 
@@ -48,7 +49,7 @@ NORMALIZATIONS = (
 class ConfigurableLayerNorm(keras.layers.Layer):
   """Layer norm for NHWC activations with a choice of statistics and parameter shapes.
 
-  y = g · (a − μ) / sqrt(σ² + ε) + b  (SPEC §4), per example, where
+  y = g · (a − μ) / sqrt(σ² + ε) + b  (paper §2.3), per example, where
 
   * stats='singleton': μ, σ² ∈ R^{1×1×1}, mean and biased variance over (H, W, C);
     stats='per_channel': μ, σ² ∈ R^{1×1×C}, over (H, W) for each channel.
@@ -56,11 +57,12 @@ class ConfigurableLayerNorm(keras.layers.Layer):
     params='per_pixel': g, b ∈ R^{H×W}, broadcast over C (needs static H and W).
 
   g starts at 1 and b at 0 (as torch.nn.LayerNorm and the authors' LayerNorm module; the
-  N(1, 0.02) init of SPEC §1 is for BN gamma only). Statistics and the affine map are computed
-  in float32 whatever the dtype policy; the result is cast back to the layer's compute dtype.
+  N(1, 0.02) init of docs/algorithm.md#critic is for BN gamma only). Statistics and the
+  affine map are computed in float32 whatever the dtype policy; the result is cast back to
+  the layer's compute dtype.
 
   The authors' release had a second implementation of singleton / per-channel ("layernormI")
-  that used the unbiased variance; we follow the SPEC and the paper's formula (biased). With
+  that used the unbiased variance; we follow the paper's formula (biased). With
   at least H·W·C = 6144 values per example the two differ by a factor under 1 + 2e-4.
   """
 
@@ -146,7 +148,8 @@ def make_batch_norm(seed=None, name=None):
   """BatchNormalization as in the reference (PyTorch BatchNorm2d defaults, DCGAN init).
 
   y = γ (a − μ_B) / sqrt(σ²_B + ε) + β with batch statistics over (N, H, W) in training,
-  moving averages m ← 0.9 m + 0.1 s in inference; ε = 1e-5, γ ~ N(1, 0.02), β = 0 (SPEC §1).
+  moving averages m ← 0.9 m + 0.1 s in inference; ε = 1e-5, γ ~ N(1, 0.02),
+  β = 0 (docs/algorithm.md#critic).
   One difference from PyTorch remains: Keras updates the moving variance with the biased batch
   variance, PyTorch with the unbiased one (factor n/(n−1), n = N·H·W ≥ 64·16).
 
@@ -166,7 +169,7 @@ def make_batch_norm(seed=None, name=None):
 
 
 def make_normalization(name, seed=None, layer_name=None):
-  """The critic normalization layer called `name` (one of NORMALIZATIONS; SPEC §4).
+  """The critic normalization layer called `name`, one of NORMALIZATIONS.
 
   Args:
     name: one of NORMALIZATIONS.

@@ -1,26 +1,68 @@
-"""The constraint interface shared by Fisher, Sobolev, WGAN-GP and weight clipping (SPEC §3).
+"""The constraint interface and registry shared by Fisher, Sobolev, WGAN-GP and weight clipping.
 
-A constraint acts on one critic component h ∈ {f, f+, f-}. Penalty constraints express
-their Ω through *moments*: means over the global batch of per-example quantities, returned
-as replica-local contributions (local sum / global batch size) so that the trainer can
-all-reduce them before Ω is formed (see `moments.py`).
+See docs/algorithm.md#constraints. A constraint acts on one critic component h ∈ {f, f+, f-}
+and carries its whole behaviour, so that the critic objective and the training steps never
+name a constraint kind:
+
+- `local_moments(inputs)`: this replica's contributions (local sum / global batch size) to
+  the means over the global batch that its Ω needs, keyed by names that start with
+  `self.name`. The objective sums them over replicas before Ω is formed (global_moments.py).
+- `omega(moments)`: Ω from those global moments; None for a constraint without one.
+- `penalty(omega, multiplier)`: its term in −L_D (λΩ + ρ/2·Ω² for a multiplier constraint).
+- `after_update(critic)`: runs after every critic update (weight clipping).
+- `needs_gradients_at_data` / `needs_gradients_at_interpolates`: which input gradients ∇_x h
+  the objective computes for it (`ConstraintInputs.input_gradients`).
+
+The maths stays in the pure module-level functions of each constraint's module; the methods
+only call them. A new constraint is one module: a subclass of `Constraint` decorated with
+`@register`, which makes it gin-configurable under its class name
+(`train.constraints = [@MyConstraint()]`) and lists it in the error messages.
 """
 import dataclasses
-from typing import Optional
+from typing import Mapping, Optional
+
+import gin
+import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl.objectives import formulations
 
+# The batches of one critic iteration that constraints see.
+REAL, FAKE, INTERPOLATES = 'real', 'fake', 'interp'
+
+# Registered constraint classes by name, in registration order.
+_REGISTRY = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstraintInputs:
+  """What a constraint's local moments are made of (this replica's slice of the batch).
+
+  Attributes:
+    outputs: {REAL: CriticOutputs, FAKE: CriticOutputs}, per-example f, f+, f- of [B_local].
+    input_gradients: {row: ∇_x h} for this constraint's component h, at the rows it asked for
+      (REAL and FAKE, and/or INTERPOLATES); empty when it asked for none.
+    global_batch_size: B over all replicas, a scalar of the critic's dtype.
+    pairwise_f: whether f is the released code's [B, B] broadcast (docs/algorithm.md#pairwise-f).
+  """
+  outputs: Mapping[str, formulations.CriticOutputs]
+  input_gradients: Mapping[str, tf.Tensor]
+  global_batch_size: tf.Tensor
+  pairwise_f: bool = False
+
 
 @dataclasses.dataclass(frozen=True)
 class Constraint:
-  """Base class. `component` is canonicalised; `name` identifies the constraint in logs."""
+  """Base class. `component` is canonicalised; `name` identifies the constraint in logs,
+  multipliers and checkpoints. Subclasses set `kind` and override what they need."""
   component: str = 'f'
 
   kind = 'constraint'
   # Constraint needs ∇_x h at real and generated points (Sobolev) or at interpolates (GP).
   needs_gradients_at_data = False
   needs_gradients_at_interpolates = False
+  # How interpolation weights α are drawn for constraints at interpolates (one per example).
+  per_example_alpha = True
 
   def __post_init__(self):
     object.__setattr__(self, 'component', formulations.canonical_component(self.component))
@@ -38,6 +80,49 @@ class Constraint:
   def has_multiplier(self) -> bool:
     return self.rho is not None
 
+  def gradient_rows(self) -> set:
+    """The batches at which the objective must compute ∇_x of this constraint's component."""
+    rows = set()
+    if self.needs_gradients_at_data:
+      rows |= {REAL, FAKE}
+    if self.needs_gradients_at_interpolates:
+      rows.add(INTERPOLATES)
+    return rows
+
+  def local_moments(self, inputs: ConstraintInputs) -> dict:
+    """This replica's contributions to the global means Ω needs, keyed `self.name`/..."""
+    del inputs
+    return {}
+
+  def omega(self, moments: Mapping[str, tf.Tensor]) -> Optional[tf.Tensor]:
+    """Ω from the global moments (all replicas summed); None when the constraint has none."""
+    del moments
+    return None
+
+  def penalty(self, omega: tf.Tensor, multiplier: Optional[tf.Tensor]) -> Optional[tf.Tensor]:
+    """The term added to −L_D: λΩ + ρ/2·Ω² with the multiplier λ, or None."""
+    if not self.has_multiplier:
+      return None
+    return multiplier * omega + 0.5 * self.rho * tf.square(omega)
+
+  def after_update(self, critic) -> None:
+    """Runs after every critic update (cross-replica context); nothing by default."""
+    del critic
+
+
+def register(cls):
+  """Class decorator: a gin-configurable constraint under its class name, listed as choice."""
+  if not (isinstance(cls, type) and issubclass(cls, Constraint)):
+    raise TypeError(f'{cls!r} is not a subclass of Constraint')
+  configurable = gin.configurable(cls)
+  _REGISTRY[cls.__name__] = configurable
+  return configurable
+
+
+def registered_names() -> tuple:
+  """Names of the registered constraints (those of imported modules), in registration order."""
+  return tuple(_REGISTRY)
+
 
 def validate_constraints(formulation: str, constraints) -> tuple:
   """Rejects constraint sets that make no sense, with a message that names the fix."""
@@ -45,14 +130,13 @@ def validate_constraints(formulation: str, constraints) -> tuple:
   if not constraints:
     raise errors.ConfigError(
         'the critic has no constraint: an unconstrained IPM critic is unbounded. Bind e.g. '
-        "`critic_objective.constraints = [@Fisher()]` (see gin/README.md)")
+        "`train.constraints = [@Fisher()]` (see gin/README.md)")
   allowed = formulations.available_components(formulation)
   names = set()
   for constraint in constraints:
     if not isinstance(constraint, Constraint):
-      raise errors.ConfigError(
-          f'{constraint!r} is not a constraint; use @Fisher(), @Sobolev(), '
-          '@GradientPenalty() or @WeightClipping()')
+      choices = ', '.join(f'@{name}()' for name in registered_names())
+      raise errors.ConfigError(f'{constraint!r} is not a constraint; use one of {choices}')
     if constraint.component not in allowed:
       raise errors.ConfigError(
           f"constraint {constraint.kind} acts on '{constraint.component}', which the "

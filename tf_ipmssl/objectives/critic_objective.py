@@ -1,4 +1,4 @@
-"""The critic's objective (SPEC §3).
+"""The critic's objective (docs/algorithm.md#critic-objective).
 
 The critic maximises
 
@@ -11,9 +11,9 @@ Without batch norm the critic sees the labeled, real, generated (and GP interpol
 stacked: each example's output depends on that example only, so this is the same
 computation as separate passes, done as larger matmuls. The rows whose input gradient a
 constraint needs form one stacked call (watched by the inner tape) and the other rows
-another, so that the double backward of Sobolev/GP runs over those rows only (measured
-20% / 45% faster Sobolev / GP iterations on CPU, docs/performance.md). With batch norm the
-batches go through separate passes (SPEC §3), so each gets its own statistics.
+another, so that the double backward of Sobolev/GP runs over those rows only (the speed-up
+is measured in docs/performance.md, "What each option gained"). With batch norm the batches
+go through separate passes, so each gets its own statistics.
 """
 import dataclasses
 from typing import Callable, Mapping, Optional, Sequence
@@ -22,23 +22,12 @@ import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl.objectives import constraint as constraint_lib
-from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.objectives import global_moments
 from tf_ipmssl.objectives import gradient_penalty
-from tf_ipmssl.objectives import sobolev
 
-_LABELED, _REAL, _FAKE, _INTERP = 'labeled', 'real', 'fake', 'interp'
-
-
-def _gradient_rows(constraint):
-  """The batches at which a constraint needs ∇_x of its component."""
-  rows = set()
-  if constraint.needs_gradients_at_data:
-    rows |= {_REAL, _FAKE}
-  if constraint.needs_gradients_at_interpolates:
-    rows.add(_INTERP)
-  return rows
+_LABELED = 'labeled'
+_REAL, _FAKE, _INTERP = constraint_lib.REAL, constraint_lib.FAKE, constraint_lib.INTERPOLATES
 
 
 @dataclasses.dataclass
@@ -74,12 +63,14 @@ def critic_objective(
     critic: callable x -> (v·Φ(x) [B], S(Φ(x)) [B, K]) with a `has_batch_norm` attribute.
     x_labeled, y_labeled, x_real, x_fake: this replica's batches (x_fake without gradient
       to the generator).
-    formulation: 'plain', 'kplus1' or 'kplus1_entropy' (SPEC §2).
-    constraints: Fisher / Sobolev / GradientPenalty / WeightClipping instances.
+    formulation: 'plain', 'kplus1' or 'kplus1_entropy' (docs/algorithm.md#formulations).
+    constraints: Constraint instances (Fisher, Sobolev, GradientPenalty, WeightClipping, …);
+      each supplies its own moments, Ω and loss term (constraint.py).
     multipliers: λ per multiplier constraint, keyed by constraint name.
     lambda_ce: weight of the labeled cross-entropy.
     global_batch_size: B of each of the three batches over all replicas.
-    reference_pairwise_f: reproduce the released code's [B, B] broadcast f (SPEC §3): Fisher
+    reference_pairwise_f: reproduce the released code's [B, B] broadcast f
+      (docs/algorithm.md#pairwise-f): Fisher
       on f becomes the all-pairs mean, input gradients of f are scaled by B. Only the K+1
       formulations broadcast (there f = f+ − f-); 'plain' f is per-sample either way.
     alpha_seed: stateless seed [2] for the GP interpolation weights.
@@ -114,7 +105,7 @@ def critic_objective(
     if batched:
       # Two stacked calls: the rows whose input gradient a constraint needs (watched), and
       # the rest. The double backward of Sobolev/GP then runs over those rows only.
-      grad_rows = set().union(*[_gradient_rows(c) for c in constraints])
+      grad_rows = set().union(*[c.gradient_rows() for c in constraints])
       grad_group = [n for n in inputs if n in grad_rows]
       raw = {}
       for group in ([n for n in inputs if n not in grad_rows], grad_group):
@@ -135,7 +126,7 @@ def critic_objective(
                for n, (fake_logit, class_logits) in raw.items()}
     targets = {}
     for component in grad_components:
-      rows = set().union(*[_gradient_rows(c) for c in constraints if c.component == component])
+      rows = set().union(*[c.gradient_rows() for c in constraints if c.component == component])
       targets[component] = (sorted(rows), tf.add_n(
           [tf.reduce_sum(outputs[r].component(component)) for r in sorted(rows)]))
 
@@ -168,21 +159,10 @@ def critic_objective(
       tf.cast(y_labeled, tf.int32)), dtype)) / b
 
   for c in constraints:
-    if c.kind == 'fisher':
-      pairwise = pairwise_f and c.component == 'f'
-      for side in (_REAL, _FAKE):
-        if pairwise:
-          parts = fisher.pairwise_second_moment_parts(outputs[side].f_pos, outputs[side].f_neg, b)
-          m.update({f'{c.name}/{side}/{k}': v for k, v in parts.items()})
-        else:
-          m[f'{c.name}/{side}'] = fisher.second_moment(outputs[side].component(c.component), b)
-    elif c.kind == 'sobolev':
-      for side in (_REAL, _FAKE):
-        m[f'{c.name}/{side}'] = tf.reduce_sum(
-            sobolev.squared_gradient_norms(input_grads[c.component][side])) / b
-    elif c.kind == 'gp':
-      m[c.name] = tf.reduce_sum(gradient_penalty.gradient_penalty_terms(
-          input_grads[c.component][_INTERP])) / b
+    m.update(c.local_moments(constraint_lib.ConstraintInputs(
+        outputs={_REAL: outputs[_REAL], _FAKE: outputs[_FAKE]},
+        input_gradients=input_grads.get(c.component, {}), global_batch_size=b,
+        pairwise_f=pairwise_f)))
 
   lambdas = {name: tf.stop_gradient(
       tf.cast(tf.convert_to_tensor(v, dtype_hint=dtype), dtype))
@@ -195,27 +175,19 @@ def critic_objective(
     values = {'ipm': ipm, 'ce': gm['ce'], 'labeled_accuracy': gm['labeled_accuracy']}
     omegas = {}
     for c in constraints:
-      if c.kind == 'fisher':
-        if pairwise_f and c.component == 'f':
-          sq = [fisher.pairwise_second_moment(
-              {k: gm[f'{c.name}/{side}/{k}'] for k in ('pos2', 'neg2', 'pos', 'neg')})
-                for side in (_REAL, _FAKE)]
-        else:
-          sq = [gm[f'{c.name}/{side}'] for side in (_REAL, _FAKE)]
-        omega = fisher.fisher_omega(*sq)
-      elif c.kind == 'sobolev':
-        omega = sobolev.sobolev_omega(gm[f'{c.name}/{_REAL}'], gm[f'{c.name}/{_FAKE}'])
-      elif c.kind == 'gp':
-        omega = gm[c.name]
-        loss += c.weight * omega
-      else:  # weight clipping acts after the update, not in the loss.
+      omega = c.omega(gm)
+      if omega is None:  # e.g. weight clipping, which acts after the update.
         continue
-      values[f'omega/{c.name}'] = omega
+      multiplier = None
       if c.has_multiplier:
         if c.name not in lambdas:
           raise KeyError(f'no multiplier for constraint {c.name}')
-        loss += lambdas[c.name] * omega + 0.5 * c.rho * tf.square(omega)
+        multiplier = lambdas[c.name]
         omegas[c.name] = omega
+      term = c.penalty(omega, multiplier)
+      if term is not None:
+        loss += term
+      values[f'omega/{c.name}'] = omega
     values['critic_loss'] = loss
     return loss, (values, omegas)
 

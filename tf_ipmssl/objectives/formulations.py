@@ -1,4 +1,6 @@
-"""Critic formulations: how f, f+ and f- are formed from the two heads (SPEC §2).
+"""Critic formulations: how f, f+ and f- are formed from the two heads.
+
+See docs/algorithm.md#formulations.
 
 With s = S(Φ(x)) ∈ R^K, p = softmax(s) and the fake direction v·Φ(x):
 
@@ -54,7 +56,7 @@ def available_components(formulation: str) -> tuple[str, ...]:
 
 def critic_outputs(fake_logit: tf.Tensor, class_logits: tf.Tensor,
                    formulation: str) -> CriticOutputs:
-  """Forms (f, f+, f-) from v·Φ(x) [B] and S(Φ(x)) [B, K] (SPEC §2)."""
+  """Forms (f, f+, f-) from v·Φ(x) [B] and S(Φ(x)) [B, K] (paper §1, §2.1)."""
   check_formulation(formulation)
   if formulation == 'plain':
     return CriticOutputs(f=fake_logit, f_pos=None, f_neg=None)

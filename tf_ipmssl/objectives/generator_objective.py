@@ -1,4 +1,4 @@
-"""The generator's objective (SPEC §3): minimise L_G = −E_z[f(g(z))].
+"""The generator's objective: minimise L_G = −E_z[f(g(z))] (docs/algorithm.md#generator-objective).
 
 f is the full critic of the chosen formulation (plain: v·Φ), evaluated with the critic in
 training mode (dropout on) and its weights frozen (the caller differentiates only the

@@ -1,10 +1,11 @@
 """Objectives that are non-linear functions of means over the global batch.
 
 The critic objective contains terms such as ρ/2·Ω² with Ω = ½E_P[h²] + ½E_Q[h²] − 1, where
-the expectations run over the *global* batch (SPEC §3; with several replicas each replica
-holds a slice). Each replica therefore computes its *local contribution* m_r to every moment
-(local sum / global batch size), the contributions are summed across replicas (m = Σ_r m_r)
-and the objective L(m) is evaluated on the global moments.
+the expectations run over the *global* batch (docs/algorithm.md#global-batch-moments; with
+several replicas each replica holds a slice). Each replica therefore computes its *local
+contribution* m_r to every moment (local sum / global batch size), the contributions are
+summed across replicas (m = Σ_r m_r) and the objective L(m) is evaluated on the global
+moments.
 
 To differentiate, each replica minimises the surrogate
 

@@ -1,7 +1,9 @@
-"""WGAN-GP (SPEC §3): Ω_GP = E_x̃[(‖∇_x h(x̃)‖ − 1)²], x̃ = x_p + α (x_q − x_p), weight λ_GP."""
+"""WGAN-GP: Ω_GP = E_x̃[(‖∇_x h(x̃)‖ − 1)²], x̃ = x_p + α (x_q − x_p), weight λ_GP.
+
+See docs/algorithm.md#wgan-gp.
+"""
 import dataclasses
 
-import gin
 import tensorflow as tf
 
 from tf_ipmssl.objectives import constraint
@@ -32,7 +34,7 @@ def gradient_penalty_terms(input_gradients):
   return tf.square(tf.sqrt(sq_norm + NORM_EPSILON) - 1.0)
 
 
-@gin.configurable
+@constraint.register
 @dataclasses.dataclass(frozen=True)
 class GradientPenalty(constraint.Constraint):
   """WGAN-GP on component h with fixed weight λ_GP (10) and α per example or per batch."""
@@ -42,3 +44,16 @@ class GradientPenalty(constraint.Constraint):
 
   kind = 'gp'
   needs_gradients_at_interpolates = True
+
+  def local_moments(self, inputs):
+    """E_x̃[(‖∇_x h(x̃)‖ − 1)²] at the interpolates."""
+    return {self.name: tf.reduce_sum(gradient_penalty_terms(
+        inputs.input_gradients[constraint.INTERPOLATES])) / inputs.global_batch_size}
+
+  def omega(self, moments):
+    return moments[self.name]
+
+  def penalty(self, omega, multiplier):
+    """λ_GP·Ω_GP: a fixed weight, no multiplier."""
+    del multiplier
+    return self.weight * omega

@@ -1,7 +1,9 @@
-"""WGAN weight clipping (SPEC §3): after every critic update, clip every weight to [−c, c]."""
+"""WGAN weight clipping: after every critic update, clip every weight to [−c, c].
+
+See docs/algorithm.md#weight-clipping-wgan.
+"""
 import dataclasses
 
-import gin
 import tensorflow as tf
 
 from tf_ipmssl.objectives import constraint
@@ -13,14 +15,17 @@ def clip_weights(variables, clip_value):
     variable.assign(tf.clip_by_value(variable, -clip_value, clip_value))
 
 
-@gin.configurable
+@constraint.register
 @dataclasses.dataclass(frozen=True)
 class WeightClipping(constraint.Constraint):
   """Clipping of every critic weight to [−clip_value, clip_value] (c = 0.01) after each update.
 
-  It acts on the whole critic, so `component` is always f.
+  It acts on the whole critic, so `component` is always f. It has no Ω and no loss term.
   """
   component: str = 'f'
   clip_value: float = 0.01
 
   kind = 'clip'
+
+  def after_update(self, critic):
+    clip_weights(critic.trainable_variables, self.clip_value)

@@ -1,7 +1,7 @@
-"""Coupled L2 weight decay (SPEC §5): wd·w is added to the gradient before the optimizer.
+"""Coupled L2 weight decay: wd·w is added to the gradient before the optimizer.
 
 This is PyTorch Adam's `weight_decay` (not AdamW's decoupled decay). Groups: 1e-6 on Φ and S,
-1e-3 on v, nothing on the generator.
+1e-3 on v, nothing on the generator (docs/algorithm.md#optimizer-and-weight-decay).
 """
 import tensorflow as tf
 

@@ -1,8 +1,9 @@
 """Sweep results laid out as the paper's tables: markdown and CSV, with the paper's number.
 
 Each run contributes one number, the test error (%) at the step of best validation error
-(`metrics['best']['test_error']`, the model selection of SPEC §6), or the final test error
-when the run had no validation split. Only finished runs count. A cell's entry is the
+(`metrics['best']['test_error']`, the model selection of
+docs/algorithm.md#data-and-model-selection), or the final test error when the run had no
+validation split. Only finished runs count. A cell's entry is the
 mean ± sample std (ddof = 1) over its runs and their number n, beside the paper's number
 (a study's tables, which have no paper numbers, show ours alone).
 

@@ -1,5 +1,7 @@
-"""Classification error of the critic's classifier argmax_y S(Φ(x)) (SPEC §2, §6)."""
-import numpy as np
+"""Classification error of the critic's classifier argmax_y S(Φ(x)).
+
+See docs/algorithm.md#data-and-model-selection.
+"""
 import tensorflow as tf
 
 from tf_ipmssl.data import pipelines
@@ -20,10 +22,3 @@ def error_rate(predict_fn, images, labels, batch_size=256):
     wrong += int(tf.reduce_sum(tf.cast(predict_fn(x) != tf.cast(y, tf.int32), tf.int32)))
   return 100.0 * wrong / max(len(labels), 1)
 
-
-def predictions(predict_fn, images, batch_size=256):
-  labels = np.zeros(len(images), np.int64)
-  out = []
-  for x, _ in pipelines.eval_stream(images, labels, batch_size=batch_size):
-    out.append(predict_fn(x).numpy())
-  return np.concatenate(out) if out else np.zeros([0], np.int64)

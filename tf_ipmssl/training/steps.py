@@ -1,10 +1,13 @@
-"""The compiled training iterations (SPEC §3), run under a tf.distribute strategy.
+"""The compiled training iterations, run under a tf.distribute strategy.
+
+See docs/algorithm.md#training-loop.
 
 One SSL iteration = n_c critic iterations (each with fresh labeled, unlabeled and noise
-batches; optimizer step; multiplier update λ ← λ + ρ·Ω with the Ω of that step; weight
-clipping) followed by one generator iteration. Tapes and optimizer calls run inside
-`strategy.run`; multiplier updates and clipping run in cross-replica context with values
-that are identical on every replica (Ω is formed from all-reduced moments).
+batches; optimizer step; multiplier update λ ← λ + ρ·Ω with the Ω of that step; each
+constraint's after-update hook, e.g. weight clipping) followed by one generator iteration.
+Tapes and optimizer calls run inside `strategy.run`; multiplier updates and the hooks run in
+cross-replica context with values that are identical on every replica (Ω is formed from
+all-reduced moments).
 """
 import tensorflow as tf
 
@@ -13,7 +16,6 @@ from tf_ipmssl.objectives import critic_objective as critic_objective_lib
 from tf_ipmssl.objectives import generator_objective as generator_objective_lib
 from tf_ipmssl.objectives import global_moments
 from tf_ipmssl.objectives import ipm_rampup
-from tf_ipmssl.objectives import weight_clipping
 from tf_ipmssl.objectives import weight_decay
 from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import weight_averaging
@@ -54,7 +56,6 @@ class TrainingSteps:
     self.critic_decays = weight_decay.critic_weight_decays(critic, weight_decay_phi_s,
                                                           weight_decay_v)
     self.supervised_decays = [weight_decay_phi_s] * len(critic.phi_and_s_variables)
-    self.clip_values = [c.clip_value for c in self.constraints if c.kind == 'clip']
     self.loss_scaling = loss_scaling
     # The weight average for evaluation (weight_averaging.py), updated after every critic step.
     self.average_pairs = (weight_averaging.averaged_pairs(critic, averaged_critic)
@@ -194,8 +195,8 @@ class TrainingSteps:
       for constraint in self.constraints:
         if constraint.has_multiplier:
           self.multipliers[constraint.name].assign_add(constraint.rho * omegas[constraint.name])
-      for clip_value in self.clip_values:
-        weight_clipping.clip_weights(self.critic.trainable_variables, clip_value)
+      for constraint in self.constraints:  # E.g. weight clipping.
+        constraint.after_update(self.critic)
       self.counters['critic_iteration'].assign_add(1)
       self._update_average()
       values = self._first_replica(per_replica_values)

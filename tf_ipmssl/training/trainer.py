@@ -130,12 +130,15 @@ def train(model_dir,
 
   Args:
     model_dir: where checkpoints, TensorBoard logs, config, metrics.json and export go.
-    mode: 'ssl' (the IPM GAN, SPEC §3) or 'supervised' (the critic CNN with CE only,
-      SPEC §6 / Appendix C; bind build_ssl_data.num_labeled = None for all labels).
-    formulation: 'plain', 'kplus1' or 'kplus1_entropy' (SPEC §2).
-    constraints: e.g. [@Fisher(), @Sobolev()] (SPEC §3, placement via `component`).
+    mode: 'ssl' (the IPM GAN, docs/algorithm.md#training-loop) or 'supervised' (the
+      critic CNN with CE only, paper Appendix C; bind build_ssl_data.num_labeled = None for
+      all labels).
+    formulation: 'plain', 'kplus1' or 'kplus1_entropy' (docs/algorithm.md#formulations).
+    constraints: e.g. [@Fisher(), @Sobolev()] (docs/algorithm.md#constraints, placement via
+      `component`).
     lambda_ce: weight of the labeled cross-entropy (1.5 for K+1, 0.1 for plain).
-    reference_pairwise_f: reproduce the released code's broadcast f (SPEC §3).
+    reference_pairwise_f: reproduce the released code's broadcast f
+      (docs/algorithm.md#pairwise-f).
     batch_size: global batch of each of the labeled, unlabeled and generated batches.
     critic_iterations: n_c critic iterations per generator iteration.
     epochs: passes of the critic iterations over the unlabeled set (supervised: over the
@@ -340,7 +343,8 @@ def train(model_dir,
                                         data.validation_labels, eval_batch_size)
     test_error = evaluation.error_rate(predict, data.test_images, data.test_labels,
                                        eval_batch_size)
-    # Model selection uses the validation split only (SPEC §6); without one there is no best.
+    # Model selection uses the validation split only
+    # (docs/algorithm.md#data-and-model-selection); without one there is no best.
     if val_error is not None and val_error < float(state.best['validation_error'].numpy()):
       state.best['validation_error'].assign(val_error)
       state.best['test_error'].assign(test_error)
@@ -451,8 +455,9 @@ def train(model_dir,
 
 
 def _export_selected_classifier(critic, data, model_dir, best_manager, state, step):
-  """Exports the classifier the run reports: that of the best validation step (SPEC §6),
-  or the last step's when there is no validation split. The in-memory critic is left at
+  """Exports the classifier the run reports: that of the best validation step
+  (docs/algorithm.md#data-and-model-selection), or the last step's when there is no
+  validation split. The in-memory critic is left at
   the exported weights; the training checkpoints (the last step) are not touched.
 
   Returns {'checkpoint': 'best' | 'latest', 'step': step exported}.
@@ -477,7 +482,8 @@ def _finished(metrics, total_steps, export_classifier, export_dir):
 
 def _final_line(step, metrics, baseline=None):
   """The run's result: the test error at the best validation step (the number to report,
-  SPEC §6) first, then the last step's; with `baseline` (runs.csv, cell), that cell's mean."""
+  docs/algorithm.md#data-and-model-selection) first, then the last step's; with `baseline`
+  (runs.csv, cell), that cell's mean."""
   best, final = metrics['best'], metrics['final']
   if best['step'] < 0 or best['test_error'] is None:
     return (f'Finished {step} steps: test error {_fmt(final["test_error"])} at the last step '

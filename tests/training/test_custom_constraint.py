@@ -1,0 +1,42 @@
+"""A constraint registered from inside tests/ (toy_constraint.py), with no edit of the library,
+is listed in the error messages and trains through bin/train with gin lines only."""
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.training import runs
+from tests.training import toy_constraint
+from tf_ipmssl import errors
+from tf_ipmssl.objectives import constraint
+from tf_ipmssl.objectives import fisher  # pylint: disable=unused-import
+
+
+def test_registered_constraint_is_listed_as_a_choice():
+  assert {'Fisher', 'ToyCentering'} <= set(constraint.registered_names())
+  with pytest.raises(errors.ConfigError, match=r'not a constraint; use one of .*@ToyCentering\(\)'):
+    constraint.validate_constraints('kplus1', ['Fisher'])
+  assert toy_constraint.ToyCentering('f-').name == 'toy_centering_f_neg'
+
+
+def test_toy_constraint_trains_two_steps(tmp_path):
+  data_dir = runs.make_data(tmp_path / 'data')
+  toy_gin = tmp_path / 'toy.gin'
+  toy_gin.write_text('import tests.training.toy_constraint\n')
+  model_dir = str(tmp_path / 'run')
+  bindings = runs.tiny_bindings(data_dir, **{
+      'train.constraints': '[@ToyCentering()]', 'train.steps': 2, 'train.log_every': 1,
+      'train.export_classifier': False})
+  result = runs.run_train(model_dir, bindings, gin_files=(runs.SSL_GIN, str(toy_gin)))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'omega/toy_centering_f' in result.stdout and 'lambda/toy_centering_f' in result.stdout
+
+  values = runs.checkpoint_values(tf.train.latest_checkpoint(os.path.join(model_dir,
+                                                                          'checkpoints')))
+  multiplier = [v for k, v in values.items()
+                if k.startswith('multipliers/toy_centering_f/') and 'VARIABLE_VALUE' in k]
+  assert len(multiplier) == 1 and multiplier[0] != 0.0  # λ ← λ + ρΩ ran.
+  # The after-update hook clipped v (initialised N(0, 0.02), so mostly outside ±0.01).
+  v_kernels = [v for k, v in values.items() if k.startswith('critic/v_head/')]
+  assert v_kernels and all(np.abs(v).max() <= 0.01 for v in v_kernels)
