@@ -53,47 +53,31 @@ class DatasetSpec:
 
 
 CIFAR10 = DatasetSpec(
-    name='cifar10',
-    title='CIFAR-10',
-    num_classes=10,
-    image_shape=(32, 32, 3),
-    tfds_name='cifar10',
     files=tuple(f'data_batch_{i}' for i in range(1, 6)) + ('test_batch',),
-    files_dir='cifar-10-batches-py',
-    archive='cifar-10-python.tar.gz',
-    reader='find_cifar10',
-    subdirs=('cifar10', 'cifar-10'),
+    name='cifar10', title='CIFAR-10', num_classes=10, image_shape=(32, 32, 3),
+    tfds_name='cifar10', reader='find_cifar10', subdirs=('cifar10', 'cifar-10'),
+    files_dir='cifar-10-batches-py', archive='cifar-10-python.tar.gz',
     how_to_get=(
         'download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz into one of '
         'the directories above (extracting it is optional)'),
 )
 
 SVHN = DatasetSpec(
-    name='svhn',
-    title='SVHN',
-    num_classes=10,
-    image_shape=(32, 32, 3),
-    tfds_name='svhn_cropped',
     files=('train_32x32.mat', 'test_32x32.mat'),
+    name='svhn', title='SVHN', num_classes=10, image_shape=(32, 32, 3),
+    tfds_name='svhn_cropped', reader='find_svhn', subdirs=('svhn', 'svhn_cropped'),
     extra_files=('extra_32x32.mat',),
-    reader='find_svhn',
-    subdirs=('svhn', 'svhn_cropped'),
     how_to_get=(
         'download http://ufldl.stanford.edu/housenumbers/train_32x32.mat and test_32x32.mat '
         '(and extra_32x32.mat for include_extra) into one of the directories above'),
 )
 
 FASHION_MNIST = DatasetSpec(
-    name='fashion_mnist',
-    title='Fashion-MNIST',
-    num_classes=10,
-    image_shape=(28, 28, 1),
-    tfds_name='fashion_mnist',
     files=('train-images-idx3-ubyte', 'train-labels-idx1-ubyte', 't10k-images-idx3-ubyte',
            't10k-labels-idx1-ubyte'),
-    optional_suffix='.gz',
-    reader='find_fashion_mnist',
-    subdirs=('fashion_mnist', 'fashion-mnist'),
+    name='fashion_mnist', title='Fashion-MNIST', num_classes=10, image_shape=(28, 28, 1),
+    tfds_name='fashion_mnist', reader='find_fashion_mnist',
+    subdirs=('fashion_mnist', 'fashion-mnist'), optional_suffix='.gz',
     system_dirs=('/usr/share/datasets/fashion-mnist',),
     how_to_get=(
         '`apt-get install dataset-fashion-mnist` (installs /usr/share/datasets/fashion-mnist)'

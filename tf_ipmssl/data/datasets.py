@@ -145,12 +145,8 @@ def load_dataset(name: str, source: str = 'auto', data_dir: Optional[str] = None
     DatasetNotFoundError: no source had it; the message lists every place searched.
     local_files.CorruptDatasetFileError: a file was found but is damaged.
   """
-  if name not in DATASETS:
-    raise errors.ConfigError(
-        f'Unknown dataset {name!r}; valid names: {", ".join(DATASETS)}.')
-  if source not in SOURCES:
-    raise errors.ConfigError(
-        f'Unknown data source {source!r}; valid sources: {", ".join(SOURCES)}.')
+  errors.check_choice(name, DATASETS, 'dataset', 'valid names')
+  errors.check_choice(source, SOURCES, 'data source', 'valid sources')
   if include_extra and not dataset_specs.SPECS[name].extra_files:
     with_extra = [s.name for s in dataset_specs.SPECS.values() if s.extra_files]
     raise errors.ConfigError(
