@@ -15,12 +15,17 @@ import tarfile
 import numpy as np
 import scipy.io
 
+from tf_ipmssl.data import dataset_specs
+
 CIFAR10_LABEL_NAMES = ('airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog',
                        'horse', 'ship', 'truck')
-IMAGE_SHAPES = {'cifar10': (32, 32, 3), 'svhn': (32, 32, 3), 'fashion_mnist': (28, 28, 1)}
-# Where make_fake_dataset puts each dataset under its directory.
-FAKE_SUBDIRS = {'cifar10': 'cifar-10-batches-py', 'svhn': 'svhn',
-                'fashion_mnist': 'fashion_mnist'}
+
+
+def fake_dataset_dir(directory, name):
+  """Where make_fake_dataset writes dataset `name`'s files under `directory`: the
+  directory its archive unpacks to (CIFAR-10), else its first data_dir sub-directory."""
+  spec = dataset_specs.REGISTRY[name]
+  return os.path.join(str(directory), spec.files_dir or spec.subdirs[0])
 
 
 def _cifar10_batch(images, labels, batch_label):
@@ -37,12 +42,13 @@ def _cifar10_batch(images, labels, batch_label):
 def _cifar10_files(train_images, train_labels, test_images, test_labels):
   """{file name: pickled bytes} of cifar-10-batches-py/."""
   files = {}
-  parts = np.array_split(np.arange(len(train_images)), 5)
-  for i, part in enumerate(parts, start=1):
-    files[f'data_batch_{i}'] = _cifar10_batch(
+  *train_files, test_file = dataset_specs.CIFAR10.files
+  parts = np.array_split(np.arange(len(train_images)), len(train_files))
+  for i, (name, part) in enumerate(zip(train_files, parts), start=1):
+    files[name] = _cifar10_batch(
         np.asarray(train_images)[part], np.asarray(train_labels)[part],
         f'training batch {i} of 5')
-  files['test_batch'] = _cifar10_batch(test_images, test_labels, 'testing batch 1 of 1')
+  files[test_file] = _cifar10_batch(test_images, test_labels, 'testing batch 1 of 1')
   files['batches.meta'] = {
       b'label_names': [n.encode() for n in CIFAR10_LABEL_NAMES],
       b'num_cases_per_batch': len(parts[0]),
@@ -59,7 +65,7 @@ def write_cifar10_batches(directory, train_images, train_labels, test_images,
   Images are uint8 [N, 32, 32, 3]; train is spread over the 5 data batches.
   Returns the cifar-10-batches-py path.
   """
-  batch_dir = os.path.join(directory, 'cifar-10-batches-py')
+  batch_dir = fake_dataset_dir(directory, 'cifar10')
   os.makedirs(batch_dir, exist_ok=True)
   for name, content in _cifar10_files(train_images, train_labels, test_images,
                                       test_labels).items():
@@ -74,7 +80,7 @@ def write_cifar10_tarball(path, train_images, train_labels, test_images, test_la
   with tarfile.open(path, 'w:gz') as tar:
     for name, content in _cifar10_files(train_images, train_labels, test_images,
                                         test_labels).items():
-      info = tarfile.TarInfo(f'cifar-10-batches-py/{name}')
+      info = tarfile.TarInfo(f'{dataset_specs.CIFAR10.files_dir}/{name}')
       info.size = len(content)
       tar.addfile(info, io.BytesIO(content))
   return path
@@ -103,11 +109,9 @@ def write_idx(path, array, magic):
 def write_idx_gz(directory, train_images, train_labels, test_images, test_labels):
   """Writes the four Fashion-MNIST .gz files (images [N, 28, 28] or [N, 28, 28, 1])."""
   os.makedirs(directory, exist_ok=True)
-  for stem, array, magic in (
-      ('train-images-idx3-ubyte', train_images, 2051),
-      ('train-labels-idx1-ubyte', train_labels, 2049),
-      ('t10k-images-idx3-ubyte', test_images, 2051),
-      ('t10k-labels-idx1-ubyte', test_labels, 2049)):
+  for stem, array, magic in zip(dataset_specs.FASHION_MNIST.files,
+                                (train_images, train_labels, test_images, test_labels),
+                                (2051, 2049, 2051, 2049)):
     array = np.asarray(array)
     if magic == 2051 and array.ndim == 4:
       array = array[..., 0]
@@ -125,7 +129,7 @@ def fake_images_and_labels(name, num_examples, seed=0, num_classes=10):
   Returns:
     uint8 [N, H, W, C] images and int64 [N] labels (balanced: N/K per class, +-1).
   """
-  height, width, channels = IMAGE_SHAPES[name]
+  height, width, channels = dataset_specs.REGISTRY[name].image_shape
   blocks = np.random.default_rng(sum(map(ord, name))).integers(
       0, 256, size=(num_classes, height // 4, width // 4, channels))
   prototypes = blocks.repeat(4, axis=1).repeat(4, axis=2)
@@ -136,27 +140,38 @@ def fake_images_and_labels(name, num_examples, seed=0, num_classes=10):
   return np.round(images).astype(np.uint8), labels
 
 
+def _write_fake_svhn(directory, train_images, train_labels, test_images, test_labels):
+  train_file, test_file = dataset_specs.SVHN.files
+  svhn_dir = fake_dataset_dir(directory, 'svhn')
+  write_svhn_mat(os.path.join(svhn_dir, train_file), train_images, train_labels)
+  write_svhn_mat(os.path.join(svhn_dir, test_file), test_images, test_labels)
+
+
+def _write_fake_fashion_mnist(directory, *arrays):
+  write_idx_gz(fake_dataset_dir(directory, 'fashion_mnist'), *arrays)
+
+
+# The fixture of each local-file reader (`DatasetSpec.reader`): writes the four arrays in
+# its format under a directory.
+FAKE_WRITERS = {'find_cifar10': write_cifar10_batches, 'find_svhn': _write_fake_svhn,
+                'find_fashion_mnist': _write_fake_fashion_mnist}
+
+
 def make_fake_dataset(directory, name, num_train=500, num_test=100, seed=0):
   """Writes a small fake `name` dataset where `load_dataset` (source='local') finds it.
 
-  Layout under `directory`: cifar10 -> cifar-10-batches-py/, svhn -> svhn/
-  (train_32x32.mat, test_32x32.mat), fashion_mnist -> fashion_mnist/ (IDX .gz).
+  Layout under `directory`: `fake_dataset_dir(directory, name)` (cifar10 ->
+  cifar-10-batches-py/, svhn -> svhn/ (train_32x32.mat, test_32x32.mat), fashion_mnist ->
+  fashion_mnist/ (IDX .gz)).
 
   Returns:
     (train_images, train_labels, test_images, test_labels) as written (uint8 NHWC,
     int64), i.e. what load_dataset must return.
   """
+  if name not in dataset_specs.REGISTRY:
+    raise ValueError(f'unknown dataset {name!r}')
   train_images, train_labels = fake_images_and_labels(name, num_train, seed=2 * seed)
   test_images, test_labels = fake_images_and_labels(name, num_test, seed=2 * seed + 1)
   arrays = (train_images, train_labels, test_images, test_labels)
-  if name == 'cifar10':
-    write_cifar10_batches(directory, *arrays)
-  elif name == 'svhn':
-    svhn_dir = os.path.join(directory, FAKE_SUBDIRS['svhn'])
-    write_svhn_mat(os.path.join(svhn_dir, 'train_32x32.mat'), train_images, train_labels)
-    write_svhn_mat(os.path.join(svhn_dir, 'test_32x32.mat'), test_images, test_labels)
-  elif name == 'fashion_mnist':
-    write_idx_gz(os.path.join(directory, FAKE_SUBDIRS['fashion_mnist']), *arrays)
-  else:
-    raise ValueError(f'unknown dataset {name!r}')
+  FAKE_WRITERS[dataset_specs.REGISTRY[name].reader](directory, *arrays)
   return arrays

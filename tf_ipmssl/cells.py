@@ -27,12 +27,13 @@ import pathlib
 from typing import Dict, Optional, Sequence, Tuple
 
 from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 GIN_DIR = REPO_ROOT / 'gin'
 
-DATASET_NAMES = {'cifar10': 'CIFAR-10', 'svhn': 'SVHN',
-                 'fashion_mnist': 'Fashion-MNIST'}  # The last one: the study's.
+# Dataset name -> its name in table headers, from the registry of datasets.
+DATASET_NAMES = {spec.name: spec.title for spec in dataset_specs.REGISTRY.values()}
 
 
 @dataclasses.dataclass(frozen=True)

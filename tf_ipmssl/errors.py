@@ -28,3 +28,10 @@ class TrainingDivergedError(UserError):
 class Interrupted(UserError):
   """The user stopped the run (Ctrl-C); rerunning the same command resumes it."""
   exit_code = 130
+
+
+def check_choice(value, choices, what, valid='valid'):
+  """Raises ConfigError "Unknown <what> <value!r>; <valid>: a, b, c." unless value is one
+  of `choices`."""
+  if value not in choices:
+    raise ConfigError(f'Unknown {what} {value!r}; {valid}: {", ".join(choices)}.')

@@ -1,4 +1,5 @@
 """Readers of the original dataset files, and the local search of `load_dataset`."""
+import dataclasses
 import gzip
 import os
 import pickle
@@ -9,6 +10,7 @@ import scipy.io
 
 from tests import fixtures
 from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import datasets
 from tf_ipmssl.data import local_files
 
@@ -20,7 +22,8 @@ def _no_ambient_data(tmp_path, monkeypatch):
   """Hides data outside the test's tmp dir: $TF_IPMSSL_DATA_DIR, ~/.cache, system dirs."""
   monkeypatch.delenv(datasets.DATA_DIR_ENV, raising=False)
   monkeypatch.setenv('HOME', str(tmp_path / 'home'))
-  monkeypatch.setitem(datasets.SYSTEM_DIRS, 'fashion_mnist', ())
+  monkeypatch.setitem(dataset_specs.REGISTRY, 'fashion_mnist', dataclasses.replace(
+      dataset_specs.FASHION_MNIST, system_dirs=()))
 
 
 def _assert_same(expected, found):
@@ -33,7 +36,7 @@ def _assert_same(expected, found):
 def _arrays(name, num_train=23, num_test=7, seed=3):
   """Random arrays in the dataset's layout, labels covering every class."""
   rng = np.random.default_rng(seed)
-  shape = fixtures.IMAGE_SHAPES[name]
+  shape = dataset_specs.REGISTRY[name].image_shape
   train_labels = np.arange(num_train, dtype=np.int64) % 10
   test_labels = rng.integers(0, 10, num_test).astype(np.int64)
   return (rng.integers(0, 256, (num_train,) + shape, dtype=np.uint8), train_labels,
@@ -207,7 +210,8 @@ def test_idx_not_gzip_raises(tmp_path):
 @pytest.mark.skipif(not os.path.isdir(REAL_FASHION_MNIST),
                     reason='dataset-fashion-mnist is not installed')
 def test_real_fashion_mnist(monkeypatch):
-  monkeypatch.setitem(datasets.SYSTEM_DIRS, 'fashion_mnist', (REAL_FASHION_MNIST,))
+  monkeypatch.setitem(dataset_specs.REGISTRY, 'fashion_mnist', dataclasses.replace(
+      dataset_specs.FASHION_MNIST, system_dirs=(REAL_FASHION_MNIST,)))
   data = datasets.load_dataset('fashion_mnist', source='local')
   assert data.source == f'local:{REAL_FASHION_MNIST}'
   assert data.train_images.shape == (60000, 28, 28, 1)
@@ -229,8 +233,8 @@ def test_fake_dataset_is_found_in_data_dir(tmp_path, name):
   _assert_same(arrays, (loaded.train_images, loaded.train_labels, loaded.test_images,
                         loaded.test_labels))
   assert loaded.name == name and loaded.num_classes == 10
-  assert loaded.image_shape == datasets.IMAGE_SHAPES[name]
-  assert loaded.source == 'local:' + str(tmp_path / fixtures.FAKE_SUBDIRS[name])
+  assert loaded.image_shape == dataset_specs.REGISTRY[name].image_shape
+  assert loaded.source == 'local:' + fixtures.fake_dataset_dir(tmp_path, name)
 
 
 def test_fake_images_depend_on_class():
@@ -273,19 +277,19 @@ def test_extracted_cifar10_dir_can_be_given_directly(tmp_path):
 @pytest.mark.parametrize('name', datasets.DATASETS)
 def test_not_found_lists_every_searched_place(tmp_path, monkeypatch, name):
   data_dir, env_dir = tmp_path / 'data', tmp_path / 'env'
-  (data_dir / datasets.SUBDIRS[name][0]).mkdir(parents=True)  # exists, but empty
+  (data_dir / dataset_specs.REGISTRY[name].subdirs[0]).mkdir(parents=True)  # exists, but empty
   monkeypatch.setenv(datasets.DATA_DIR_ENV, str(env_dir))
   with pytest.raises(errors.DatasetNotFoundError) as e:
     datasets.load_dataset(name, source='local', data_dir=str(data_dir))
   message = str(e.value)
   # A named data_dir is the only place searched (issue 12): not $TF_IPMSSL_DATA_DIR, the
   # cache or the system's copy.
-  searched = [data_dir] + [data_dir / sub for sub in datasets.SUBDIRS[name]]
+  searched = [data_dir] + [data_dir / sub for sub in dataset_specs.REGISTRY[name].subdirs]
   for place in searched:
     assert f'  - {place} (' in message
   for place in (env_dir, tmp_path / 'home' / '.cache' / 'tf_ipmssl' / name):
     assert f'  - {place} (' not in message
-  assert f'{data_dir / datasets.SUBDIRS[name][0]} (files missing: ' in message
+  assert f'{data_dir / dataset_specs.REGISTRY[name].subdirs[0]} (files missing: ' in message
   assert local_files.expected_files(name) in message
   assert {'cifar10': 'cifar-10-python.tar.gz', 'svhn': 'test_32x32.mat',
           'fashion_mnist': 'apt-get install dataset-fashion-mnist'}[name] in message

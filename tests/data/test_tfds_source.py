@@ -1,10 +1,13 @@
 """Loading through TensorFlow Datasets, with `tfds.testing.mock_data` (no download)."""
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
 from tests import fixtures
 from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import datasets
 from tf_ipmssl.data import tfds_source
 
@@ -13,22 +16,23 @@ from tf_ipmssl.data import tfds_source
 def _no_ambient_data(tmp_path, monkeypatch):
   monkeypatch.delenv(datasets.DATA_DIR_ENV, raising=False)
   monkeypatch.setenv('HOME', str(tmp_path / 'home'))
-  monkeypatch.setitem(datasets.SYSTEM_DIRS, 'fashion_mnist', ())
+  monkeypatch.setitem(dataset_specs.REGISTRY, 'fashion_mnist', dataclasses.replace(
+      dataset_specs.FASHION_MNIST, system_dirs=()))
 
 
 @pytest.mark.parametrize('name', datasets.DATASETS)
 def test_mocked_tfds_dataset(tmp_path, name):
   with tfds.testing.mock_data(num_examples=12):
     data = datasets.load_dataset(name, source='tfds', data_dir=str(tmp_path))
-  assert data.source.startswith(f'tfds:{tfds_source.TFDS_NAMES[name]} ')
+  assert data.source.startswith(f'tfds:{dataset_specs.REGISTRY[name].tfds_name} ')
   # (mock_data reads TFDS's bundled metadata, overriding data_dir: see the test below.)
   for images, labels in ((data.train_images, data.train_labels),
                          (data.test_images, data.test_labels)):
-    assert images.shape == (12,) + datasets.IMAGE_SHAPES[name]
+    assert images.shape == (12,) + dataset_specs.REGISTRY[name].image_shape
     assert images.dtype == np.uint8 and labels.dtype == np.int64
     assert labels.shape == (12,)
     assert 0 <= labels.min() and labels.max() < 10
-  assert data.image_shape == datasets.IMAGE_SHAPES[name]
+  assert data.image_shape == dataset_specs.REGISTRY[name].image_shape
   assert data.num_classes == 10
   assert data.train_images.std() > 0  # real pixels, not padding
 

@@ -18,12 +18,13 @@ from tests import fixtures
 from tests.gin import expected
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import command_line
+from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.training import trainer
 
 GIN_DIR = cells_lib.GIN_DIR
 GIN_FILES = sorted(str(p.relative_to(GIN_DIR)) for p in GIN_DIR.rglob('*.gin'))
-DATASETS = ('cifar10', 'svhn', 'fashion_mnist')
+DATASETS = dataset_specs.names()
 # Files that are not complete configurations are trained together with a context.
 BASE_CONTEXT = ('bases/ssl.gin',)
 PRESET_CONTEXT = ('table1/cifar10_fisher_kplus1.gin',)

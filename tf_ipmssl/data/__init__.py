@@ -1,16 +1,35 @@
 """Data layer: datasets, label splits and tf.data pipelines.
 
 See docs/algorithm.md#data-and-model-selection.
+
+The names below are imported on first use, so that importing `tf_ipmssl.data.dataset_specs`
+(the registry of datasets, which `tf_ipmssl.cells` reads) does not import TensorFlow.
 """
-from tf_ipmssl.data.datasets import DATASETS
-from tf_ipmssl.data.datasets import ImageDataset
-from tf_ipmssl.data.datasets import load_dataset
-from tf_ipmssl.data.local_files import CorruptDatasetFileError
-from tf_ipmssl.data.pipelines import eval_stream
-from tf_ipmssl.data.pipelines import steps_per_epoch
-from tf_ipmssl.data.pipelines import to_model_input
-from tf_ipmssl.data.pipelines import training_stream
-from tf_ipmssl.data.splits import make_splits
-from tf_ipmssl.data.splits import SplitIndices
-from tf_ipmssl.data.ssl_data import build_ssl_data
-from tf_ipmssl.data.ssl_data import SSLData
+import importlib
+
+# Public name -> the module of this package that defines it.
+_EXPORTS = {
+    'DATASETS': 'datasets',
+    'ImageDataset': 'datasets',
+    'load_dataset': 'datasets',
+    'DatasetSpec': 'dataset_specs',
+    'CorruptDatasetFileError': 'local_files',
+    'eval_stream': 'pipelines',
+    'steps_per_epoch': 'pipelines',
+    'to_model_input': 'pipelines',
+    'training_stream': 'pipelines',
+    'make_splits': 'splits',
+    'SplitIndices': 'splits',
+    'build_ssl_data': 'ssl_data',
+    'SSLData': 'ssl_data',
+}
+
+
+def __getattr__(name):
+  if name not in _EXPORTS:
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+  return getattr(importlib.import_module(f'{__name__}.{_EXPORTS[name]}'), name)
+
+
+def __dir__():
+  return sorted(list(globals()) + list(_EXPORTS))

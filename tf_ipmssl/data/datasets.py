@@ -7,8 +7,8 @@
      given, nowhere else);
    - `$TF_IPMSSL_DATA_DIR`, likewise;
    - `~/.cache/tf_ipmssl/<name>`;
-   - system directories (Fashion-MNIST: `/usr/share/datasets/fashion-mnist`, from the
-     Debian package dataset-fashion-mnist).
+   - system directories (`DatasetSpec.system_dirs`; Fashion-MNIST:
+     `/usr/share/datasets/fashion-mnist`, from the Debian package dataset-fashion-mnist).
 2. 'tfds': TensorFlow Datasets, in `data_dir` (TFDS's default when None); it downloads
    only with `download=True`.
 
@@ -22,43 +22,13 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import local_files
 from tf_ipmssl.data import tfds_source
 
-DATASETS = ('cifar10', 'svhn', 'fashion_mnist')
+DATASETS = dataset_specs.names()
 SOURCES = ('auto', 'local', 'tfds')
 DATA_DIR_ENV = 'TF_IPMSSL_DATA_DIR'
-
-NUM_CLASSES = {'cifar10': 10, 'svhn': 10, 'fashion_mnist': 10}
-IMAGE_SHAPES = {'cifar10': (32, 32, 3), 'svhn': (32, 32, 3), 'fashion_mnist': (28, 28, 1)}
-
-# Sub-directories of data_dir / $TF_IPMSSL_DATA_DIR that may hold a dataset. CIFAR-10's
-# `cifar-10-batches-py/` is looked into by `local_files.find_local_copy` itself.
-SUBDIRS = {
-    'cifar10': ('cifar10', 'cifar-10'),
-    'svhn': ('svhn', 'svhn_cropped'),
-    'fashion_mnist': ('fashion_mnist', 'fashion-mnist'),
-}
-# Directories where a system package installs the dataset.
-SYSTEM_DIRS = {
-    'cifar10': (),
-    'svhn': (),
-    'fashion_mnist': ('/usr/share/datasets/fashion-mnist',),
-}
-
-_HOW_TO_GET = {
-    'cifar10': (
-        'download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz into one of '
-        'the directories above (extracting it is optional)'),
-    'svhn': (
-        'download http://ufldl.stanford.edu/housenumbers/train_32x32.mat and test_32x32.mat '
-        '(and extra_32x32.mat for include_extra) into one of the directories above'),
-    'fashion_mnist': (
-        '`apt-get install dataset-fashion-mnist` (installs /usr/share/datasets/fashion-mnist)'
-        ', or download the four files from '
-        'http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/ into one of the '
-        'directories above'),
-}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -96,14 +66,15 @@ def _local_search_dirs(name: str, data_dir: Optional[str]) -> List[str]:
   A named data_dir is the only place searched: the user asked for that copy, and training
   silently on another one (the system's) would be a different experiment.
   """
+  spec = dataset_specs.REGISTRY[name]
   dirs = []
   for base in ((data_dir,) if data_dir else (os.environ.get(DATA_DIR_ENV),)):
     if base:
       base = os.path.expanduser(base)
-      dirs += [base] + [os.path.join(base, sub) for sub in SUBDIRS[name]]
+      dirs += [base] + [os.path.join(base, sub) for sub in spec.subdirs]
   if not data_dir:
     dirs.append(os.path.join(os.path.expanduser('~'), '.cache', 'tf_ipmssl', name))
-    dirs += SYSTEM_DIRS[name]
+    dirs += spec.system_dirs
   return list(dict.fromkeys(os.path.normpath(d) for d in dirs))
 
 
@@ -145,10 +116,10 @@ def _not_found_message(name, source, data_dir, include_extra, searched_local,
     lines += [f'  - {place}' for place in searched_tfds]
   how = []
   if source != 'tfds':
-    how.append(_HOW_TO_GET[name])
+    how.append(dataset_specs.REGISTRY[name].how_to_get)
   if source != 'local':
     data_dir_flag = f' --data_dir={data_dir}' if data_dir else ''
-    how.append(f'run `tfds build {tfds_source.TFDS_NAMES[name]}{data_dir_flag}` on a '
+    how.append(f'run `tfds build {dataset_specs.REGISTRY[name].tfds_name}{data_dir_flag}` on a '
                'machine with internet access, or pass download=True '
                '(gin: build_ssl_data.download = True)')
   lines.append('To get it: ' + '; or '.join(how) + '.')
@@ -174,15 +145,13 @@ def load_dataset(name: str, source: str = 'auto', data_dir: Optional[str] = None
     DatasetNotFoundError: no source had it; the message lists every place searched.
     local_files.CorruptDatasetFileError: a file was found but is damaged.
   """
-  if name not in DATASETS:
+  errors.check_choice(name, DATASETS, 'dataset', 'valid names')
+  errors.check_choice(source, SOURCES, 'data source', 'valid sources')
+  if include_extra and not dataset_specs.REGISTRY[name].extra_files:
+    with_extra = [s.name for s in dataset_specs.REGISTRY.values() if s.extra_files]
     raise errors.ConfigError(
-        f'Unknown dataset {name!r}; valid names: {", ".join(DATASETS)}.')
-  if source not in SOURCES:
-    raise errors.ConfigError(
-        f'Unknown data source {source!r}; valid sources: {", ".join(SOURCES)}.')
-  if include_extra and name != 'svhn':
-    raise errors.ConfigError(
-        f'include_extra=True applies to svhn only, not {name!r}; set it to False.')
+        f'include_extra=True applies to {", ".join(with_extra)} only, not {name!r}; set it '
+        'to False.')
 
   searched_local, searched_tfds = [], []
   found = None
@@ -202,5 +171,5 @@ def load_dataset(name: str, source: str = 'auto', data_dir: Optional[str] = None
       train_labels=train_labels,
       test_images=test_images,
       test_labels=test_labels,
-      num_classes=NUM_CLASSES[name],
+      num_classes=dataset_specs.REGISTRY[name].num_classes,
       source=where)

@@ -13,7 +13,8 @@ read as they are downloaded, so that no conversion step or network access is nee
 
 Every reader returns images as uint8 [N, H, W, C] and labels as int64 [N], and checks the
 format (magic numbers, shapes, label range) so that a truncated or foreign file raises
-`CorruptDatasetFileError` naming the file, instead of training on garbage.
+`CorruptDatasetFileError` naming the file, instead of training on garbage. The file names
+are those of `dataset_specs`; each spec names its `find_*` function here (`reader`).
 """
 import codecs
 import dataclasses
@@ -29,27 +30,24 @@ import numpy as np
 import scipy.io
 
 from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
 
 # (train_images, train_labels, test_images, test_labels).
 Arrays = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
-CIFAR10_DIRNAME = 'cifar-10-batches-py'
-CIFAR10_TARBALL = 'cifar-10-python.tar.gz'
-CIFAR10_TRAIN_FILES = tuple(f'data_batch_{i}' for i in range(1, 6))
-CIFAR10_TEST_FILE = 'test_batch'
-CIFAR10_NUM_CLASSES = 10
+_CIFAR10 = dataset_specs.CIFAR10
+CIFAR10_DIRNAME = _CIFAR10.files_dir
+CIFAR10_TARBALL = _CIFAR10.archive
+CIFAR10_TRAIN_FILES = _CIFAR10.files[:-1]
+CIFAR10_TEST_FILE = _CIFAR10.files[-1]
 
-SVHN_TRAIN_FILE = 'train_32x32.mat'
-SVHN_TEST_FILE = 'test_32x32.mat'
-SVHN_EXTRA_FILE = 'extra_32x32.mat'
+SVHN_TRAIN_FILE, SVHN_TEST_FILE = dataset_specs.SVHN.files
+(SVHN_EXTRA_FILE,) = dataset_specs.SVHN.extra_files
 
-FASHION_MNIST_TRAIN_IMAGES = 'train-images-idx3-ubyte'
-FASHION_MNIST_TRAIN_LABELS = 'train-labels-idx1-ubyte'
-FASHION_MNIST_TEST_IMAGES = 't10k-images-idx3-ubyte'
-FASHION_MNIST_TEST_LABELS = 't10k-labels-idx1-ubyte'
-FASHION_MNIST_FILES = (FASHION_MNIST_TRAIN_IMAGES, FASHION_MNIST_TRAIN_LABELS,
-                       FASHION_MNIST_TEST_IMAGES, FASHION_MNIST_TEST_LABELS)
-FASHION_MNIST_NUM_CLASSES = 10
+_FASHION_MNIST = dataset_specs.FASHION_MNIST
+FASHION_MNIST_FILES = _FASHION_MNIST.files
+(FASHION_MNIST_TRAIN_IMAGES, FASHION_MNIST_TRAIN_LABELS, FASHION_MNIST_TEST_IMAGES,
+ FASHION_MNIST_TEST_LABELS) = FASHION_MNIST_FILES
 
 # IDX magic numbers: 0x0000 0x08 (unsigned byte) then the number of dimensions.
 IDX_IMAGES_MAGIC = 2051
@@ -144,7 +142,7 @@ def read_cifar10_batch(fileobj, path: str) -> Tuple[np.ndarray, np.ndarray]:
     labels = np.asarray(batch['labels'], dtype=np.int64).reshape(-1)
   except (TypeError, ValueError) as e:
     raise _corrupt(path, f'labels are not integers ({e})') from e
-  labels = _check_labels(path, labels, CIFAR10_NUM_CLASSES)
+  labels = _check_labels(path, labels, _CIFAR10.num_classes)
   if len(labels) != len(data):
     raise _corrupt(path, f'{len(data)} images but {len(labels)} labels')
   images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
@@ -257,11 +255,7 @@ def read_idx(path: str, magic: int) -> np.ndarray:
 
 def fashion_mnist_path(directory: str, stem: str) -> Optional[str]:
   """The path of a Fashion-MNIST file in `directory`, gzipped or not; None if absent."""
-  for name in (stem + '.gz', stem):
-    path = os.path.join(directory, name)
-    if os.path.isfile(path):
-      return path
-  return None
+  return _file_path(_FASHION_MNIST, directory, stem)
 
 
 def read_fashion_mnist_dir(directory: str) -> Arrays:
@@ -276,11 +270,11 @@ def read_fashion_mnist_dir(directory: str) -> Arrays:
     images_path = fashion_mnist_path(directory, images_stem)
     labels_path = fashion_mnist_path(directory, labels_stem)
     images = read_idx(images_path, IDX_IMAGES_MAGIC)
-    if images.shape[1:] != (28, 28):
+    if images.shape[1:] != _FASHION_MNIST.image_shape[:2]:
       raise _corrupt(images_path, f'images are {images.shape[1]}x{images.shape[2]}, '
                      'expected 28x28')
     labels = _check_labels(labels_path, read_idx(labels_path, IDX_LABELS_MAGIC),
-                           FASHION_MNIST_NUM_CLASSES)
+                           _FASHION_MNIST.num_classes)
     if len(images) != len(labels):
       raise _corrupt(labels_path, f'{len(labels)} labels for the {len(images)} images '
                      f'of {images_path}')
@@ -304,32 +298,68 @@ class LocalCopy:
   read: Callable[[], Arrays]
 
 
+def _display(spec, name: str) -> str:
+  """A file name as error messages show it: `name[.gz]` where the suffix is optional."""
+  return name + (f'[{spec.optional_suffix}]' if spec.optional_suffix else '')
+
+
+def _file_path(spec, directory: str, name: str) -> Optional[str]:
+  """The path of file `name` of `spec` in `directory` (with its optional suffix first, e.g.
+  gzipped, then without); None if absent."""
+  for candidate in ((name + spec.optional_suffix,) if spec.optional_suffix else ()) + (name,):
+    path = os.path.join(directory, candidate)
+    if os.path.isfile(path):
+      return path
+  return None
+
+
+def _all_files(spec, directory: str, include_extra: bool = False) -> bool:
+  return all(_file_path(spec, directory, n) for n in spec.required_files(include_extra))
+
+
 def expected_files(name: str, include_extra: bool = False) -> str:
   """Which files `find_local_copy` looks for, in words, for error messages."""
-  if name == 'cifar10':
-    batches = f'{", ".join(CIFAR10_TRAIN_FILES)}, {CIFAR10_TEST_FILE}'
-    return f'{batches} (directly or under {CIFAR10_DIRNAME}/), or {CIFAR10_TARBALL}'
-  if name == 'svhn':
-    files = [SVHN_TRAIN_FILE, SVHN_TEST_FILE] + ([SVHN_EXTRA_FILE] if include_extra else [])
-    return ', '.join(files)
-  if name == 'fashion_mnist':
-    return ', '.join(f + '[.gz]' for f in FASHION_MNIST_FILES)
-  raise ValueError(f'unknown dataset {name!r}')
+  spec = dataset_specs.REGISTRY[name]
+  text = ', '.join(_display(spec, f) for f in spec.required_files(include_extra))
+  if spec.files_dir:
+    text += f' (directly or under {spec.files_dir}/)'
+  if spec.archive:
+    text += f', or {spec.archive}'
+  return text
 
 
 def missing_files(name: str, directory: str, include_extra: bool = False) -> List[str]:
   """The required files of dataset `name` that `directory` lacks (for error messages)."""
-  if name == 'cifar10':
-    required = CIFAR10_TRAIN_FILES + (CIFAR10_TEST_FILE,)
-  elif name == 'svhn':
-    required = (SVHN_TRAIN_FILE, SVHN_TEST_FILE) + ((SVHN_EXTRA_FILE,) if include_extra else ())
-  else:
-    return [f + '[.gz]' for f in FASHION_MNIST_FILES if fashion_mnist_path(directory, f) is None]
-  return [f for f in required if not os.path.isfile(os.path.join(directory, f))]
+  spec = dataset_specs.REGISTRY[name]
+  return [_display(spec, f) for f in spec.required_files(include_extra)
+          if _file_path(spec, directory, f) is None]
 
 
-def _all_files(directory: str, names) -> bool:
-  return all(os.path.isfile(os.path.join(directory, n)) for n in names)
+def find_cifar10(spec, directory: str, include_extra: bool) -> Optional[LocalCopy]:
+  """CIFAR-10's batches in `directory` or its `cifar-10-batches-py/`, else its tarball."""
+  del include_extra  # CIFAR-10 has no extra split.
+  for batch_dir in (directory, os.path.join(directory, spec.files_dir)):
+    if _all_files(spec, batch_dir):
+      return LocalCopy(batch_dir, lambda d=batch_dir: read_cifar10_dir(d))
+  tarball = os.path.join(directory, spec.archive)
+  if os.path.isfile(tarball):
+    return LocalCopy(tarball, lambda: read_cifar10_tarball(tarball))
+  return None
+
+
+def find_svhn(spec, directory: str, include_extra: bool) -> Optional[LocalCopy]:
+  """SVHN's .mat files in `directory` (with extra_32x32.mat when include_extra)."""
+  if not _all_files(spec, directory, include_extra):
+    return None
+  return LocalCopy(directory, lambda: _read_svhn_dir(directory, include_extra))
+
+
+def find_fashion_mnist(spec, directory: str, include_extra: bool) -> Optional[LocalCopy]:
+  """Fashion-MNIST's four IDX files in `directory`, gzipped or not."""
+  del include_extra  # Fashion-MNIST has no extra split.
+  if not _all_files(spec, directory):
+    return None
+  return LocalCopy(directory, lambda: read_fashion_mnist_dir(directory))
 
 
 def _read_svhn_dir(directory: str, include_extra: bool) -> Arrays:
@@ -347,7 +377,8 @@ def find_local_copy(name: str, directory: str,
   """Looks for the original files of dataset `name` in `directory` (not recursively).
 
   Args:
-    name: 'cifar10', 'svhn' or 'fashion_mnist'.
+    name: a name of `dataset_specs.REGISTRY`; its spec's `reader` (a function of this
+      module) looks.
     directory: where to look.
     include_extra: SVHN only: also require `extra_32x32.mat` and append it to train.
 
@@ -356,22 +387,5 @@ def find_local_copy(name: str, directory: str,
   """
   if not os.path.isdir(directory):
     return None
-  if name == 'cifar10':
-    batches = CIFAR10_TRAIN_FILES + (CIFAR10_TEST_FILE,)
-    for batch_dir in (directory, os.path.join(directory, CIFAR10_DIRNAME)):
-      if _all_files(batch_dir, batches):
-        return LocalCopy(batch_dir, lambda d=batch_dir: read_cifar10_dir(d))
-    tarball = os.path.join(directory, CIFAR10_TARBALL)
-    if os.path.isfile(tarball):
-      return LocalCopy(tarball, lambda: read_cifar10_tarball(tarball))
-    return None
-  if name == 'svhn':
-    files = [SVHN_TRAIN_FILE, SVHN_TEST_FILE] + ([SVHN_EXTRA_FILE] if include_extra else [])
-    if not _all_files(directory, files):
-      return None
-    return LocalCopy(directory, lambda: _read_svhn_dir(directory, include_extra))
-  if name == 'fashion_mnist':
-    if not all(fashion_mnist_path(directory, f) for f in FASHION_MNIST_FILES):
-      return None
-    return LocalCopy(directory, lambda: read_fashion_mnist_dir(directory))
-  raise ValueError(f'unknown dataset {name!r}')
+  spec = dataset_specs.REGISTRY[name]
+  return globals()[spec.reader](spec, directory, include_extra)

@@ -78,7 +78,7 @@ def build_ssl_data(dataset: str = gin.REQUIRED,
   """Loads `dataset` and splits its training set for semi-supervised learning.
 
   Args:
-    dataset: 'cifar10', 'svhn' or 'fashion_mnist'.
+    dataset: a name of `dataset_specs.REGISTRY` ('cifar10', 'svhn', 'fashion_mnist').
     source: 'auto', 'local' or 'tfds' (see `datasets.load_dataset`).
     data_dir: directory searched first for the data (also TFDS's data_dir).
     num_labeled: labels in total, num_labeled / K per class; None labels every

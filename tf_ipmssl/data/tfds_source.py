@@ -10,13 +10,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from tf_ipmssl import errors
-
-# Our dataset names -> TFDS names.
-TFDS_NAMES = {
-    'cifar10': 'cifar10',
-    'svhn': 'svhn_cropped',
-    'fashion_mnist': 'fashion_mnist',
-}
+from tf_ipmssl.data import dataset_specs
 
 # Examples per batch when reading a split into memory. A finite size rather than
 # TFDS's batch_size=-1, which pads to `sys.maxsize` and aborts the process when the split
@@ -26,7 +20,7 @@ _READ_BATCH = 8192
 
 def tfds_data_dir(name: str, data_dir=None) -> str:
   """The directory where TFDS keeps (or would keep) dataset `name` prepared."""
-  return tfds.builder(TFDS_NAMES[name], data_dir=data_dir).data_dir
+  return tfds.builder(dataset_specs.REGISTRY[name].tfds_name, data_dir=data_dir).data_dir
 
 
 def _read_split(builder, split: str) -> Tuple[np.ndarray, np.ndarray]:
@@ -48,7 +42,7 @@ def load_tfds(name: str, data_dir=None, include_extra: bool = False,
   """Loads dataset `name` from TFDS.
 
   Args:
-    name: 'cifar10', 'svhn' or 'fashion_mnist'.
+    name: a name of `dataset_specs.REGISTRY`.
     data_dir: TFDS data_dir; None for TFDS's default ($TFDS_DATA_DIR or
       ~/tensorflow_datasets).
     include_extra: SVHN only: train is the 'train+extra' split.
@@ -62,7 +56,7 @@ def load_tfds(name: str, data_dir=None, include_extra: bool = False,
     DatasetNotFoundError: TFDS has not prepared it and `download` is False, or the
       download failed; the message names the TFDS directory.
   """
-  tfds_name = TFDS_NAMES[name]
+  tfds_name = dataset_specs.REGISTRY[name].tfds_name
   builder = tfds.builder(tfds_name, data_dir=data_dir)
   where = f'TFDS {tfds_name} in {builder.data_dir}'
   if download:

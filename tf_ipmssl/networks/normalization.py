@@ -69,12 +69,8 @@ class ConfigurableLayerNorm(keras.layers.Layer):
   def __init__(self, stats='singleton', params='per_channel', epsilon=LAYER_NORM_EPSILON,
                **kwargs):
     super().__init__(**kwargs)
-    if stats not in _LAYER_NORM_STATS:
-      raise errors.ConfigError(
-          f'Unknown layer-norm stats {stats!r}; valid: {", ".join(_LAYER_NORM_STATS)}.')
-    if params not in _LAYER_NORM_PARAMS:
-      raise errors.ConfigError(
-          f'Unknown layer-norm params {params!r}; valid: {", ".join(_LAYER_NORM_PARAMS)}.')
+    errors.check_choice(stats, _LAYER_NORM_STATS, 'layer-norm stats')
+    errors.check_choice(params, _LAYER_NORM_PARAMS, 'layer-norm params')
     self.stats = stats
     self.params = params
     self.epsilon = float(epsilon)

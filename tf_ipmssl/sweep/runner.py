@@ -23,11 +23,11 @@ import time
 from typing import Callable, List, Optional, Sequence
 
 from tf_ipmssl import cells as cells_lib
+from tf_ipmssl import run_files
 from tf_ipmssl.sweep import plan as plan_lib
 
-LOG_FILE = 'train.log'
+LOG_FILE = run_files.LOG_FILE
 SWEEP_LOG_FILE = 'sweep_log.jsonl'
-METRICS_FILE = 'metrics.json'  # Written by the trainer (training/run_record.py).
 
 NEW, PARTIAL, FINISHED = 'new', 'partial', 'finished'
 # Outcomes.
@@ -44,18 +44,9 @@ class Outcome:
   log_tail: str = ''
 
 
-def read_metrics(model_dir: str) -> Optional[dict]:
-  """The run's metrics.json, None when missing or unreadable (e.g. being written)."""
-  try:
-    with open(os.path.join(model_dir, METRICS_FILE)) as f:
-      return json.load(f)
-  except (OSError, ValueError):
-    return None
-
-
 def run_state(model_dir: str) -> str:
   """NEW (no directory), PARTIAL (started, not finished) or FINISHED."""
-  metrics = read_metrics(model_dir)
+  metrics = run_files.read_metrics(model_dir, unreadable_ok=True)
   if metrics is not None and metrics.get('finished'):
     return FINISHED
   return PARTIAL if os.path.isdir(model_dir) else NEW

@@ -14,16 +14,13 @@ import csv
 import dataclasses
 import glob
 import io
-import json
 import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tf_ipmssl import cells as cells_lib
+from tf_ipmssl import run_files
 from tf_ipmssl.sweep import plan as plan_lib
-from tf_ipmssl.sweep import runner
-
-DATASET_FILE = 'dataset.json'  # Written by the trainer (training/run_record.py).
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,11 +94,8 @@ def run_error(metrics: dict) -> Optional[float]:
 
 
 def _dataset_of(model_dir: str) -> Optional[str]:
-  try:
-    with open(os.path.join(model_dir, DATASET_FILE)) as f:
-      return json.load(f).get('name')
-  except (OSError, ValueError):
-    return None
+  dataset = run_files.read_json(model_dir, run_files.DATASET_FILE, unreadable_ok=True)
+  return None if dataset is None else dataset.get('name')
 
 
 def _seed_of(model_dir: str) -> int:
@@ -121,7 +115,7 @@ def collect_cell(root: str, cell: cells_lib.Cell,
     model_dirs = [d for d in model_dirs if _seed_of(d) in set(seeds)]
   runs, unfinished = [], 0
   for model_dir in model_dirs:
-    metrics = runner.read_metrics(model_dir)
+    metrics = run_files.read_metrics(model_dir, unreadable_ok=True)
     error = run_error(metrics) if metrics and metrics.get('finished') else None
     if error is None:
       unfinished += 1

@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import run_files
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
@@ -34,7 +35,6 @@ from tf_ipmssl.objectives import constraint as constraint_lib
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import restore
-from tf_ipmssl.training import trainer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +149,11 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, settings):
 
 
 def diagnose_run(model_dir, num_batches=4):
-  """One dict per checkpoint in model_dir/checkpoints (step order), plus the step."""
+  """One dict per checkpoint in model_dir/checkpoints (step order), plus the step.
+
+  The caller registers the gin configurables first (bin/diagnose imports
+  `tf_ipmssl.configurables`).
+  """
   restore.parse_run_config(model_dir)
   settings = run_settings()
   if not settings.constraints and _query('train.mode', 'ssl') != 'ssl':
@@ -165,7 +169,7 @@ def diagnose_run(model_dir, num_batches=4):
                  for c in constraints if c.has_multiplier}
   checkpoint = tf.train.Checkpoint(critic=critic, generator=generator,
                                    multipliers=tf.train.Checkpoint(**multipliers))
-  directory = os.path.join(model_dir, trainer.CHECKPOINT_DIR)
+  directory = os.path.join(model_dir, run_files.CHECKPOINT_DIR)
   state = tf.train.get_checkpoint_state(directory)
   if state is None:
     raise errors.UserError(f'no checkpoints in {directory}; train first (bin/train)')

@@ -1,32 +1,39 @@
-"""Rebuilding a run's classifier from its model_dir (for bin/evaluate and bin/export)."""
+"""Rebuilding a run's classifier from its model_dir (for bin/evaluate and bin/export).
+
+`parse_run_config` parses the run's config.gin with the gin configurables registered so far:
+the program that calls it imports `tf_ipmssl.configurables` (this module stays below the
+trainer). `load_critic` needs only the critic's bindings and skips the others.
+"""
 import os
 
 import gin
 import tensorflow as tf
 
-from tf_ipmssl import configurables  # pylint: disable=unused-import
 from tf_ipmssl import errors
+from tf_ipmssl import run_files
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.training import run_record
-from tf_ipmssl.training import trainer
 
 CHECKPOINTS = ('latest', 'best')
 
 
-def parse_run_config(model_dir):
-  """Replaces the gin configuration with the one the run in model_dir was started with."""
-  path = os.path.join(model_dir, run_record.CONFIG_FILE)
-  if not tf.io.gfile.exists(path):
+def parse_run_config(model_dir, skip_unknown=False):
+  """Replaces the gin configuration with the one the run in model_dir was started with.
+
+  skip_unknown: ignore bindings of configurables not registered in this process.
+  """
+  path = os.path.join(model_dir, run_files.CONFIG_FILE)
+  if not run_files.exists(path):
     raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no {path})')
   gin.clear_config()
   with gin.unlock_config():
-    gin.parse_config_file(path)
+    gin.parse_config_file(path, skip_unknown=skip_unknown)
 
 
 def checkpoint_path(model_dir, which='latest'):
   if which not in CHECKPOINTS:
     raise errors.ConfigError(f"checkpoint must be one of {list(CHECKPOINTS)}, got '{which}'")
-  directory = trainer.CHECKPOINT_DIR if which == 'latest' else trainer.BEST_CHECKPOINT_DIR
+  directory = run_files.CHECKPOINT_DIR if which == 'latest' else run_files.BEST_CHECKPOINT_DIR
   path = tf.train.latest_checkpoint(os.path.join(model_dir, directory))
   if path is None:
     raise errors.UserError(f'no {which} checkpoint in {model_dir}/{directory}; train first '
@@ -39,7 +46,7 @@ def load_critic(model_dir, which='latest'):
 
   Returns (critic, dataset info dict, checkpoint path).
   """
-  parse_run_config(model_dir)
+  parse_run_config(model_dir, skip_unknown=True)
   dataset = run_record.read_dataset(model_dir)
   critic = critic_lib.build_critic(num_classes=dataset['num_classes'],
                                    input_channels=dataset['image_shape'][-1])

@@ -10,9 +10,10 @@
   changes in the last bits and a GAN's trajectory amplifies it. `train.deterministic_ops`
   pins one thread per op for bit-exact repeats.
 - metrics.json: final and best-on-validation errors (written by the trainer).
+
+The file names and their reading and writing are `tf_ipmssl.run_files`'s.
 """
 import datetime
-import json
 import os
 import platform
 import sys
@@ -24,12 +25,7 @@ import tensorflow as tf
 
 import tf_ipmssl
 from tf_ipmssl import errors
-
-CONFIG_FILE = 'config.gin'
-OPERATIVE_CONFIG_FILE = 'operative_config.gin'
-VERSIONS_FILE = 'versions.json'
-DATASET_FILE = 'dataset.json'
-METRICS_FILE = 'metrics.json'
+from tf_ipmssl import run_files
 
 # Bindings that may differ on resume: how a run is observed, and how long it goes on.
 _RESUMABLE_CHANGES = ('log_every', 'eval_every', 'checkpoint_every', 'sample_every',
@@ -42,23 +38,15 @@ def _identity_lines(config_text):
           and not any(f'.{p} =' in line for p in _RESUMABLE_CHANGES)]
 
 
-def atomic_write_text(path, text):
-  tmp = path + '.tmp'
-  with tf.io.gfile.GFile(tmp, 'w') as f:
-    f.write(text)
-  tf.io.gfile.rename(tmp, path, overwrite=True)
-
-
 def check_config(model_dir):
   """Refuses to resume a run started with another configuration, naming a differing line.
 
   Reads only: safe on a read-only model_dir.
   """
-  path = os.path.join(model_dir, CONFIG_FILE)
-  if not tf.io.gfile.exists(path):
+  path = os.path.join(model_dir, run_files.CONFIG_FILE)
+  if not run_files.exists(path):
     return
-  with tf.io.gfile.GFile(path) as f:
-    saved = _identity_lines(f.read())
+  saved = _identity_lines(run_files.read_text(path))
   current = _identity_lines(gin.config_str())
   if saved != current:
     differs = ([f'now: {l.strip()}' for l in current if l not in saved] +
@@ -77,7 +65,7 @@ def record_start(model_dir, resuming):
   tf.io.gfile.makedirs(model_dir)
   if resuming:
     check_config(model_dir)
-  atomic_write_text(os.path.join(model_dir, CONFIG_FILE), gin.config_str())
+  run_files.write_text(os.path.join(model_dir, run_files.CONFIG_FILE), gin.config_str())
   session = {
       'tf_ipmssl': tf_ipmssl.__version__, 'tensorflow': tf.__version__,
       'keras': keras.__version__, 'numpy': np.__version__, 'python': platform.python_version(),
@@ -86,13 +74,12 @@ def record_start(model_dir, resuming):
       'devices': [d.name for d in tf.config.list_logical_devices()],
       'numerics': _numerics(),
   }
-  path = os.path.join(model_dir, VERSIONS_FILE)
   versions = session
-  if resuming and tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      versions = json.load(f)
+  previous = run_files.read_json(model_dir, run_files.VERSIONS_FILE) if resuming else None
+  if previous is not None:
+    versions = previous
     versions.setdefault('resumes', []).append(session)
-  atomic_write_text(path, json.dumps(versions, indent=2))
+  run_files.write_json(model_dir, run_files.VERSIONS_FILE, versions)
 
 
 def remove_partial_checkpoints(directories):
@@ -120,30 +107,19 @@ def _numerics():
 
 def record_dataset(model_dir, data):
   """What a classifier restored from this run needs without loading the data."""
-  atomic_write_text(os.path.join(model_dir, DATASET_FILE), json.dumps({
+  run_files.write_json(model_dir, run_files.DATASET_FILE, {
       'name': data.name, 'num_classes': int(data.num_classes),
-      'image_shape': [int(d) for d in data.image_shape], 'source': data.source}, indent=2))
+      'image_shape': [int(d) for d in data.image_shape], 'source': data.source})
 
 
 def read_dataset(model_dir):
-  path = os.path.join(model_dir, DATASET_FILE)
-  if not tf.io.gfile.exists(path):
-    raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no {DATASET_FILE})')
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
+  dataset = run_files.read_json(model_dir, run_files.DATASET_FILE)
+  if dataset is None:
+    raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no '
+                           f'{run_files.DATASET_FILE})')
+  return dataset
 
 
 def record_operative_config(model_dir):
-  atomic_write_text(os.path.join(model_dir, OPERATIVE_CONFIG_FILE), gin.operative_config_str())
-
-
-def read_metrics(model_dir):
-  path = os.path.join(model_dir, METRICS_FILE)
-  if not tf.io.gfile.exists(path):
-    return None
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
-
-
-def write_metrics(model_dir, metrics):
-  atomic_write_text(os.path.join(model_dir, METRICS_FILE), json.dumps(metrics, indent=2))
+  run_files.write_text(os.path.join(model_dir, run_files.OPERATIVE_CONFIG_FILE),
+                       gin.operative_config_str())

@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import run_files
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
@@ -36,9 +37,6 @@ from tf_ipmssl.training import weight_averaging
 
 MODES = ('ssl', 'supervised')
 MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
-CHECKPOINT_DIR = 'checkpoints'
-BEST_CHECKPOINT_DIR = 'best'
-EXPORT_DIR = 'export'
 
 
 def _check_choice(name, value, choices):
@@ -216,14 +214,15 @@ def train(model_dir,
   total_steps = steps if steps is not None else int(
       math.ceil(epochs * iterations_per_epoch / iterations_per_step))
 
-  checkpoint_dir = os.path.join(model_dir, CHECKPOINT_DIR)
+  checkpoint_dir = os.path.join(model_dir, run_files.CHECKPOINT_DIR)
   resuming = tf.train.latest_checkpoint(checkpoint_dir) is not None
   if resuming:
     run_record.check_config(model_dir)
   # A finished run (its export complete) only reports: nothing is written, so this also
   # works on a read-only file system.
-  metrics = run_record.read_metrics(model_dir) or {}
-  if _finished(metrics, total_steps, export_classifier, os.path.join(model_dir, EXPORT_DIR)):
+  metrics = run_files.read_metrics(model_dir) or {}
+  export_dir = os.path.join(model_dir, run_files.EXPORT_DIR)
+  if _finished(metrics, total_steps, export_classifier, export_dir):
     print(f'{model_dir} already finished ({metrics["step"]} steps); nothing to do.', flush=True)
     print(_final_line(metrics['step'], metrics, baseline), flush=True)
     return metrics
@@ -233,7 +232,7 @@ def train(model_dir,
   strategy = distribution.make_strategy()
   run_record.record_start(model_dir, resuming)
   run_record.remove_partial_checkpoints(
-      [checkpoint_dir, os.path.join(model_dir, BEST_CHECKPOINT_DIR)])
+      [checkpoint_dir, os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR)])
   run_record.record_dataset(model_dir, data)
 
   with strategy.scope():
@@ -270,8 +269,8 @@ def train(model_dir,
       **({'averaged_critic': averaged_critic} if averaged_critic is not None else {}))
   manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep_checkpoints)
   best_manager = tf.train.CheckpointManager(
-      tf.train.Checkpoint(critic=evaluated_critic), os.path.join(model_dir, BEST_CHECKPOINT_DIR),
-      max_to_keep=1)
+      tf.train.Checkpoint(critic=evaluated_critic),
+      os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR), max_to_keep=1)
   if resuming:
     checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
     logging.info('Resumed from %s', manager.latest_checkpoint)
@@ -281,8 +280,8 @@ def train(model_dir,
   # Training done but the export missing or partial (killed while exporting): export again.
   training_done = step >= total_steps or bool(metrics.get('stopped_early'))
   if training_done:
-    print(f'{model_dir} finished training ({step} steps) but its {EXPORT_DIR}/ is missing or '
-          'incomplete; exporting again.', flush=True)
+    print(f'{model_dir} finished training ({step} steps) but its {run_files.EXPORT_DIR}/ is '
+          'missing or incomplete; exporting again.', flush=True)
 
   steps_fn = steps_lib.TrainingSteps(
       strategy=strategy, critic=critic, generator=generator,
@@ -308,8 +307,10 @@ def train(model_dir,
   else:
     run_iteration = lambda: steps_fn.supervised_iteration(labeled_iterator)
 
-  writer = tf.summary.create_file_writer(os.path.join(model_dir, 'train'))
-  eval_writer = tf.summary.create_file_writer(os.path.join(model_dir, 'eval'))
+  writer = tf.summary.create_file_writer(
+      os.path.join(model_dir, run_files.TRAIN_SUMMARY_DIR))
+  eval_writer = tf.summary.create_file_writer(
+      os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR))
   predict = evaluation.make_predict_fn(evaluated_critic)
   sample_noise = tf.random.stateless_normal(
       [64, generator.noise_dim],
@@ -326,7 +327,7 @@ def train(model_dir,
 
   def check_finite(current_step):
     if int(state.counters['nonfinite'].numpy()):
-      run_record.write_metrics(model_dir, {
+      run_files.write_metrics(model_dir, {
           **_metrics(metrics, state, step, total_steps, finished=False),
           'diverged_before_step': current_step})
       kept = (f'the last good checkpoint in {checkpoint_dir} ({manager.latest_checkpoint}) was '
@@ -432,7 +433,7 @@ def train(model_dir,
       if step % checkpoint_every == 0 or last or stop:
         save(step)
         # Finished only once the export is complete (below).
-        run_record.write_metrics(model_dir, _metrics(
+        run_files.write_metrics(model_dir, _metrics(
             metrics, state, step, total_steps, finished=(last or stop) and not export_classifier))
       if stop:
         break
@@ -449,7 +450,7 @@ def train(model_dir,
   metrics = _metrics(metrics, state, step, total_steps, finished=True)
   metrics['exported'] = exported
   metrics['wall_seconds_this_session'] = time.time() - started
-  run_record.write_metrics(model_dir, metrics)
+  run_files.write_metrics(model_dir, metrics)
   print(_final_line(step, metrics, baseline), flush=True)
   return metrics
 
@@ -468,8 +469,9 @@ def _export_selected_classifier(critic, data, model_dir, best_manager, state, st
     best_manager.checkpoint.restore(
         best_manager.latest_checkpoint).assert_existing_objects_matched()
     selected = {'checkpoint': 'best', 'step': int(state.best['step'].numpy())}
-  export.export_classifier(critic, data.image_shape, os.path.join(model_dir, EXPORT_DIR),
-                           data.num_classes, data.name)
+  export.export_classifier(critic, data.image_shape,
+                           os.path.join(model_dir, run_files.EXPORT_DIR), data.num_classes,
+                           data.name)
   return selected
 
 
@@ -497,7 +499,7 @@ def _final_line(step, metrics, baseline=None):
     line += '; baseline ' + (result.text() if result else
                              f'{baseline[1]}: no results in {baseline[0]} yet')
   if exported:
-    line += f'. {EXPORT_DIR}/ holds the classifier of step {exported["step"]}'
+    line += f'. {run_files.EXPORT_DIR}/ holds the classifier of step {exported["step"]}'
   return line
 
 

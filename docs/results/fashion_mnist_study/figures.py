@@ -23,7 +23,7 @@ import tensorflow as tf
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
-from tf_ipmssl.sweep import runner  # pylint: disable=g-import-not-at-top
+from tf_ipmssl import run_files  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables as tables_lib  # pylint: disable=g-import-not-at-top
 
 STUDY = 'fashion_mnist_study'
@@ -33,7 +33,7 @@ CURVES = (('kplus1_fisher_f', 2, 'SSL: K+1, Fisher(f)'), ('supervised', 1, 'supe
 def validation_curve(run_dir):
   """[(step, validation error %)] from the run's eval TensorBoard events."""
   points = []
-  eval_dir = os.path.join(run_dir, 'eval')
+  eval_dir = os.path.join(run_dir, run_files.EVAL_SUMMARY_DIR)
   for name in sorted(os.listdir(eval_dir)):
     for event in tf.compat.v1.train.summary_iterator(os.path.join(eval_dir, name)):
       for value in event.summary.value:
@@ -90,7 +90,8 @@ def main(root):
     walls = [run.wall_seconds for run in result.runs if run.wall_seconds]
     wall = f', wall {np.mean(walls):.0f} s' if walls else ''
     seeds = ', '.join(f's{run.seed} {run.test_error:.2f}' for run in result.runs)
-    metrics = [runner.read_metrics(run.model_dir) for run in result.runs]
+    metrics = [run_files.read_metrics(run.model_dir, unreadable_ok=True)
+               for run in result.runs]
     best_steps = [m['best']['step'] for m in metrics]
     last = np.mean([m['final']['test_error'] for m in metrics])
     print(f'{result.cell.row}: {result.text} [{seeds}]{wall}; best at steps {best_steps}, '

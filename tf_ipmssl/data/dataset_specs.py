@@ -1,0 +1,95 @@
+"""Every dataset the library knows, one `DatasetSpec` each: the only list of datasets.
+
+The loaders (`datasets`, `local_files`, `tfds_source`), the result tables (`cells`) and the
+test fixtures read this registry. Adding a dataset means one `DatasetSpec` here, a reader
+in `local_files` (named by `DatasetSpec.reader`), a gin base and a test fixture.
+
+This module imports neither TensorFlow nor numpy, so that `cells` (and `bin/cells`) stay
+instant.
+"""
+import dataclasses
+from typing import Dict, Optional, Tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetSpec:
+  """What the code needs to know about one dataset.
+
+  Attributes:
+    name: the name in configurations (`build_ssl_data.dataset`), run records and cell ids.
+    title: the name in tables and plots, e.g. 'CIFAR-10'.
+    num_classes: K.
+    image_shape: (H, W, C) of one image as stored (before padding to 32x32).
+    tfds_name: its TensorFlow Datasets name.
+    files: the original distribution files a local copy consists of.
+    extra_files: files needed only with `include_extra` (SVHN's extra split).
+    optional_suffix: a suffix the files may carry ('.gz': gzipped or not).
+    files_dir: the directory the distribution archive unpacks to, looked into as well.
+    archive: the distribution archive, read without unpacking it, where the reader can.
+    reader: the `local_files` function that finds and reads a copy in a directory:
+      reader(spec, directory, include_extra) -> LocalCopy or None.
+    subdirs: sub-directories of data_dir / $TF_IPMSSL_DATA_DIR that may hold it.
+    system_dirs: where a system package installs it.
+    how_to_get: instructions for the "not found" error message.
+  """
+  name: str
+  title: str
+  num_classes: int
+  image_shape: Tuple[int, int, int]
+  tfds_name: str
+  files: Tuple[str, ...]
+  reader: str
+  subdirs: Tuple[str, ...]
+  how_to_get: str
+  extra_files: Tuple[str, ...] = ()
+  optional_suffix: str = ''
+  files_dir: Optional[str] = None
+  archive: Optional[str] = None
+  system_dirs: Tuple[str, ...] = ()
+
+  def required_files(self, include_extra: bool = False) -> Tuple[str, ...]:
+    """The files a local copy needs."""
+    return self.files + (self.extra_files if include_extra else ())
+
+
+CIFAR10 = DatasetSpec(
+    files=tuple(f'data_batch_{i}' for i in range(1, 6)) + ('test_batch',),
+    name='cifar10', title='CIFAR-10', num_classes=10, image_shape=(32, 32, 3),
+    tfds_name='cifar10', reader='find_cifar10', subdirs=('cifar10', 'cifar-10'),
+    files_dir='cifar-10-batches-py', archive='cifar-10-python.tar.gz',
+    how_to_get=(
+        'download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz into one of '
+        'the directories above (extracting it is optional)'),
+)
+
+SVHN = DatasetSpec(
+    files=('train_32x32.mat', 'test_32x32.mat'),
+    name='svhn', title='SVHN', num_classes=10, image_shape=(32, 32, 3),
+    tfds_name='svhn_cropped', reader='find_svhn', subdirs=('svhn', 'svhn_cropped'),
+    extra_files=('extra_32x32.mat',),
+    how_to_get=(
+        'download http://ufldl.stanford.edu/housenumbers/train_32x32.mat and test_32x32.mat '
+        '(and extra_32x32.mat for include_extra) into one of the directories above'),
+)
+
+FASHION_MNIST = DatasetSpec(
+    files=('train-images-idx3-ubyte', 'train-labels-idx1-ubyte', 't10k-images-idx3-ubyte',
+           't10k-labels-idx1-ubyte'),
+    name='fashion_mnist', title='Fashion-MNIST', num_classes=10, image_shape=(28, 28, 1),
+    tfds_name='fashion_mnist', reader='find_fashion_mnist',
+    subdirs=('fashion_mnist', 'fashion-mnist'), optional_suffix='.gz',
+    system_dirs=('/usr/share/datasets/fashion-mnist',),
+    how_to_get=(
+        '`apt-get install dataset-fashion-mnist` (installs /usr/share/datasets/fashion-mnist)'
+        ', or download the four files from '
+        'http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/ into one of the '
+        'directories above'),
+)
+
+# Name -> spec, in the order datasets are listed to users.
+REGISTRY: Dict[str, DatasetSpec] = {spec.name: spec for spec in (CIFAR10, SVHN, FASHION_MNIST)}
+
+
+def names() -> Tuple[str, ...]:
+  """The names of every dataset, in the registry's order."""
+  return tuple(REGISTRY)

@@ -1,0 +1,100 @@
+"""The files of a run directory (bin/train's --model_dir): their names, reading and writing.
+
+A run directory holds
+
+- config.gin: the gin configuration the run was started with (its identity);
+- operative_config.gin: the gin parameters actually used (after the first step);
+- versions.json: library versions and numerics of each start (training/run_record.py);
+- dataset.json: what a restored classifier needs to know of its data;
+- metrics.json: step, final and best-on-validation errors (written by the trainer);
+- checkpoints/: the training checkpoints; best/: the critic of the best validation step;
+- export/: the SavedModel classifier;
+- train/, eval/: TensorBoard summaries;
+- train.log: the run's output under bin/sweep;
+- diagnosis.json: bin/diagnose's gradient split (by default).
+
+Training, restore, the sweep and the figure scripts read these names here. This module
+imports no TensorFlow: local paths are read and written with the standard library; paths
+with a scheme (gs://...) go through tf.io.gfile, imported only for them.
+"""
+import json
+import os
+from typing import Optional
+
+CONFIG_FILE = 'config.gin'
+OPERATIVE_CONFIG_FILE = 'operative_config.gin'
+VERSIONS_FILE = 'versions.json'
+DATASET_FILE = 'dataset.json'
+METRICS_FILE = 'metrics.json'
+CHECKPOINT_DIR = 'checkpoints'
+BEST_CHECKPOINT_DIR = 'best'
+EXPORT_DIR = 'export'
+TRAIN_SUMMARY_DIR = 'train'
+EVAL_SUMMARY_DIR = 'eval'
+LOG_FILE = 'train.log'
+DIAGNOSIS_FILE = 'diagnosis.json'
+
+
+def _gfile():
+  """tf.io.gfile, for paths with a scheme (gs://, ...) only."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile
+
+
+def _remote(path: str) -> bool:
+  return '://' in path
+
+
+def exists(path: str) -> bool:
+  return _gfile().exists(path) if _remote(path) else os.path.exists(path)
+
+
+def read_text(path: str) -> str:
+  if _remote(path):
+    with _gfile().GFile(path) as f:
+      return f.read()
+  with open(path, encoding='utf-8') as f:
+    return f.read()
+
+
+def write_text(path: str, text: str):
+  """Writes `path` atomically: a reader sees the old content or the new, never a part."""
+  tmp = path + '.tmp'
+  if _remote(path):
+    with _gfile().GFile(tmp, 'w') as f:
+      f.write(text)
+    _gfile().rename(tmp, path, overwrite=True)
+    return
+  with open(tmp, 'w', encoding='utf-8') as f:
+    f.write(text)
+  os.replace(tmp, path)
+
+
+def read_json(model_dir: str, name: str, unreadable_ok: bool = False) -> Optional[dict]:
+  """The JSON file `name` of model_dir; None when it is missing.
+
+  With `unreadable_ok` also None when it cannot be read or parsed (for readers that look
+  at runs other processes may be writing, such as the sweep's).
+  """
+  path = os.path.join(model_dir, name)
+  try:
+    if not exists(path):
+      return None
+    return json.loads(read_text(path))
+  except (OSError, ValueError):
+    if unreadable_ok:
+      return None
+    raise
+
+
+def write_json(model_dir: str, name: str, content: dict):
+  write_text(os.path.join(model_dir, name), json.dumps(content, indent=2))
+
+
+def read_metrics(model_dir: str, unreadable_ok: bool = False) -> Optional[dict]:
+  """The run's metrics.json; None when missing (or unreadable, with unreadable_ok)."""
+  return read_json(model_dir, METRICS_FILE, unreadable_ok)
+
+
+def write_metrics(model_dir: str, metrics: dict):
+  write_json(model_dir, METRICS_FILE, metrics)
