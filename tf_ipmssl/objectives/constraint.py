@@ -110,6 +110,16 @@ class Constraint:
     del critic
 
 
+@dataclasses.dataclass(frozen=True)
+class AugmentedLagrangianConstraint(Constraint):
+  """A constraint with a multiplier λ (λ ← λ + ρ·Ω after each update) and penalty weight ρ."""
+  penalty_weight: float = 0.0
+
+  @property
+  def rho(self) -> float:
+    return self.penalty_weight
+
+
 def register(cls):
   """Class decorator: a gin-configurable constraint under its class name, listed as choice."""
   if not (isinstance(cls, type) and issubclass(cls, Constraint)):

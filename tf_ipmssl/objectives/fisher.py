@@ -38,16 +38,11 @@ def pairwise_second_moment(parts):
 
 @constraint.register
 @dataclasses.dataclass(frozen=True)
-class Fisher(constraint.Constraint):
+class Fisher(constraint.AugmentedLagrangianConstraint):
   """Fisher constraint on component h with multiplier λ_F and penalty ρ_F (paper: 1e-7)."""
-  component: str = 'f'
   penalty_weight: float = 1e-7
 
   kind = 'fisher'
-
-  @property
-  def rho(self):
-    return self.penalty_weight
 
   def local_moments(self, inputs):
     """E_P[h²] and E_Q[h²]; under the pairwise f, on f, the parts of its all-pairs mean."""

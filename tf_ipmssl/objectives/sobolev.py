@@ -22,17 +22,12 @@ def sobolev_omega(mean_sq_grad_real, mean_sq_grad_fake):
 
 @constraint.register
 @dataclasses.dataclass(frozen=True)
-class Sobolev(constraint.Constraint):
+class Sobolev(constraint.AugmentedLagrangianConstraint):
   """Sobolev constraint on component h with multiplier λ_S and penalty ρ_S (paper: 1e-8)."""
-  component: str = 'f'
   penalty_weight: float = 1e-8
 
   kind = 'sobolev'
   needs_gradients_at_data = True
-
-  @property
-  def rho(self):
-    return self.penalty_weight
 
   def local_moments(self, inputs):
     """E_P[‖∇_x h‖²] and E_Q[‖∇_x h‖²]."""
