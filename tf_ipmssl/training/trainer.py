@@ -396,6 +396,15 @@ def train(model_dir,
         run_record.record_operative_config(model_dir)
         wrote_operative_config = True
       last = step == total_steps
+      # Evaluate first: the progress line then shows this step's validation error, and its
+      # time per step (and ETA) includes the evaluations.
+      if step % eval_every == 0 or last:
+        check_finite(step)
+        validation_error, test_error = evaluate(step)
+        metrics.update({'last_validation_error': validation_error, 'last_test_error': test_error,
+                        'last_eval_step': step})
+      if step % sample_every == 0 or last:
+        write_samples(step)
       if step % log_every == 0 or last:
         check_finite(step)
         seconds = (time.time() - interval_start) / interval_steps
@@ -418,13 +427,6 @@ def train(model_dir,
                                       seconds * (total_steps - step), shown, validation_error),
               flush=True)
         interval_start, interval_steps = time.time(), 0
-      if step % sample_every == 0 or last:
-        write_samples(step)
-      if step % eval_every == 0 or last:
-        check_finite(step)
-        validation_error, test_error = evaluate(step)
-        metrics.update({'last_validation_error': validation_error, 'last_test_error': test_error,
-                        'last_eval_step': step})
       stop = step % eval_every == 0 and not last and patience_ran_out(step)
       if stop:
         metrics['stopped_early'] = step
