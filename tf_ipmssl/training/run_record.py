@@ -27,9 +27,11 @@ import tf_ipmssl
 from tf_ipmssl import errors
 from tf_ipmssl import run_files
 
-# Bindings that may differ on resume: how a run is observed, and how long it goes on.
+# Bindings that may differ on resume: how a run is observed, how long it goes on, where
+# the (same) data files are read from, and what its final line compares with.
 _RESUMABLE_CHANGES = ('log_every', 'eval_every', 'checkpoint_every', 'sample_every',
-                      'export_classifier', 'keep_checkpoints', 'steps', 'epochs')
+                      'export_classifier', 'keep_checkpoints', 'steps', 'epochs',
+                      'eval_batch_size', 'data_dir', 'baseline')
 
 
 def _identity_lines(config_text):
