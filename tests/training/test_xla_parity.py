@@ -49,10 +49,12 @@ def test_jit_compiled_gradients_match_plain_gradients(normalization):
   gradients = {}
   for jit in (False, True):
     steps = steps_lib.TrainingSteps(
+        steps_lib.StepConfig(formulation='kplus1', constraints=constraints, lambda_ce=1.5,
+                             global_batch_size=8, critic_iterations=1, seed=3,
+                             jit_compile=jit),
         strategy=tf.distribute.get_strategy(), critic=critic, generator=generator,
         critic_optimizer=None, generator_optimizer=None, multipliers=multipliers,
-        counters=counters, formulation='kplus1', constraints=constraints, lambda_ce=1.5,
-        global_batch_size=8, critic_iterations=1, noise_dim=100, seed=3, jit_compile=jit)
+        counters=counters)
     compute = steps._critic_gradients if jit else tf.function(steps._critic_gradients)  # pylint: disable=protected-access
     grads, values, _ = compute(x_labeled, y_labeled, x_real, tf.constant(5, tf.int64))
     gradients[jit] = ([g.numpy() for g in grads], {k: float(v) for k, v in values.items()})

@@ -1,7 +1,7 @@
 """Builds each benchmark config from the library's own pieces and times it.
 
 Everything timed is the code a training run executes: networks from tf_ipmssl.networks,
-optimizers and run state as tf_ipmssl.training.trainer makes them, the compiled
+optimizers and run state from tf_ipmssl.training.trainer.build_run, the compiled
 `TrainingSteps.ssl_iteration` / `supervised_iteration`, `evaluation.make_predict_fn`, the
 SavedModel of `export.export_classifier` and `pipelines.training_stream`. The data are random
 uint8 images (no dataset is read).
@@ -37,7 +37,6 @@ from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import export
-from tf_ipmssl.training import optimizers
 from tf_ipmssl.training import steps as steps_lib
 from tf_ipmssl.training import trainer
 
@@ -101,38 +100,15 @@ def synthetic_data(seed=0, num_images=NUM_SYNTHETIC_IMAGES):
   return images, labels
 
 
-@dataclasses.dataclass
-class Networks:
-  """The models, optimizers and run state (counters, λ's) of one benchmarked run."""
-  critic: keras.Model
-  generator: keras.Model
-  critic_optimizer: keras.optimizers.Optimizer
-  generator_optimizer: keras.optimizers.Optimizer
-  state: object
-  loss_scaling: bool
-
-
-def build_networks(config, variant, options) -> Networks:
-  """Networks, optimizers and run state as trainer.train builds them."""
+def build_networks(config, variant, options) -> trainer.Run:
+  """Networks, optimizers and run state as trainer.train builds them (trainer.build_run)."""
   keras.utils.set_random_seed(options.seed)
   with dtype_policy(variant.precision):
-    critic = critic_lib.build_critic(num_classes=NUM_CLASSES, input_channels=IMAGE_SHAPE[-1],
-                                     normalization=config.normalization, width=options.width,
-                                     seed=options.seed)
-    generator = generator_lib.build_generator(output_channels=IMAGE_SHAPE[-1],
-                                              seed=options.seed)
-    # pylint: disable=protected-access  (the trainer's own optimizer and state factories)
-    critic_optimizer = optimizers.make_optimizer('adam', config.learning_rate, 0.5, 0.999)
-    generator_optimizer = optimizers.make_optimizer('adam', config.learning_rate, 0.5, 0.999)
-    loss_scaling = variant.precision == 'mixed_float16'
-    if loss_scaling:
-      critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)
-      generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
-    critic_optimizer.build(critic.trainable_variables)
-    generator_optimizer.build(generator.trainable_variables)
-    state = trainer._RunState(config.constraints)
-    # pylint: enable=protected-access
-  return Networks(critic, generator, critic_optimizer, generator_optimizer, state, loss_scaling)
+    return trainer.build_run(
+        num_classes=NUM_CLASSES, image_shape=IMAGE_SHAPE, constraints=config.constraints,
+        seed=options.seed, critic_learning_rate=config.learning_rate,
+        generator_learning_rate=config.learning_rate, mixed_precision=variant.precision,
+        critic_options={'normalization': config.normalization, 'width': options.width})
 
 
 def build_training_steps(config, variant, options, nets, critic_iterations):
@@ -141,13 +117,13 @@ def build_training_steps(config, variant, options, nets, critic_iterations):
   if variant.forward == 'separate':
     critic = SeparatePassesCritic(critic)
   return steps_lib.TrainingSteps(
+      steps_lib.StepConfig(
+          formulation='kplus1', constraints=config.constraints, lambda_ce=1.5,
+          global_batch_size=options.batch_size, critic_iterations=critic_iterations,
+          seed=options.seed, jit_compile=variant.jit_compile, loss_scaling=nets.loss_scaling),
       strategy=tf.distribute.get_strategy(), critic=critic, generator=nets.generator,
       critic_optimizer=nets.critic_optimizer, generator_optimizer=nets.generator_optimizer,
-      multipliers=nets.state.multipliers, counters=nets.state.counters,
-      formulation='kplus1', constraints=config.constraints, lambda_ce=1.5,
-      global_batch_size=options.batch_size, critic_iterations=critic_iterations,
-      noise_dim=nets.generator.noise_dim, seed=options.seed,
-      jit_compile=variant.jit_compile, loss_scaling=nets.loss_scaling)
+      multipliers=nets.state.multipliers, counters=nets.state.counters)
 
 
 def _streams(data, options):

@@ -9,6 +9,9 @@ Tapes and optimizer calls run inside `strategy.run`; multiplier updates and the 
 cross-replica context with values that are identical on every replica (Ω is formed from
 all-reduced moments).
 """
+import dataclasses
+from typing import Optional, Tuple
+
 import tensorflow as tf
 
 from tf_ipmssl import errors
@@ -25,51 +28,86 @@ def _global_norm(tensors):
   return tf.linalg.global_norm([t for t in tensors if t is not None])
 
 
+@dataclasses.dataclass(frozen=True)
+class StepConfig:
+  """What a run's training iterations compute (the train bindings they depend on).
+
+  Attributes:
+    formulation: 'plain', 'kplus1' or 'kplus1_entropy'.
+    constraints: the validated Constraint instances (empty for supervised training).
+    lambda_ce: weight of the labeled cross-entropy.
+    global_batch_size: B of each batch over all replicas.
+    critic_iterations: n_c critic iterations per generator iteration.
+    seed: the run's seed (noise, GP interpolation weights).
+    reference_pairwise_f: the released code's broadcast f (docs/algorithm.md#pairwise-f).
+    weight_decay_phi_s, weight_decay_v: coupled weight decay of Φ, S and of v.
+    jit_compile: XLA-compile each replica's gradient computation (one replica only).
+    loss_scaling: scale the losses (the mixed_float16 LossScaleOptimizers).
+    average_decay: decay of the averaged critic, if there is one.
+    ipm_rampup_updates: None, or the critic updates of the IPM ramp-up (ipm_rampup.py).
+    generator_loss: 'ipm' or 'feature_matching'.
+  """
+  formulation: str
+  constraints: Tuple = ()
+  lambda_ce: float = 1.5
+  global_batch_size: int = 64
+  critic_iterations: int = 1
+  seed: int = 0
+  reference_pairwise_f: bool = False
+  weight_decay_phi_s: float = 1e-6
+  weight_decay_v: float = 1e-3
+  jit_compile: bool = False
+  loss_scaling: bool = False
+  average_decay: Optional[float] = None
+  ipm_rampup_updates: Optional[int] = None
+  generator_loss: str = 'ipm'
+
+  def __post_init__(self):
+    object.__setattr__(self, 'constraints', tuple(self.constraints))
+    object.__setattr__(self, 'global_batch_size', int(self.global_batch_size))
+    object.__setattr__(self, 'critic_iterations', int(self.critic_iterations))
+    object.__setattr__(self, 'seed', int(self.seed))
+
+
 class TrainingSteps:
   """Builds the per-replica steps and the compiled iterations for one run."""
 
-  def __init__(self, *, strategy, critic, generator, critic_optimizer, generator_optimizer,
-               multipliers, counters, formulation, constraints, lambda_ce, global_batch_size,
-               critic_iterations, noise_dim, seed, reference_pairwise_f=False,
-               weight_decay_phi_s=1e-6, weight_decay_v=1e-3, jit_compile=False,
-               loss_scaling=False, averaged_critic=None, average_decay=None,
-               ipm_rampup_updates=None, generator_loss='ipm'):
-    if global_batch_size % strategy.num_replicas_in_sync:
+  def __init__(self, config, *, strategy, critic, generator, critic_optimizer,
+               generator_optimizer, multipliers, counters, averaged_critic=None):
+    """Args:
+      config: the StepConfig of the run.
+      strategy: the tf.distribute strategy the networks were built under.
+      critic, generator: the networks; optimizers: their (built) optimizers.
+      multipliers: λ variable per multiplier constraint, keyed by constraint name.
+      counters: dict of the 'step', 'critic_iteration' and 'nonfinite' variables.
+      averaged_critic: None, or the weight average updated after every critic step
+        (weight_averaging.py) with decay config.average_decay.
+    """
+    if config.global_batch_size % strategy.num_replicas_in_sync:
       raise errors.ConfigError(
-          f'the batch size {global_batch_size} does not split evenly over '
+          f'the batch size {config.global_batch_size} does not split evenly over '
           f'{strategy.num_replicas_in_sync} replicas; choose a multiple of the replica count')
+    if config.generator_loss not in generator_objective_lib.GENERATOR_LOSSES:
+      raise errors.ConfigError(f'train.generator_loss = {config.generator_loss!r} is not one '
+                               f'of {list(generator_objective_lib.GENERATOR_LOSSES)}')
+    self.config = config
     self.strategy = strategy
     self.critic = critic
     self.generator = generator
     self.critic_optimizer = critic_optimizer
     self.generator_optimizer = generator_optimizer
     self.multipliers = multipliers
-    self.counters = counters  # dict: 'step', 'critic_iteration', 'nonfinite' variables.
-    self.formulation = formulation
-    self.constraints = tuple(constraints)
-    self.lambda_ce = lambda_ce
-    self.global_batch_size = int(global_batch_size)
-    self.critic_iterations = int(critic_iterations)
-    self.noise_dim = int(noise_dim)
-    self.seed = int(seed)
-    self.reference_pairwise_f = reference_pairwise_f
-    self.critic_decays = weight_decay.critic_weight_decays(critic, weight_decay_phi_s,
-                                                          weight_decay_v)
-    self.supervised_decays = [weight_decay_phi_s] * len(critic.phi_and_s_variables)
-    self.loss_scaling = loss_scaling
-    # The weight average for evaluation (weight_averaging.py), updated after every critic step.
+    self.counters = counters
+    self.noise_dim = int(generator.noise_dim)
+    self.critic_decays = weight_decay.critic_weight_decays(critic, config.weight_decay_phi_s,
+                                                          config.weight_decay_v)
+    self.supervised_decays = [config.weight_decay_phi_s] * len(critic.phi_and_s_variables)
     self.average_pairs = (weight_averaging.averaged_pairs(critic, averaged_critic)
                           if averaged_critic is not None else None)
-    self.average_decay = average_decay
-    self.ipm_rampup_updates = ipm_rampup_updates
-    if generator_loss not in generator_objective_lib.GENERATOR_LOSSES:
-      raise errors.ConfigError(f'train.generator_loss = {generator_loss!r} is not one of '
-                               f'{list(generator_objective_lib.GENERATOR_LOSSES)}')
-    self.generator_loss = generator_loss
     # XLA compiles the forward/backward computation of one replica. All-reduces (global
     # moments, synchronized batch norm) cannot sit in a nested tf.function under several
     # replicas, so XLA is used on one replica only; otherwise the pieces are traced inline.
-    self.jit_compile = bool(jit_compile) and strategy.num_replicas_in_sync == 1
+    self.jit_compile = bool(config.jit_compile) and strategy.num_replicas_in_sync == 1
     compile_piece = ((lambda fn: tf.function(fn, jit_compile=True)) if self.jit_compile
                      else (lambda fn: fn))
     self._critic_gradients = compile_piece(self._critic_gradients_impl)
@@ -81,34 +119,34 @@ class TrainingSteps:
   # ----- per-replica gradient computations (optionally XLA-compiled) -----
 
   def _scaled(self, optimizer, loss):
-    return optimizer.scale_loss(loss) if self.loss_scaling else loss
+    return optimizer.scale_loss(loss) if self.config.loss_scaling else loss
 
   def _with_decay(self, optimizer, grads, variables, decays):
     replicas = self.strategy.num_replicas_in_sync
-    scale = optimizer.scale_loss(1.0) if self.loss_scaling else 1.0
+    scale = optimizer.scale_loss(1.0) if self.config.loss_scaling else 1.0
     decays = [d * scale for d in decays]
     return weight_decay.add_coupled_weight_decay(grads, variables, decays, replicas)
 
   def _critic_gradients_impl(self, x_labeled, y_labeled, x_real, iteration):
     local_b = tf.shape(x_real)[0]
     z = random_streams.global_normal_slice(
-        self.global_batch_size, self.noise_dim,
-        random_streams.stream_seed(self.seed, random_streams.CRITIC_NOISE, iteration), local_b)
+        self.config.global_batch_size, self.noise_dim,
+        random_streams.stream_seed(self.config.seed, random_streams.CRITIC_NOISE, iteration), local_b)
     x_fake = tf.stop_gradient(tf.cast(self.generator(z, training=True), tf.float32))
     context = tf.distribute.get_replica_context()
     alpha_seed = tf.random.experimental.stateless_fold_in(
-        random_streams.stream_seed(self.seed, random_streams.GP_ALPHA, iteration),
+        random_streams.stream_seed(self.config.seed, random_streams.GP_ALPHA, iteration),
         context.replica_id_in_sync_group if context else 0)
     variables = self.critic.trainable_variables
     with tf.GradientTape() as tape:
       result = critic_objective_lib.critic_objective(
           self.critic, x_labeled, y_labeled, x_real, x_fake,
-          formulation=self.formulation, constraints=self.constraints,
-          multipliers=self.multipliers, lambda_ce=self.lambda_ce,
-          global_batch_size=self.global_batch_size,
-          reference_pairwise_f=self.reference_pairwise_f, alpha_seed=alpha_seed,
-          ipm_weight=(None if self.ipm_rampup_updates is None else
-                      ipm_rampup.rampup_weight(iteration, self.ipm_rampup_updates)),
+          formulation=self.config.formulation, constraints=self.config.constraints,
+          multipliers=self.multipliers, lambda_ce=self.config.lambda_ce,
+          global_batch_size=self.config.global_batch_size,
+          reference_pairwise_f=self.config.reference_pairwise_f, alpha_seed=alpha_seed,
+          ipm_weight=(None if self.config.ipm_rampup_updates is None else
+                      ipm_rampup.rampup_weight(iteration, self.config.ipm_rampup_updates)),
           all_reduce_sum=global_moments.replica_all_reduce_sum, training=True)
       loss = self._scaled(self.critic_optimizer, result.surrogate_loss)
     grads = tape.gradient(loss, variables)
@@ -117,21 +155,21 @@ class TrainingSteps:
 
   def _generator_gradients_impl(self, step, local_b, x_real):
     z = random_streams.global_normal_slice(
-        self.global_batch_size, self.noise_dim,
-        random_streams.stream_seed(self.seed, random_streams.GENERATOR_NOISE, step), local_b)
+        self.config.global_batch_size, self.noise_dim,
+        random_streams.stream_seed(self.config.seed, random_streams.GENERATOR_NOISE, step), local_b)
     variables = self.generator.trainable_variables
     with tf.GradientTape() as tape:
       x_fake = tf.cast(self.generator(z, training=True), tf.float32)
-      if self.generator_loss == 'feature_matching':
+      if self.config.generator_loss == 'feature_matching':
         surrogate, loss = generator_objective_lib.feature_matching_objective(
-            self.critic, x_real, x_fake, global_batch_size=self.global_batch_size,
+            self.critic, x_real, x_fake, global_batch_size=self.config.global_batch_size,
             all_reduce_sum=global_moments.replica_all_reduce_sum)
         # The logged value is the global L_G, summed back over replicas below.
         loss = loss / self.strategy.num_replicas_in_sync
       else:
         surrogate = loss = generator_objective_lib.generator_objective(
-            self.critic, x_fake, formulation=self.formulation,
-            global_batch_size=self.global_batch_size, training=True)
+            self.critic, x_fake, formulation=self.config.formulation,
+            global_batch_size=self.config.global_batch_size, training=True)
       scaled = self._scaled(self.generator_optimizer, surrogate)
     grads = tape.gradient(scaled, variables)
     return grads, loss
@@ -141,10 +179,10 @@ class TrainingSteps:
     with tf.GradientTape() as tape:
       logits = tf.cast(self.critic.classify(x_labeled, training=True), tf.float32)
       ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
-          labels=tf.cast(y_labeled, tf.int32), logits=logits)) / self.global_batch_size
+          labels=tf.cast(y_labeled, tf.int32), logits=logits)) / self.config.global_batch_size
       accuracy = tf.reduce_sum(tf.cast(tf.equal(
           tf.argmax(logits, -1, output_type=tf.int32), tf.cast(y_labeled, tf.int32)),
-                                       tf.float32)) / self.global_batch_size
+                                       tf.float32)) / self.config.global_batch_size
       loss = self._scaled(self.critic_optimizer, ce)
     grads = tape.gradient(loss, variables)
     grads = self._with_decay(self.critic_optimizer, grads, variables, self.supervised_decays)
@@ -159,7 +197,7 @@ class TrainingSteps:
     return values, omegas
 
   def _generator_replica_step(self, step, x_real):
-    local_b = self.global_batch_size // self.strategy.num_replicas_in_sync
+    local_b = self.config.global_batch_size // self.strategy.num_replicas_in_sync
     grads, loss = self._generator_gradients(step, local_b, x_real)
     self.generator_optimizer.apply_gradients(zip(grads, self.generator.trainable_variables))
     return {'generator_loss': global_moments.replica_all_reduce_sum(loss),
@@ -184,7 +222,7 @@ class TrainingSteps:
 
   def _ssl_iteration(self, labeled_iterator, unlabeled_iterator):
     values = {}
-    for _ in range(self.critic_iterations):
+    for _ in range(self.config.critic_iterations):
       x_labeled, y_labeled = next(labeled_iterator)
       x_real = next(unlabeled_iterator)
       iteration = self.counters['critic_iteration'].read_value()
@@ -192,10 +230,10 @@ class TrainingSteps:
           self._critic_replica_step, args=(x_labeled, y_labeled, x_real, iteration))
       # Ω and the logged values come from all-reduced moments: identical on every replica.
       omegas = self._first_replica(per_replica_omegas)
-      for constraint in self.constraints:
+      for constraint in self.config.constraints:
         if constraint.has_multiplier:
           self.multipliers[constraint.name].assign_add(constraint.rho * omegas[constraint.name])
-      for constraint in self.constraints:  # E.g. weight clipping.
+      for constraint in self.config.constraints:  # E.g. weight clipping.
         constraint.after_update(self.critic)
       self.counters['critic_iteration'].assign_add(1)
       self._update_average()
@@ -222,5 +260,5 @@ class TrainingSteps:
 
   def _update_average(self):
     if self.average_pairs is not None:
-      weight_averaging.update_average(self.average_pairs, self.average_decay,
+      weight_averaging.update_average(self.average_pairs, self.config.average_decay,
                                       self.counters['critic_iteration'].read_value())

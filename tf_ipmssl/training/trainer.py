@@ -5,9 +5,11 @@ an existing model_dir resumes from the latest checkpoint: the data streams and a
 pure functions of (seed, iteration counter), the dropout RNG state is checkpointed with the
 critic, so a resumed run ends with the weights of an uninterrupted one.
 """
+import dataclasses
 import math
 import os
 import time
+from typing import Optional
 
 from absl import logging
 import gin
@@ -70,7 +72,7 @@ def _check_numbers(**values):
           f'{value!r}')
 
 
-class _RunState:
+class RunState:
   """Every tf.Variable of a run besides the networks and optimizers (all checkpointed)."""
 
   def __init__(self, constraints):
@@ -84,6 +86,92 @@ class _RunState:
     self.best = {'validation_error': counter('best_validation_error', tf.float32, np.inf),
                  'test_error': counter('best_test_error', tf.float32, np.nan),
                  'step': counter('best_step', tf.int64, -1)}
+
+
+@dataclasses.dataclass
+class Run:
+  """The networks, optimizers and variables of one run, and (with a model_dir) its
+  checkpoint managers: `manager` for the training checkpoints, `best_manager` for the
+  critic of the best validation step."""
+  critic: keras.Model
+  generator: keras.Model
+  averaged_critic: Optional[keras.Model]
+  critic_optimizer: keras.optimizers.Optimizer
+  generator_optimizer: keras.optimizers.Optimizer
+  state: RunState
+  loss_scaling: bool
+  manager: Optional[tf.train.CheckpointManager] = None
+  best_manager: Optional[tf.train.CheckpointManager] = None
+
+  @property
+  def evaluated_critic(self):
+    """The critic that is evaluated, selected on validation and exported."""
+    return self.averaged_critic or self.critic
+
+  def training_steps(self, config, strategy=None):
+    """The TrainingSteps (with steps.StepConfig `config`) that update this run."""
+    return steps_lib.TrainingSteps(
+        config, strategy=strategy or tf.distribute.get_strategy(), critic=self.critic,
+        generator=self.generator, critic_optimizer=self.critic_optimizer,
+        generator_optimizer=self.generator_optimizer, multipliers=self.state.multipliers,
+        counters=self.state.counters, averaged_critic=self.averaged_critic)
+
+
+def build_run(*, num_classes, image_shape, constraints=(), seed=0, optimizer='adam',
+              critic_learning_rate=2e-4, generator_learning_rate=2e-4, adam_beta1=0.5,
+              adam_beta2=0.999, adam_epsilon=1e-8, adam_epsilon_placement='bias_corrected',
+              mixed_precision=None, critic_ema_decay=None, critic_options=None, strategy=None,
+              model_dir=None, keep_checkpoints=2) -> Run:
+  """Builds the networks, optimizers and run state of a run, as `train` does.
+
+  The arguments are train's bindings of the same names; `critic_options` are further
+  keyword arguments of build_critic (e.g. normalization, width). Variables are created
+  under `strategy` (default: the current one) with the current global dtype policy. With
+  a model_dir, the run also gets its checkpoint managers (nothing is restored).
+  """
+  strategy = strategy or tf.distribute.get_strategy()
+  build_critic = lambda: critic_lib.build_critic(  # pylint: disable=unnecessary-lambda-assignment
+      num_classes=num_classes, input_channels=image_shape[-1], seed=seed,
+      **(critic_options or {}))
+  make_optimizer = lambda rate: optimizers.make_optimizer(  # pylint: disable=unnecessary-lambda-assignment
+      optimizer, rate, adam_beta1, adam_beta2, adam_epsilon, adam_epsilon_placement)
+  with strategy.scope():
+    critic = build_critic()
+    generator = generator_lib.build_generator(output_channels=image_shape[-1], seed=seed)
+    averaged_critic = None
+    if critic_ema_decay is not None:
+      averaged_critic = build_critic()
+      weight_averaging.copy_weights(weight_averaging.averaged_pairs(critic, averaged_critic))
+    critic_optimizer = make_optimizer(critic_learning_rate)
+    generator_optimizer = make_optimizer(generator_learning_rate)
+    loss_scaling = mixed_precision == 'mixed_float16'
+    if loss_scaling:
+      critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)
+      generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
+    # Optimizer slots exist before the first traced step and before a restore.
+    critic_optimizer.build(critic.trainable_variables)
+    generator_optimizer.build(generator.trainable_variables)
+    state = RunState(constraints)
+  run = Run(critic, generator, averaged_critic, critic_optimizer, generator_optimizer, state,
+            loss_scaling)
+  if model_dir is not None:
+    _add_checkpoint_managers(run, model_dir, keep_checkpoints)
+  return run
+
+
+def _add_checkpoint_managers(run, model_dir, keep_checkpoints):
+  state = run.state
+  checkpoint = tf.train.Checkpoint(
+      critic=run.critic, generator=run.generator, critic_optimizer=run.critic_optimizer,
+      generator_optimizer=run.generator_optimizer, **state.counters,
+      multipliers=tf.train.Checkpoint(**state.multipliers),
+      best=tf.train.Checkpoint(**state.best),
+      **({'averaged_critic': run.averaged_critic} if run.averaged_critic is not None else {}))
+  run.manager = tf.train.CheckpointManager(
+      checkpoint, os.path.join(model_dir, run_files.CHECKPOINT_DIR), max_to_keep=keep_checkpoints)
+  run.best_manager = tf.train.CheckpointManager(
+      tf.train.Checkpoint(critic=run.evaluated_critic),
+      os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR), max_to_keep=1)
 
 
 @gin.configurable(denylist=['model_dir'])
@@ -166,63 +254,21 @@ def train(model_dir,
     critic_ema_decay: None (the paper), or a decay in (0, 1): evaluate, select and export
       an exponential moving average of the critic's weights (weight_averaging.py).
   """
+  constraints = _check_bindings(dict(locals()))
   started = time.time()
-  _check_choice('train.mode', mode, MODES)
-  _check_choice('train.mixed_precision', mixed_precision, MIXED_PRECISION_POLICIES)
-  formulations.check_formulation(formulation)
-  if mode == 'ssl':
-    constraints = constraint_lib.validate_constraints(formulation, constraints)
-  else:
-    constraints = ()
-  if (epochs is None) == (steps is None) and steps is None:
-    raise errors.ConfigError('set the training length: train.epochs or train.steps')
-  _check_numbers(steps=steps, epochs=epochs, critic_learning_rate=critic_learning_rate,
-                 generator_learning_rate=generator_learning_rate, lambda_ce=lambda_ce,
-                 adam_beta1=adam_beta1, adam_beta2=adam_beta2, adam_epsilon=adam_epsilon,
-                 weight_decay_phi_s=weight_decay_phi_s, weight_decay_v=weight_decay_v,
-                 seed=seed, eval_batch_size=eval_batch_size, keep_checkpoints=keep_checkpoints,
-                 learning_rate_halving_epochs=learning_rate_halving_epochs)
-  if critic_ema_decay is not None and not (
-      isinstance(critic_ema_decay, float) and 0.0 < critic_ema_decay < 1.0):
-    raise errors.ConfigError(f'train.critic_ema_decay must be None or a float in (0, 1), got '
-                             f'{critic_ema_decay!r}')
-  if ipm_rampup_updates is not None and (
-      not isinstance(ipm_rampup_updates, int) or ipm_rampup_updates < 1):
-    raise errors.ConfigError('train.ipm_rampup_updates must be None or a positive integer '
-                             f'(critic updates), got {ipm_rampup_updates!r}')
-  if early_stopping_patience is not None and (
-      not isinstance(early_stopping_patience, int) or early_stopping_patience < 1):
-    raise errors.ConfigError('train.early_stopping_patience must be None or a positive integer '
-                             f'(steps), got {early_stopping_patience!r}')
-  for name, value in (('batch_size', batch_size), ('critic_iterations', critic_iterations),
-                      ('log_every', log_every), ('eval_every', eval_every),
-                      ('checkpoint_every', checkpoint_every), ('sample_every', sample_every)):
-    if not isinstance(value, int) or value < 1:
-      raise errors.ConfigError(f'train.{name} must be a positive integer, got {value!r}')
-
   if deterministic_ops:
     _make_deterministic()
   data = ssl_data.build_ssl_data()
-  # Training length.
-  num_unlabeled = len(data.unlabeled_images)
-  num_labeled = len(data.labeled_images)
-  epoch_size = num_unlabeled if mode == 'ssl' else num_labeled
-  if mode == 'ssl' and num_labeled == 0:
-    raise errors.ConfigError('SSL training needs labeled examples (build_ssl_data.num_labeled)')
-  iterations_per_epoch = max(pipelines.steps_per_epoch(epoch_size, batch_size), 1)
-  iterations_per_step = critic_iterations if mode == 'ssl' else 1
-  total_steps = steps if steps is not None else int(
-      math.ceil(epochs * iterations_per_epoch / iterations_per_step))
-
-  checkpoint_dir = os.path.join(model_dir, run_files.CHECKPOINT_DIR)
-  resuming = tf.train.latest_checkpoint(checkpoint_dir) is not None
+  length = _training_length(data, mode, batch_size, critic_iterations, epochs, steps)
+  resuming = tf.train.latest_checkpoint(
+      os.path.join(model_dir, run_files.CHECKPOINT_DIR)) is not None
   if resuming:
     run_record.check_config(model_dir)
   # A finished run (its export complete) only reports: nothing is written, so this also
   # works on a read-only file system.
   metrics = run_files.read_metrics(model_dir) or {}
-  export_dir = os.path.join(model_dir, run_files.EXPORT_DIR)
-  if _finished(metrics, total_steps, export_classifier, export_dir):
+  if _finished(metrics, length.total_steps, export_classifier,
+               os.path.join(model_dir, run_files.EXPORT_DIR)):
     print(f'{model_dir} already finished ({metrics["step"]} steps); nothing to do.', flush=True)
     print(_final_line(metrics['step'], metrics, baseline), flush=True)
     return metrics
@@ -230,229 +276,302 @@ def train(model_dir,
   keras.utils.set_random_seed(seed)
   keras.mixed_precision.set_global_policy(mixed_precision or 'float32')
   strategy = distribution.make_strategy()
-  run_record.record_start(model_dir, resuming)
-  run_record.remove_partial_checkpoints(
-      [checkpoint_dir, os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR)])
-  run_record.record_dataset(model_dir, data)
-
-  with strategy.scope():
-    critic = critic_lib.build_critic(num_classes=data.num_classes,
-                                     input_channels=data.image_shape[-1], seed=seed)
-    generator = generator_lib.build_generator(output_channels=data.image_shape[-1], seed=seed)
-    averaged_critic = None
-    if critic_ema_decay is not None:
-      averaged_critic = critic_lib.build_critic(num_classes=data.num_classes,
-                                                input_channels=data.image_shape[-1], seed=seed)
-      weight_averaging.copy_weights(weight_averaging.averaged_pairs(critic, averaged_critic))
-    # The critic that is evaluated, selected on validation and exported.
-    evaluated_critic = averaged_critic or critic
-    critic_optimizer = optimizers.make_optimizer(
-        optimizer, critic_learning_rate, adam_beta1, adam_beta2, adam_epsilon,
-        adam_epsilon_placement)
-    generator_optimizer = optimizers.make_optimizer(
-        optimizer, generator_learning_rate, adam_beta1, adam_beta2, adam_epsilon,
-        adam_epsilon_placement)
-    loss_scaling = mixed_precision == 'mixed_float16'
-    if loss_scaling:
-      critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)
-      generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
-    # Optimizer slots exist before the first traced step and before a restore.
-    critic_optimizer.build(critic.trainable_variables)
-    generator_optimizer.build(generator.trainable_variables)
-    state = _RunState(constraints)
-
-  checkpoint = tf.train.Checkpoint(
-      critic=critic, generator=generator, critic_optimizer=critic_optimizer,
-      generator_optimizer=generator_optimizer, **state.counters,
-      multipliers=tf.train.Checkpoint(**state.multipliers),
-      best=tf.train.Checkpoint(**state.best),
-      **({'averaged_critic': averaged_critic} if averaged_critic is not None else {}))
-  manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep_checkpoints)
-  best_manager = tf.train.CheckpointManager(
-      tf.train.Checkpoint(critic=evaluated_critic),
-      os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR), max_to_keep=1)
-  if resuming:
-    checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-    logging.info('Resumed from %s', manager.latest_checkpoint)
-    print(f'Resuming from {manager.latest_checkpoint}', flush=True)
-
-  step = int(state.counters['step'].numpy())
+  _record_start(model_dir, resuming, data)
+  run = build_run(
+      num_classes=data.num_classes, image_shape=data.image_shape, constraints=constraints,
+      seed=seed, optimizer=optimizer, critic_learning_rate=critic_learning_rate,
+      generator_learning_rate=generator_learning_rate, adam_beta1=adam_beta1,
+      adam_beta2=adam_beta2, adam_epsilon=adam_epsilon,
+      adam_epsilon_placement=adam_epsilon_placement, mixed_precision=mixed_precision,
+      critic_ema_decay=critic_ema_decay, strategy=strategy, model_dir=model_dir,
+      keep_checkpoints=keep_checkpoints)
+  step = _restore(run, resuming, model_dir, length.total_steps, metrics)
   # Training done but the export missing or partial (killed while exporting): export again.
-  training_done = step >= total_steps or bool(metrics.get('stopped_early'))
-  if training_done:
-    print(f'{model_dir} finished training ({step} steps) but its {run_files.EXPORT_DIR}/ is '
-          'missing or incomplete; exporting again.', flush=True)
-
-  steps_fn = steps_lib.TrainingSteps(
-      strategy=strategy, critic=critic, generator=generator,
-      critic_optimizer=critic_optimizer, generator_optimizer=generator_optimizer,
-      multipliers=state.multipliers, counters=state.counters, formulation=formulation,
-      constraints=constraints, lambda_ce=lambda_ce, global_batch_size=batch_size,
-      critic_iterations=critic_iterations, noise_dim=generator.noise_dim, seed=seed,
+  training_done = step >= length.total_steps or bool(metrics.get('stopped_early'))
+  steps_fn = run.training_steps(steps_lib.StepConfig(
+      formulation=formulation, constraints=constraints, lambda_ce=lambda_ce,
+      global_batch_size=batch_size, critic_iterations=critic_iterations, seed=seed,
       reference_pairwise_f=reference_pairwise_f, weight_decay_phi_s=weight_decay_phi_s,
-      weight_decay_v=weight_decay_v, jit_compile=jit_compile, loss_scaling=loss_scaling,
-      averaged_critic=averaged_critic, average_decay=critic_ema_decay,
-      ipm_rampup_updates=ipm_rampup_updates, generator_loss=generator_loss)
-
-  critic_iteration = int(state.counters['critic_iteration'].numpy())
-  labeled = strategy.experimental_distribute_dataset(pipelines.training_stream(
-      data.labeled_images, data.labeled_labels, batch_size=batch_size, seed=seed,
-      start_step=critic_iteration))
-  labeled_iterator = iter(labeled)
-  if mode == 'ssl':
-    unlabeled_iterator = iter(strategy.experimental_distribute_dataset(
-        pipelines.training_stream(data.unlabeled_images, batch_size=batch_size, seed=seed + 1,
-                                  start_step=critic_iteration)))
-    run_iteration = lambda: steps_fn.ssl_iteration(labeled_iterator, unlabeled_iterator)
-  else:
-    run_iteration = lambda: steps_fn.supervised_iteration(labeled_iterator)
-
-  writer = tf.summary.create_file_writer(
-      os.path.join(model_dir, run_files.TRAIN_SUMMARY_DIR))
-  eval_writer = tf.summary.create_file_writer(
-      os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR))
-  predict = evaluation.make_predict_fn(evaluated_critic)
-  sample_noise = tf.random.stateless_normal(
-      [64, generator.noise_dim],
-      seed=random_streams.stream_seed(seed, random_streams.SAMPLE_NOISE, 0))
-  images_per_step = batch_size * iterations_per_step
-
-  def set_learning_rates(current_step):
-    if learning_rate_halving_epochs is None:
-      return
-    epoch = current_step * iterations_per_step / iterations_per_epoch
-    factor = 0.5 ** math.floor(epoch / learning_rate_halving_epochs)
-    critic_optimizer.learning_rate.assign(critic_learning_rate * factor)
-    generator_optimizer.learning_rate.assign(generator_learning_rate * factor)
-
-  def check_finite(current_step):
-    if int(state.counters['nonfinite'].numpy()):
-      run_files.write_metrics(model_dir, {
-          **_metrics(metrics, state, step, total_steps, finished=False),
-          'diverged_before_step': current_step})
-      kept = (f'the last good checkpoint in {checkpoint_dir} ({manager.latest_checkpoint}) was '
-              'left intact' if manager.latest_checkpoint else
-              'no checkpoint had been written yet')
-      raise errors.TrainingDivergedError(
-          f'a loss became NaN or Inf before step {current_step}; training stopped and {kept}. '
-          'Lower the learning rates or check the constraint weights (ρ, λ_GP).')
-
-  def evaluate(current_step):
-    val_error = None
-    if len(data.validation_labels):
-      val_error = evaluation.error_rate(predict, data.validation_images,
-                                        data.validation_labels, eval_batch_size)
-    test_error = evaluation.error_rate(predict, data.test_images, data.test_labels,
-                                       eval_batch_size)
-    # Model selection uses the validation split only
-    # (docs/algorithm.md#data-and-model-selection); without one there is no best.
-    if val_error is not None and val_error < float(state.best['validation_error'].numpy()):
-      state.best['validation_error'].assign(val_error)
-      state.best['test_error'].assign(test_error)
-      state.best['step'].assign(current_step)
-      best_manager.save(checkpoint_number=current_step)
-    scalars = {'eval/test_error': test_error}
-    if val_error is not None:
-      scalars['eval/validation_error'] = val_error
-    summaries.write_scalars(eval_writer, current_step, scalars)
-    return val_error, test_error
-
-  def save(current_step):
-    check_finite(current_step)
-    manager.save(checkpoint_number=current_step)
-
-  def write_samples(current_step):
-    if mode != 'ssl':
-      return
-    grid = summaries.image_grid(tf.cast(generator(sample_noise, training=False), tf.float32))
-    with writer.as_default(step=current_step):
-      tf.summary.image('generator_samples', grid)
-
-  print(f'Training {mode} on {data.name} ({data.source}): {num_labeled} labeled, '
-        f'{num_unlabeled} unlabeled, {len(data.validation_labels)} validation, '
-        f'{len(data.test_labels)} test; {total_steps} steps '
-        f'({iterations_per_step} critic iteration(s) each, batch {batch_size}, '
-        f'{strategy.num_replicas_in_sync} replica(s)) -> {model_dir}', flush=True)
-  validation_error = metrics.get('last_validation_error')
-  interval_start, interval_steps = time.time(), 0
-  wrote_operative_config = False
+      weight_decay_v=weight_decay_v, jit_compile=jit_compile, loss_scaling=run.loss_scaling,
+      average_decay=critic_ema_decay, ipm_rampup_updates=ipm_rampup_updates,
+      generator_loss=generator_loss), strategy)
+  run_iteration = _iteration_fn(steps_fn, run, data, mode, batch_size, seed, strategy)
+  loop = _Loop(model_dir, data, run, length, metrics, mode=mode, seed=seed,
+               eval_batch_size=eval_batch_size, learning_rates=(
+                   critic_learning_rate, generator_learning_rate, learning_rate_halving_epochs),
+               ipm_rampup_updates=ipm_rampup_updates, step=step)
+  _print_start(mode, data, length, batch_size, strategy, model_dir)
   if early_stopping_patience is not None and not len(data.validation_labels):
     raise errors.ConfigError('train.early_stopping_patience needs a validation split '
                              '(build_ssl_data.validation_size > 0)')
-
-  def patience_ran_out(current_step):
-    best_step = int(state.best['step'].numpy())
-    return (early_stopping_patience is not None and best_step >= 0
-            and current_step >= early_stopping_min_steps
-            and current_step - best_step >= early_stopping_patience)
-
   try:
-    while step < total_steps and not training_done:
-      set_learning_rates(step)
+    while step < length.total_steps and not training_done:
+      loop.set_learning_rates(step)
       values = run_iteration()
       step += 1
-      interval_steps += 1
-      if not wrote_operative_config:
-        run_record.record_operative_config(model_dir)
-        wrote_operative_config = True
-      last = step == total_steps
+      loop.record_operative_config_once()
+      last = step == length.total_steps
       # Evaluate first: the progress line then shows this step's validation error, and its
       # time per step (and ETA) includes the evaluations.
       if step % eval_every == 0 or last:
-        check_finite(step)
-        validation_error, test_error = evaluate(step)
-        metrics.update({'last_validation_error': validation_error, 'last_test_error': test_error,
-                        'last_eval_step': step})
+        loop.evaluate(step)
       if step % sample_every == 0 or last:
-        write_samples(step)
+        loop.write_samples(step)
       if step % log_every == 0 or last:
-        check_finite(step)
-        seconds = (time.time() - interval_start) / interval_steps
-        scalars = {k: float(v) for k, v in values.items()}
-        scalars.update({f'lambda/{k}': float(v.numpy()) for k, v in state.multipliers.items()})
-        scalars['norm/v'] = float(tf.norm(critic.v_variables[0]))
-        scalars['norm/S'] = float(tf.norm(critic.s_head.kernel))
-        scalars['time/step_seconds'] = seconds
-        scalars['images_per_second'] = images_per_step / seconds
-        scalars['learning_rate/critic'] = float(critic_optimizer.learning_rate.numpy())
-        if ipm_rampup_updates is not None:
-          scalars['ipm_weight'] = float(ipm_rampup.rampup_weight(
-              state.counters['critic_iteration'], ipm_rampup_updates))
-        summaries.write_scalars(writer, step, scalars)
-        shown = {k: v for k, v in scalars.items()
-                 if k in ('ce', 'ipm', 'critic_loss', 'generator_loss')
-                 or k.startswith(('omega/', 'lambda/'))}
-        epoch = step * iterations_per_step / iterations_per_epoch
-        print(summaries.progress_line(step, total_steps, epoch, images_per_step / seconds,
-                                      seconds * (total_steps - step), shown, validation_error),
-              flush=True)
-        interval_start, interval_steps = time.time(), 0
-      stop = step % eval_every == 0 and not last and patience_ran_out(step)
-      if stop:
-        metrics['stopped_early'] = step
-        print(f'Stopping early at step {step}: no validation improvement since step '
-              f'{int(state.best["step"].numpy())} (patience {early_stopping_patience})', flush=True)
+        loop.log(step, values)
+      stop = step % eval_every == 0 and not last and loop.patience_ran_out(
+          step, early_stopping_patience, early_stopping_min_steps)
       if step % checkpoint_every == 0 or last or stop:
-        save(step)
         # Finished only once the export is complete (below).
-        run_files.write_metrics(model_dir, _metrics(
-            metrics, state, step, total_steps, finished=(last or stop) and not export_classifier))
+        loop.save(step, finished=(last or stop) and not export_classifier)
       if stop:
         break
   except KeyboardInterrupt:
-    kept = manager.latest_checkpoint or 'none yet'
+    kept = run.manager.latest_checkpoint or 'none yet'
     raise errors.Interrupted(
         f'interrupted at step {step}; rerun the same command to resume (latest checkpoint: '
         f'{kept})') from None
+  return _finish(loop, step, export_classifier, started, baseline)
 
+
+def _check_bindings(bindings):
+  """ConfigErrors for train's bindings; returns the validated constraints (() if
+  supervised)."""
+  b = bindings
+  _check_choice('train.mode', b['mode'], MODES)
+  _check_choice('train.mixed_precision', b['mixed_precision'], MIXED_PRECISION_POLICIES)
+  formulations.check_formulation(b['formulation'])
+  constraints = ()
+  if b['mode'] == 'ssl':
+    constraints = constraint_lib.validate_constraints(b['formulation'], b['constraints'])
+  if b['epochs'] is None and b['steps'] is None:
+    raise errors.ConfigError('set the training length: train.epochs or train.steps')
+  _check_numbers(**{name: b[name] for name in _NUMBERS})
+  ema = b['critic_ema_decay']
+  if ema is not None and not (isinstance(ema, float) and 0.0 < ema < 1.0):
+    raise errors.ConfigError(f'train.critic_ema_decay must be None or a float in (0, 1), got '
+                             f'{ema!r}')
+  for name, unit in (('ipm_rampup_updates', 'critic updates'),
+                     ('early_stopping_patience', 'steps')):
+    value = b[name]
+    if value is not None and (not isinstance(value, int) or value < 1):
+      raise errors.ConfigError(f'train.{name} must be None or a positive integer ({unit}), '
+                               f'got {value!r}')
+  for name in ('batch_size', 'critic_iterations', 'log_every', 'eval_every',
+               'checkpoint_every', 'sample_every'):
+    if not isinstance(b[name], int) or b[name] < 1:
+      raise errors.ConfigError(f'train.{name} must be a positive integer, got {b[name]!r}')
+  return constraints
+
+
+@dataclasses.dataclass(frozen=True)
+class _Length:
+  """How long a run trains: steps, critic iterations per step and per epoch, images per
+  step."""
+  total_steps: int
+  iterations_per_step: int
+  iterations_per_epoch: int
+  images_per_step: int
+
+  def epoch(self, step):
+    return step * self.iterations_per_step / self.iterations_per_epoch
+
+
+def _training_length(data, mode, batch_size, critic_iterations, epochs, steps):
+  epoch_size = len(data.unlabeled_images) if mode == 'ssl' else len(data.labeled_images)
+  if mode == 'ssl' and len(data.labeled_images) == 0:
+    raise errors.ConfigError('SSL training needs labeled examples (build_ssl_data.num_labeled)')
+  iterations_per_epoch = max(pipelines.steps_per_epoch(epoch_size, batch_size), 1)
+  iterations_per_step = critic_iterations if mode == 'ssl' else 1
+  total_steps = steps if steps is not None else int(
+      math.ceil(epochs * iterations_per_epoch / iterations_per_step))
+  return _Length(total_steps, iterations_per_step, iterations_per_epoch,
+                 batch_size * iterations_per_step)
+
+
+def _record_start(model_dir, resuming, data):
+  run_record.record_start(model_dir, resuming)
+  run_record.remove_partial_checkpoints(
+      [os.path.join(model_dir, run_files.CHECKPOINT_DIR),
+       os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR)])
+  run_record.record_dataset(model_dir, data)
+
+
+def _restore(run, resuming, model_dir, total_steps, metrics):
+  """Restores the latest checkpoint when resuming; returns the step to continue from."""
+  if resuming:
+    latest = run.manager.latest_checkpoint
+    run.manager.checkpoint.restore(latest).assert_existing_objects_matched()
+    logging.info('Resumed from %s', latest)
+    print(f'Resuming from {latest}', flush=True)
+  step = int(run.state.counters['step'].numpy())
+  if step >= total_steps or metrics.get('stopped_early'):
+    print(f'{model_dir} finished training ({step} steps) but its {run_files.EXPORT_DIR}/ is '
+          'missing or incomplete; exporting again.', flush=True)
+  return step
+
+
+def _iteration_fn(steps_fn, run, data, mode, batch_size, seed, strategy):
+  """A callable running one training iteration on the run's data streams."""
+  critic_iteration = int(run.state.counters['critic_iteration'].numpy())
+  labeled = iter(strategy.experimental_distribute_dataset(pipelines.training_stream(
+      data.labeled_images, data.labeled_labels, batch_size=batch_size, seed=seed,
+      start_step=critic_iteration)))
+  if mode != 'ssl':
+    return lambda: steps_fn.supervised_iteration(labeled)
+  unlabeled = iter(strategy.experimental_distribute_dataset(pipelines.training_stream(
+      data.unlabeled_images, batch_size=batch_size, seed=seed + 1,
+      start_step=critic_iteration)))
+  return lambda: steps_fn.ssl_iteration(labeled, unlabeled)
+
+
+def _print_start(mode, data, length, batch_size, strategy, model_dir):
+  print(f'Training {mode} on {data.name} ({data.source}): {len(data.labeled_images)} labeled, '
+        f'{len(data.unlabeled_images)} unlabeled, {len(data.validation_labels)} validation, '
+        f'{len(data.test_labels)} test; {length.total_steps} steps '
+        f'({length.iterations_per_step} critic iteration(s) each, batch {batch_size}, '
+        f'{strategy.num_replicas_in_sync} replica(s)) -> {model_dir}', flush=True)
+
+
+class _Loop:
+  """What the training loop does besides training: learning-rate schedule, evaluation and
+  model selection, samples, logging, early stopping and checkpoints."""
+
+  def __init__(self, model_dir, data, run, length, metrics, *, mode, seed, eval_batch_size,
+               learning_rates, ipm_rampup_updates, step):
+    self.model_dir, self.data, self.run, self.length = model_dir, data, run, length
+    self.metrics = metrics
+    self.mode, self.eval_batch_size = mode, eval_batch_size
+    self.learning_rates = learning_rates  # (critic, generator, halving epochs or None).
+    self.ipm_rampup_updates = ipm_rampup_updates
+    self.writer = tf.summary.create_file_writer(
+        os.path.join(model_dir, run_files.TRAIN_SUMMARY_DIR))
+    self.eval_writer = tf.summary.create_file_writer(
+        os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR))
+    self.predict = evaluation.make_predict_fn(run.evaluated_critic)
+    self.sample_noise = tf.random.stateless_normal(
+        [64, run.generator.noise_dim],
+        seed=random_streams.stream_seed(seed, random_streams.SAMPLE_NOISE, 0))
+    self.validation_error = metrics.get('last_validation_error')
+    self.interval_start, self.interval_first_step = time.time(), step
+    self.wrote_operative_config = False
+
+  def set_learning_rates(self, step):
+    critic_rate, generator_rate, halving_epochs = self.learning_rates
+    if halving_epochs is None:
+      return
+    factor = 0.5 ** math.floor(self.length.epoch(step) / halving_epochs)
+    self.run.critic_optimizer.learning_rate.assign(critic_rate * factor)
+    self.run.generator_optimizer.learning_rate.assign(generator_rate * factor)
+
+  def record_operative_config_once(self):
+    if not self.wrote_operative_config:
+      run_record.record_operative_config(self.model_dir)
+      self.wrote_operative_config = True
+
+  def check_finite(self, step):
+    """TrainingDivergedError (after recording it in metrics.json) once a loss was NaN/Inf."""
+    if not int(self.run.state.counters['nonfinite'].numpy()):
+      return
+    run_files.write_metrics(self.model_dir, {
+        **_metrics(self.metrics, self.run.state, step, self.length.total_steps,
+                   finished=False),
+        'diverged_before_step': step})
+    manager = self.run.manager
+    kept = (f'the last good checkpoint in {manager.directory} ({manager.latest_checkpoint}) '
+            'was left intact' if manager.latest_checkpoint else
+            'no checkpoint had been written yet')
+    raise errors.TrainingDivergedError(
+        f'a loss became NaN or Inf before step {step}; training stopped and {kept}. '
+        'Lower the learning rates or check the constraint weights (ρ, λ_GP).')
+
+  def evaluate(self, step):
+    """Validation and test errors; a new best validation error saves the best critic."""
+    self.check_finite(step)
+    data, best = self.data, self.run.state.best
+    val_error = None
+    if len(data.validation_labels):
+      val_error = evaluation.error_rate(self.predict, data.validation_images,
+                                        data.validation_labels, self.eval_batch_size)
+    test_error = evaluation.error_rate(self.predict, data.test_images, data.test_labels,
+                                       self.eval_batch_size)
+    # Model selection uses the validation split only
+    # (docs/algorithm.md#data-and-model-selection); without one there is no best.
+    if val_error is not None and val_error < float(best['validation_error'].numpy()):
+      best['validation_error'].assign(val_error)
+      best['test_error'].assign(test_error)
+      best['step'].assign(step)
+      self.run.best_manager.save(checkpoint_number=step)
+    scalars = {'eval/test_error': test_error}
+    if val_error is not None:
+      scalars['eval/validation_error'] = val_error
+    summaries.write_scalars(self.eval_writer, step, scalars)
+    self.validation_error = val_error
+    self.metrics.update({'last_validation_error': val_error, 'last_test_error': test_error,
+                         'last_eval_step': step})
+
+  def write_samples(self, step):
+    if self.mode != 'ssl':
+      return
+    grid = summaries.image_grid(
+        tf.cast(self.run.generator(self.sample_noise, training=False), tf.float32))
+    with self.writer.as_default(step=step):
+      tf.summary.image('generator_samples', grid)
+
+  def log(self, step, values):
+    """TensorBoard scalars and the progress line, timed since the previous line."""
+    self.check_finite(step)
+    run, length = self.run, self.length
+    seconds = (time.time() - self.interval_start) / (step - self.interval_first_step)
+    images_per_second = length.images_per_step / seconds
+    scalars = {k: float(v) for k, v in values.items()}
+    scalars.update({f'lambda/{k}': float(v.numpy()) for k, v in run.state.multipliers.items()})
+    scalars['norm/v'] = float(tf.norm(run.critic.v_variables[0]))
+    scalars['norm/S'] = float(tf.norm(run.critic.s_head.kernel))
+    scalars['time/step_seconds'] = seconds
+    scalars['images_per_second'] = images_per_second
+    scalars['learning_rate/critic'] = float(run.critic_optimizer.learning_rate.numpy())
+    if self.ipm_rampup_updates is not None:
+      scalars['ipm_weight'] = float(ipm_rampup.rampup_weight(
+          run.state.counters['critic_iteration'], self.ipm_rampup_updates))
+    summaries.write_scalars(self.writer, step, scalars)
+    shown = {k: v for k, v in scalars.items()
+             if k in ('ce', 'ipm', 'critic_loss', 'generator_loss')
+             or k.startswith(('omega/', 'lambda/'))}
+    print(summaries.progress_line(step, length.total_steps, length.epoch(step),
+                                  images_per_second, seconds * (length.total_steps - step),
+                                  shown, self.validation_error), flush=True)
+    self.interval_start, self.interval_first_step = time.time(), step
+
+  def patience_ran_out(self, step, patience, min_steps):
+    """Whether to stop early at this step (recorded in the metrics, announced)."""
+    best_step = int(self.run.state.best['step'].numpy())
+    if not (patience is not None and best_step >= 0 and step >= min_steps
+            and step - best_step >= patience):
+      return False
+    self.metrics['stopped_early'] = step
+    print(f'Stopping early at step {step}: no validation improvement since step '
+          f'{best_step} (patience {patience})', flush=True)
+    return True
+
+  def save(self, step, finished):
+    self.check_finite(step)
+    self.run.manager.save(checkpoint_number=step)
+    run_files.write_metrics(self.model_dir, _metrics(
+        self.metrics, self.run.state, step, self.length.total_steps, finished=finished))
+
+
+def _finish(loop, step, export_classifier, started, baseline):
+  """Exports the selected classifier, writes the final metrics.json and the result line."""
+  run = loop.run
   exported = None
   if export_classifier:
-    exported = _export_selected_classifier(evaluated_critic, data, model_dir, best_manager,
-                                           state, step)
-  metrics = _metrics(metrics, state, step, total_steps, finished=True)
+    exported = _export_selected_classifier(run.evaluated_critic, loop.data, loop.model_dir,
+                                           run.best_manager, run.state, step)
+  metrics = _metrics(loop.metrics, run.state, step, loop.length.total_steps, finished=True)
   metrics['exported'] = exported
   metrics['wall_seconds_this_session'] = time.time() - started
-  run_files.write_metrics(model_dir, metrics)
+  run_files.write_metrics(loop.model_dir, metrics)
   print(_final_line(step, metrics, baseline), flush=True)
   return metrics
 
