@@ -175,6 +175,7 @@ def test_counts_match_the_traced_graph():
   expected = flops.critic_step_flops(critic, generator, config.constraints, batch)
   assert traced == pytest.approx(expected['executed'], rel=1e-3)
   traced = _graph_flops(
-      lambda step: steps._generator_gradients_impl(step, batch),  # pylint: disable=protected-access
-      tf.TensorSpec([], tf.int64))
+      # The real batch is only read by the feature-matching generator loss (not used here).
+      lambda step, x_real: steps._generator_gradients_impl(step, batch, x_real),  # pylint: disable=protected-access
+      tf.TensorSpec([], tf.int64), image)
   assert traced == flops.generator_step_flops(critic, generator, batch)

@@ -153,7 +153,10 @@ def _prepare_ssl(config, variant, options, data, stack):
   labeled, unlabeled = _streams(data, options)
   # pylint: disable-next=protected-access  (TrainingSteps' own per-replica generator step)
   generator_step = tf.function(steps_1._generator_replica_step)
-  fns = {'generator_step': lambda: generator_step(nets.state.counters['step'].read_value()),
+  # The real batch is read only by the feature-matching generator loss; the IPM loss ignores it.
+  real_batch = tf.zeros([b, *IMAGE_SHAPE])
+  fns = {'generator_step': lambda: generator_step(nets.state.counters['step'].read_value(),
+                                                  real_batch),
          'iteration_1': lambda: steps_1.ssl_iteration(labeled, unlabeled)}
   if options.time_own_nc and n_c > 1:
     steps_n = build_training_steps(config, variant, options, nets, critic_iterations=n_c)
