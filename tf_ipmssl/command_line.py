@@ -76,13 +76,24 @@ def _one_line(text):
   return ' '.join(line.strip() for line in text.splitlines() if line.strip())
 
 
+def _errno(e):
+  """e.errno; gin re-raises errors from a configurable as a proxy whose errno is None, but
+  whose message still starts with the original's '[Errno N]'."""
+  if e.errno is not None:
+    return e.errno
+  match = re.match(r'\[Errno (\d+)\]', str(e))
+  return int(match.group(1)) if match else None
+
+
 def _storage_error(e):
   """The one-line message of a full disk / unwritable directory error, or None."""
   if isinstance(e, OSError):
-    if e.errno not in _STORAGE_ERRNOS:
+    if _errno(e) not in _STORAGE_ERRNOS:
       return None
-    return (f'{_one_line(e)}. Free disk space or use a directory you can write, then rerun '
-            'the same command')
+    message = '\n'.join(line for line in str(e).splitlines()
+                        if not line.strip().startswith('In call to configurable'))
+    return (f'{_one_line(message)}. Free disk space or use a directory you can write, then '
+            'rerun the same command')
   if 'tensorflow' not in sys.modules:  # Only TensorFlow's own errors are left.
     return None
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
