@@ -156,7 +156,7 @@ def diagnose_run(model_dir, num_batches=4):
   """
   restore.parse_run_config(model_dir)
   settings = run_settings()
-  if not settings.constraints and _query('train.mode', 'ssl') != 'ssl':
+  if _query('train.mode', 'ssl') != 'ssl':
     raise errors.UserError(f'{model_dir} is a supervised run: there is no IPM term to split')
   constraints = constraint_lib.validate_constraints(settings.formulation, settings.constraints)
   settings = dataclasses.replace(settings, constraints=constraints)

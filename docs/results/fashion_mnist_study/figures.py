@@ -19,12 +19,12 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
-import tensorflow as tf
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl import run_files  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables as tables_lib  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
 
 STUDY = 'fashion_mnist_study'
 CURVES = (('kplus1_fisher_f', 2, 'SSL: K+1, Fisher(f)'), ('supervised', 1, 'supervised only'))
@@ -32,14 +32,8 @@ CURVES = (('kplus1_fisher_f', 2, 'SSL: K+1, Fisher(f)'), ('supervised', 1, 'supe
 
 def validation_curve(run_dir):
   """[(step, validation error %)] from the run's eval TensorBoard events."""
-  points = []
-  eval_dir = os.path.join(run_dir, run_files.EVAL_SUMMARY_DIR)
-  for name in sorted(os.listdir(eval_dir)):
-    for event in tf.compat.v1.train.summary_iterator(os.path.join(eval_dir, name)):
-      for value in event.summary.value:
-        if value.tag == 'eval/validation_error':
-          points.append((event.step, float(tf.make_ndarray(value.tensor))))
-  return sorted(points)
+  curves = summaries.read_scalars(os.path.join(run_dir, run_files.EVAL_SUMMARY_DIR))
+  return curves.get('eval/validation_error', [])
 
 
 def main(root):
