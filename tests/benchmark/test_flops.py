@@ -179,3 +179,39 @@ def test_counts_match_the_traced_graph():
       lambda step, x_real: steps._generator_gradients_impl(step, batch, x_real),  # pylint: disable=protected-access
       tf.TensorSpec([], tf.int64), image)
   assert traced == flops.generator_step_flops(critic, generator, batch)
+
+
+def _critic_input_batches(steps, batch):
+  """Batch sizes of the critic's first-layer convolutions in one traced critic step."""
+  image = tf.TensorSpec([batch, 32, 32, 3])
+  # pylint: disable-next=protected-access
+  concrete = tf.function(steps._critic_gradients_impl).get_concrete_function(
+      image, tf.TensorSpec([batch], tf.int32), image, tf.TensorSpec([], tf.int64))
+  return sorted(op.inputs[0].shape[0] for op in concrete.graph.get_operations()
+                if op.type == 'Conv2D' and op.inputs[0].shape[-1] == 3)
+
+
+def test_forward_variant_sets_the_critic_passes():
+  """--forward=separate runs one critic call per batch; batched stacks them."""
+  batch = 4
+  options = suite.Options(width=0.0625, batch_size=batch)
+  config = configs.CONFIGS['fisher']  # No input gradients: one stack of all three batches.
+  sizes = {}
+  for forward in configs.FORWARDS:
+    variant = configs.Variant(forward=forward)
+    nets = suite.build_networks(config, variant, options)
+    steps = suite.build_training_steps(config, variant, options, nets, 1)
+    assert steps.config.critic_forward == forward and steps.critic is nets.critic
+    sizes[forward] = _critic_input_batches(steps, batch)
+  assert sizes == {'batched': [3 * batch], 'separate': [batch] * 3}
+
+
+def test_batched_variant_refuses_a_batch_norm_critic():
+  options = suite.Options(width=0.0625, batch_size=4)
+  config = configs.BenchmarkConfig('bn', configs.SSL, 'Fisher, batch norm',
+                                   normalization='batch_norm',
+                                   constraint_specs=(('fisher', 'f'),))
+  variant = configs.Variant(forward='batched')
+  nets = suite.build_networks(config, variant, options)
+  with pytest.raises(ValueError, match='batch norm'):
+    suite.build_training_steps(config, variant, options, nets, 1)

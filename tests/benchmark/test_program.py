@@ -33,8 +33,9 @@ def test_tiny_run_prints_tables_and_writes_json(tmp_path, capsys):
   stdout = capsys.readouterr().out
   assert 'load average at start' in stdout and 'load average at end' in stdout
   assert 'Training (seconds per call' in stdout
-  assert 'fisher iteration GFLOP/s / matmul GFLOP/s' in stdout
+  assert 'Targets' not in stdout
   data = json.loads(out.read_text())
+  assert data['format_version'] == 2 and 'targets' not in data
   assert data['settings']['width'] == 0.0625
   (fisher,) = data['results']
   assert fisher['config'] == 'fisher' and fisher['critic_iterations'] == 2

@@ -125,18 +125,68 @@ def test_batch_norm_critic_sees_each_batch_in_its_own_pass():
   assert abs(joint_ipm - result.values['ipm'].numpy()) > 1e-6  # One joint pass would differ.
 
 
-def test_batched_and_separate_passes_agree_for_a_per_example_critic():
+class _RecordingCritic:
+  """Calls `critic` and records the batch size of each call."""
+
+  def __init__(self, critic):
+    self.critic = critic
+    self.has_batch_norm = critic.has_batch_norm
+    self.batch_sizes = []
+
+  @property
+  def trainable_variables(self):
+    return self.critic.trainable_variables
+
+  def __call__(self, x, training=False):
+    self.batch_sizes.append(int(x.shape[0]))
+    return self.critic(x, training=training)
+
+
+@pytest.mark.parametrize('case,stacked_sizes', [
+    # One call for the rows whose input gradient a constraint needs, one for the others.
+    ('kplus1_fisher_f_sobolev_fneg_batched', [4, 8]),  # Sobolev: real and generated.
+    ('entropy_fisher_fpos_sobolev_f_gp_f_batched', [4, 12]),  # and the interpolates.
+    ('kplus1_pairwise_fisher_f_sobolev_f_gp_fneg', [4, 12]),  # B·∇f of the broadcast f.
+])
+def test_batched_and_separate_forward_agree_for_a_per_example_critic(case, stacked_sizes):
   batches = tiny_critics.random_batches(seed=19)
-  kwargs = _kwargs('entropy_fisher_fpos_sobolev_f_gp_f_batched')
-  results = []
-  for has_batch_norm in (False, True):
-    critic = tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=20)
-    results.append(gradient_checks.surrogate_gradients(critic, batches, **kwargs))
-  (grads_a, res_a), (grads_b, res_b) = results
+  kwargs = _kwargs(case)
+  results = {}
+  for forward in ('batched', 'separate'):
+    critic = _RecordingCritic(tiny_critics.MlpCritic(seed=20))
+    results[forward] = gradient_checks.surrogate_gradients(critic, batches, forward=forward,
+                                                           **kwargs)
+    # Each mode takes its own path: stacked calls, or one call per batch of 4.
+    expected = stacked_sizes if forward == 'batched' else [4] * (sum(stacked_sizes) // 4)
+    assert sorted(critic.batch_sizes) == expected
+  (grads_a, res_a), (grads_b, res_b) = results['batched'], results['separate']
+  assert set(res_a.values) == set(res_b.values)
   for key, value in res_a.values.items():
     np.testing.assert_allclose(value.numpy(), res_b.values[key].numpy(), rtol=1e-12)
   for a, b in zip(grads_a, grads_b):
     np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
+
+
+def test_auto_forward_follows_batch_norm():
+  batches = tiny_critics.random_batches(seed=23)
+  kwargs = _kwargs('kplus1_fisher_f_sobolev_fneg_batched')
+  for has_batch_norm, sizes in ((False, [4, 8]), (True, [4, 4, 4])):
+    critic = _RecordingCritic(tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=24))
+    gradient_checks.run_critic_objective(critic, batches, **kwargs)
+    assert sorted(critic.batch_sizes) == sizes
+
+
+def test_batched_forward_refuses_a_batch_norm_critic():
+  critic = tiny_critics.MlpCritic(batch_norm=True, seed=25)
+  batches = tiny_critics.random_batches(seed=26)
+  kwargs = dict(formulation='kplus1', constraints=[fisher.Fisher()],
+                multipliers={'fisher_f': 0.0})
+  with pytest.raises(ValueError, match='batch norm'):
+    gradient_checks.run_critic_objective(critic, batches, forward='batched', **kwargs)
+  with pytest.raises(ValueError, match='unknown critic forward mode'):
+    gradient_checks.run_critic_objective(critic, batches, forward='stacked', **kwargs)
+  for forward in ('auto', 'separate'):  # Both run one pass per batch.
+    gradient_checks.run_critic_objective(critic, batches, forward=forward, **kwargs)
 
 
 def test_float32_critic_under_tf_function_matches_eager():

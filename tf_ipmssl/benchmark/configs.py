@@ -1,4 +1,4 @@
-"""The configurations bin/benchmark measures (issue 7), and the variants it crosses them with.
+"""The configurations bin/benchmark measures, and the variants it crosses them with.
 
 Training configs use the paper's settings (Appendix B): K+1 formulation, batch 64, Adam, and
 their own n_c. Learning rates do not change the speed; they are kept for fidelity. This

@@ -1,4 +1,4 @@
-"""Benchmark results: derived rates, the targets of issue 7, the stdout tables and the JSON.
+"""Benchmark results: derived rates, the stdout tables and the JSON.
 
 Pure functions of the measured Timings, so that they are tested with fake timings.
 
@@ -13,13 +13,11 @@ import os
 import platform
 from typing import Optional
 
-import numpy as np
-
 from tf_ipmssl.benchmark import configs as configs_lib
 from tf_ipmssl.benchmark import flops as flops_lib
 from tf_ipmssl.benchmark import timing as timing_lib
 
-JSON_FORMAT_VERSION = 1
+JSON_FORMAT_VERSION = 2  # 2: no 'targets' key.
 # CPU features that decide the speed of the fp32 and bfloat16 kernels (docs/performance.md).
 _CPU_FLAGS = ('avx2', 'fma', 'avx512f', 'avx512_bf16', 'amx_bf16', 'amx_tile')
 
@@ -107,8 +105,6 @@ class BenchmarkRun:
         'machine': self.machine,
         'matmul': matmul,
         'results': [r.to_json(self.matmul_gflops) for r in self.results],
-        'targets': [dict(dataclasses.asdict(t), met=t.met, met_at_best=t.met_at_best)
-                    for t in targets(self)],
     }
 
   @classmethod
@@ -162,104 +158,6 @@ def _onednn_enabled():
     return bool(_pywrap_util_port.IsMklEnabled())
   except (ImportError, AttributeError):
     return None
-
-
-# ----- targets (issue 7, fp32 batch 64 on CPU) -----
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-  """One target of issue 7 for one variant.
-
-  value: from the median times (the number the issue asks for); best: the same quantity
-  from the minimum times, i.e. under the least machine load seen during the run (on a
-  shared machine the two can differ a lot; see docs/performance.md).
-  """
-  name: str
-  variant: str
-  value: float
-  best: float
-  threshold: float
-  at_least: bool  # value >= threshold (else value <= threshold)
-
-  def _passes(self, value):
-    return value >= self.threshold if self.at_least else value <= self.threshold
-
-  @property
-  def met(self):
-    return self._passes(self.value)
-
-  @property
-  def met_at_best(self):
-    return self._passes(self.best)
-
-
-# (name, config, reference config, threshold): iteration time ratios at equal n_c = 1.
-_TIME_RATIO_TARGETS = (
-    ('fisher_sobolev / fisher iteration time', 'fisher_sobolev', 'fisher', 1.6),
-    ('gp / fisher iteration time', 'gp', 'fisher', 1.6),
-    ('fisher_ln / fisher iteration time', 'fisher_ln', 'fisher', 1.15),
-)
-FISHER_MATMUL_FRACTION = 0.85
-EVAL_MATMUL_FRACTION = 0.9
-PIPELINE_SPEEDUP = 20.0
-# Batches a training call reads: labeled + unlabeled per critic step, labeled per update.
-_BATCHES_READ = {('ssl', 'critic_step'): 2, ('supervised', 'iteration'): 1}
-
-
-def _find(results, config, variant):
-  for r in results:
-    if r.config == config and r.variant == variant:
-      return r
-  return None
-
-
-def _target_values(run, variant, stat):
-  """{(name, threshold, at_least): value} for one variant, from each Timing's `stat`."""
-  def seconds(timing):
-    return getattr(timing, stat)
-  n = run.matmul['size']
-  matmul = flops_lib.matmul_flops(n, n, n) / seconds(run.matmul['timing'])
-  results = run.results
-  values = {}
-  fisher = _find(results, 'fisher', variant)
-  if fisher:
-    rate = fisher.flops['iteration_1'][flops_lib.EXECUTED] / seconds(
-        fisher.timings['iteration_1'])
-    values[('fisher iteration GFLOP/s / matmul GFLOP/s', FISHER_MATMUL_FRACTION, True)] = (
-        rate / matmul)
-  for name, config, reference, threshold in _TIME_RATIO_TARGETS:
-    a, b = _find(results, config, variant), _find(results, reference, variant)
-    if a and b:
-      values[(name, threshold, False)] = (seconds(a.timings['iteration_1']) /
-                                          seconds(b.timings['iteration_1']))
-  evaluation = _find(results, 'eval', variant)
-  if evaluation and variant.forward == 'batched':
-    rate = evaluation.flops['forward'][flops_lib.EXECUTED] / seconds(
-        evaluation.timings['forward'])
-    values[('eval forward GFLOP/s / matmul GFLOP/s', EVAL_MATMUL_FRACTION, True)] = (
-        rate / matmul)
-  pipeline = next((r for r in results if r.kind == configs_lib.PIPELINE), None)
-  consumers = [batches / seconds(r.timings[name])
-               for r in results if r.variant == variant
-               for (kind, name), batches in _BATCHES_READ.items() if r.kind == kind]
-  if pipeline and consumers:
-    values[('input pipeline batches/s / fastest step batches/s', PIPELINE_SPEEDUP, True)] = (
-        (1.0 / seconds(pipeline.timings['batch'])) / max(consumers))
-  return values
-
-
-def targets(run: BenchmarkRun):
-  """The issue's targets that this run's results allow to evaluate, per variant."""
-  out = []
-  for variant in dict.fromkeys(r.variant for r in run.results
-                               if r.kind in (configs_lib.SSL, configs_lib.SUPERVISED,
-                                             configs_lib.EVAL)):
-    medians = _target_values(run, variant, 'median')
-    best = _target_values(run, variant, 'min')
-    for (name, threshold, at_least), value in medians.items():
-      out.append(Target(name, variant.label, value, best[(name, threshold, at_least)],
-                        threshold, at_least))
-  return out
 
 
 # ----- text output -----
@@ -379,14 +277,6 @@ def format_run(run: BenchmarkRun) -> str:
       lines += ['', f'Input pipeline (training_stream, batch {r.images_per_call["batch"]}): '
                 f'{format_timing(t, scale=1e3)} ms/batch, {1 / t.median:.0f} batches/s, '
                 f'{r.images_per_second("batch"):.0f} images/s']
-  found = targets(run)
-  if found:
-    lines += ['', 'Targets (issue 7; value from median times, "best" from minimum times)']
-    for t in found:
-      relation = '>=' if t.at_least else '<='
-      lines.append(f'  [{"met" if t.met else "MISSED"}] {t.name} = {t.value:.2f}, best '
-                   f'{t.best:.2f} ({"met" if t.met_at_best else "missed"}) (target '
-                   f'{relation} {t.threshold}) [{t.variant}]')
   return '\n'.join(lines)
 
 

@@ -33,8 +33,6 @@ from tf_ipmssl.benchmark import flops
 from tf_ipmssl.benchmark import report
 from tf_ipmssl.benchmark import timing
 from tf_ipmssl.data import pipelines
-from tf_ipmssl.networks import critic as critic_lib
-from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import export
 from tf_ipmssl.training import steps as steps_lib
@@ -59,26 +57,6 @@ class Options:
   repeats: int = 3
   time_own_nc: bool = False
   seed: int = 0
-
-
-class SeparatePassesCritic:
-  """A critic that makes the critic objective run one forward pass per batch.
-
-  critic_objective stacks the labeled, real, generated (and interpolated) batches into
-  stacked critic calls unless the critic has batch norm; this proxy reports
-  `has_batch_norm` so that the objective takes its separate-pass path, and delegates
-  everything else to the critic.
-  """
-  has_batch_norm = True
-
-  def __init__(self, critic):
-    self._critic = critic
-
-  def __getattr__(self, name):
-    return getattr(self._critic, name)
-
-  def __call__(self, *args, **kwargs):
-    return self._critic(*args, **kwargs)
 
 
 @contextlib.contextmanager
@@ -113,15 +91,13 @@ def build_networks(config, variant, options) -> trainer.Run:
 
 def build_training_steps(config, variant, options, nets, critic_iterations):
   """The run's TrainingSteps on the default (single-device) strategy, as trainer.train."""
-  critic = nets.critic
-  if variant.forward == 'separate':
-    critic = SeparatePassesCritic(critic)
   return steps_lib.TrainingSteps(
       steps_lib.StepConfig(
           formulation='kplus1', constraints=config.constraints, lambda_ce=1.5,
           global_batch_size=options.batch_size, critic_iterations=critic_iterations,
-          seed=options.seed, jit_compile=variant.jit_compile, loss_scaling=nets.loss_scaling),
-      strategy=tf.distribute.get_strategy(), critic=critic, generator=nets.generator,
+          seed=options.seed, jit_compile=variant.jit_compile, loss_scaling=nets.loss_scaling,
+          critic_forward=variant.forward),
+      strategy=tf.distribute.get_strategy(), critic=nets.critic, generator=nets.generator,
       critic_optimizer=nets.critic_optimizer, generator_optimizer=nets.generator_optimizer,
       multipliers=nets.state.multipliers, counters=nets.state.counters)
 

@@ -13,7 +13,8 @@ computation as separate passes, done as larger matmuls. The rows whose input gra
 constraint needs form one stacked call (watched by the inner tape) and the other rows
 another, so that the double backward of Sobolev/GP runs over those rows only (the speed-up
 is measured in docs/performance.md, "What each option gained"). With batch norm the batches
-go through separate passes, so each gets its own statistics.
+go through separate passes, so each gets its own statistics. The `forward` argument
+chooses between the two explicitly ('auto' follows the critic's `has_batch_norm`).
 """
 import dataclasses
 from typing import Callable, Mapping, Optional, Sequence
@@ -28,6 +29,27 @@ from tf_ipmssl.objectives import gradient_penalty
 
 _LABELED = 'labeled'
 _REAL, _FAKE, _INTERP = constraint_lib.REAL, constraint_lib.FAKE, constraint_lib.INTERPOLATES
+
+# How the batches go through the critic: 'batched' (stacked calls), 'separate' (one call per
+# batch) or 'auto' (separate iff the critic has batch norm).
+FORWARD_MODES = ('auto', 'batched', 'separate')
+
+
+def is_batched(critic, forward='auto') -> bool:
+  """Whether `critic_objective` stacks the batches into shared critic calls.
+
+  Raises ValueError for an unknown mode, and for 'batched' with a batch-norm critic: batch
+  norm needs one pass per batch, so that each batch gets its own statistics.
+  """
+  if forward not in FORWARD_MODES:
+    raise ValueError(f'unknown critic forward mode {forward!r}; use one of '
+                     f'{list(FORWARD_MODES)}')
+  has_batch_norm = bool(getattr(critic, 'has_batch_norm', False))
+  if forward == 'batched' and has_batch_norm:
+    raise ValueError("forward='batched' stacks the batches into shared critic calls, but "
+                     'this critic has batch norm, which needs one pass per batch (its own '
+                     "statistics); use forward='auto' or 'separate'")
+  return forward == 'batched' or (forward == 'auto' and not has_batch_norm)
 
 
 @dataclasses.dataclass
@@ -56,6 +78,7 @@ def critic_objective(
     all_reduce_sum: Callable = global_moments.identity_all_reduce,
     training: bool = True,
     ipm_weight: Optional[tf.Tensor] = None,
+    forward: str = 'auto',
 ) -> ObjectiveResult:
   """Evaluates −L_D for one replica's slice of the global batch.
 
@@ -77,8 +100,11 @@ def critic_objective(
     all_reduce_sum: sums a dict of tensors over replicas (identity on one device).
     ipm_weight: None (the paper), or a scalar w multiplying the IPM term of the loss,
       −w·(E_P f − E_Q f): the ramp-up of `ipm_rampup.py`. The logged 'ipm' is unweighted.
+    forward: 'auto' (separate passes iff `critic.has_batch_norm`), 'batched' (stacked critic
+      calls; not with batch norm) or 'separate' (one critic call per batch); see `is_batched`.
   """
   constraints = constraint_lib.validate_constraints(formulation, constraints)
+  batched = is_batched(critic, forward)
   # The released code's [B, B] f comes from f+ [B] − v·Φ [B, 1]; its plain f is v·Φ alone.
   pairwise_f = reference_pairwise_f and formulation != 'plain'
   gp_constraints = [c for c in constraints if c.needs_gradients_at_interpolates]
@@ -98,7 +124,6 @@ def critic_objective(
                                                    dtype=x_real.dtype)
     inputs[_INTERP] = gradient_penalty.interpolates(x_real, x_fake, alpha)
 
-  batched = not getattr(critic, 'has_batch_norm', False)
   # The inner tape only needs input gradients: it watches inputs, never the weights.
   with tf.GradientTape(persistent=len(grad_components) > 1,
                        watch_accessed_variables=False) as inner:

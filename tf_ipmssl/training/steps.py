@@ -46,6 +46,9 @@ class StepConfig:
     average_decay: decay of the averaged critic, if there is one.
     ipm_rampup_updates: None, or the critic updates of the IPM ramp-up (ipm_rampup.py).
     generator_loss: 'ipm' or 'feature_matching'.
+    critic_forward: how the critic objective passes the batches through the critic: 'auto'
+      (separate passes iff the critic has batch norm), 'batched' or 'separate'
+      (critic_objective.is_batched).
   """
   formulation: str
   constraints: Tuple = ()
@@ -61,6 +64,7 @@ class StepConfig:
   average_decay: Optional[float] = None
   ipm_rampup_updates: Optional[int] = None
   generator_loss: str = 'ipm'
+  critic_forward: str = 'auto'
 
   def __post_init__(self):
     object.__setattr__(self, 'constraints', tuple(self.constraints))
@@ -90,6 +94,7 @@ class TrainingSteps:
     if config.generator_loss not in generator_objective_lib.GENERATOR_LOSSES:
       raise errors.ConfigError(f'train.generator_loss = {config.generator_loss!r} is not one '
                                f'of {list(generator_objective_lib.GENERATOR_LOSSES)}')
+    critic_objective_lib.is_batched(critic, config.critic_forward)  # ValueError if it can't.
     self.config = config
     self.strategy = strategy
     self.critic = critic
@@ -147,7 +152,8 @@ class TrainingSteps:
           reference_pairwise_f=self.config.reference_pairwise_f, alpha_seed=alpha_seed,
           ipm_weight=(None if self.config.ipm_rampup_updates is None else
                       ipm_rampup.rampup_weight(iteration, self.config.ipm_rampup_updates)),
-          all_reduce_sum=global_moments.replica_all_reduce_sum, training=True)
+          all_reduce_sum=global_moments.replica_all_reduce_sum, training=True,
+          forward=self.config.critic_forward)
       loss = self._scaled(self.critic_optimizer, result.surrogate_loss)
     grads = tape.gradient(loss, variables)
     grads = self._with_decay(self.critic_optimizer, grads, variables, self.critic_decays)
