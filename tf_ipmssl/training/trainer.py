@@ -30,6 +30,7 @@ from tf_ipmssl.training import baseline as baseline_lib
 from tf_ipmssl.training import distribution
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import export
+from tf_ipmssl.training import learning_rate_schedule
 from tf_ipmssl.training import optimizers
 from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import run_record
@@ -55,6 +56,7 @@ _NUMBERS = {
     'weight_decay_phi_s': (False, False, 0.0), 'weight_decay_v': (False, False, 0.0),
     'seed': (True, False, 0), 'eval_batch_size': (True, False, 1),
     'keep_checkpoints': (True, False, 1), 'learning_rate_halving_epochs': (False, True, 0.0),
+    'learning_rate_linear_decay_start': (False, True, 0.0),
 }
 
 
@@ -193,6 +195,7 @@ def train(model_dir,
           adam_epsilon=1e-8,
           adam_epsilon_placement='bias_corrected',
           learning_rate_halving_epochs=None,
+          learning_rate_linear_decay_start=None,
           weight_decay_phi_s=1e-6,
           weight_decay_v=1e-3,
           seed=0,
@@ -233,6 +236,9 @@ def train(model_dir,
       'bias_corrected' (PyTorch's Adam, the released code; the default) or 'keras'
       (keras.optimizers.Adam, ε on the uncorrected √v).
     learning_rate_halving_epochs: halve both learning rates every this many epochs.
+    learning_rate_linear_decay_start: None (the paper), or a fraction in [0, 1) of the
+      run's steps after which both learning rates fall linearly to 0 at the last step
+      (learning_rate_schedule.py).
     seed: init, shuffling, noise and dropout seed (the label split has its own,
       build_ssl_data.split_seed).
     log_every / eval_every / checkpoint_every / sample_every: in steps.
@@ -298,7 +304,8 @@ def train(model_dir,
   run_iteration = _iteration_fn(steps_fn, run, data, mode, batch_size, seed, strategy)
   loop = _Loop(model_dir, data, run, length, metrics, mode=mode, seed=seed,
                eval_batch_size=eval_batch_size, learning_rates=(
-                   critic_learning_rate, generator_learning_rate, learning_rate_halving_epochs),
+                   critic_learning_rate, generator_learning_rate, learning_rate_halving_epochs,
+                   learning_rate_linear_decay_start),
                ipm_rampup_updates=ipm_rampup_updates, step=step)
   _print_start(mode, data, length, batch_size, strategy, model_dir)
   if early_stopping_patience is not None and not len(data.validation_labels):
@@ -347,6 +354,10 @@ def _check_bindings(bindings):
   if b['epochs'] is None and b['steps'] is None:
     raise errors.ConfigError('set the training length: train.epochs or train.steps')
   _check_numbers(**{name: b[name] for name in _NUMBERS})
+  decay_start = b['learning_rate_linear_decay_start']
+  if decay_start is not None and not decay_start < 1.0:
+    raise errors.ConfigError('train.learning_rate_linear_decay_start is a fraction of the '
+                             f'run in [0, 1), got {decay_start!r}')
   ema = b['critic_ema_decay']
   if ema is not None and not (isinstance(ema, float) and 0.0 < ema < 1.0):
     raise errors.ConfigError(f'train.critic_ema_decay must be None or a float in (0, 1), got '
@@ -442,7 +453,8 @@ class _Loop:
     self.model_dir, self.data, self.run, self.length = model_dir, data, run, length
     self.metrics = metrics
     self.mode, self.eval_batch_size = mode, eval_batch_size
-    self.learning_rates = learning_rates  # (critic, generator, halving epochs or None).
+    # (critic, generator, halving epochs or None, linear decay start or None).
+    self.learning_rates = learning_rates
     self.ipm_rampup_updates = ipm_rampup_updates
     self.writer = tf.summary.create_file_writer(
         os.path.join(model_dir, run_files.TRAIN_SUMMARY_DIR))
@@ -457,10 +469,12 @@ class _Loop:
     self.wrote_operative_config = False
 
   def set_learning_rates(self, step):
-    critic_rate, generator_rate, halving_epochs = self.learning_rates
-    if halving_epochs is None:
+    critic_rate, generator_rate, halving_epochs, linear_decay_start = self.learning_rates
+    if halving_epochs is None and linear_decay_start is None:
       return
-    factor = 0.5 ** math.floor(self.length.epoch(step) / halving_epochs)
+    factor = learning_rate_schedule.learning_rate_factor(
+        step, self.length.total_steps, self.length.epoch(step), halving_epochs,
+        linear_decay_start)
     self.run.critic_optimizer.learning_rate.assign(critic_rate * factor)
     self.run.generator_optimizer.learning_rate.assign(generator_rate * factor)
 
@@ -531,6 +545,9 @@ class _Loop:
     scalars['time/step_seconds'] = seconds
     scalars['images_per_second'] = images_per_second
     scalars['learning_rate/critic'] = float(run.critic_optimizer.learning_rate.numpy())
+    if self.mode == 'ssl':
+      scalars['learning_rate/generator'] = float(
+          run.generator_optimizer.learning_rate.numpy())
     if self.ipm_rampup_updates is not None:
       scalars['ipm_weight'] = float(ipm_rampup.rampup_weight(
           run.state.counters['critic_iteration'], self.ipm_rampup_updates))
