@@ -1,6 +1,6 @@
 """The fingerprint of a fixed-seed 20-step quickstart run: a refactoring must keep it.
 
-The run is gin/quickstart.gin on real Fashion-MNIST with `train.steps = 20`,
+The run is gin/bases/fashion_mnist_ssl.gin (the K+1 Fisher(f) recipe) on real Fashion-MNIST with `train.steps = 20`,
 `train.deterministic_ops = True` (one thread per op), no export, oneDNN off. Its
 fingerprint is one SHA-256 over every variable of the final checkpoint (name, dtype,
 shape, bytes) and the errors of metrics.json (best and final). A change that alters what a
@@ -28,7 +28,8 @@ from tests.training import runs  # pylint: disable=g-import-not-at-top,wrong-imp
 
 FASHION_DIR = '/usr/share/datasets/fashion-mnist'
 FINGERPRINTS = pathlib.Path(__file__).with_name('fingerprints.json')
-QUICKSTART = str(runs.REPO_ROOT / 'gin' / 'quickstart.gin')
+# The study's K+1 Fisher(f) recipe (the quickstart until it took the entropy formulation).
+QUICKSTART = str(runs.REPO_ROOT / 'gin' / 'bases' / 'fashion_mnist_ssl.gin')
 BINDINGS = ['train.steps = 20', 'train.deterministic_ops = True',
             'train.export_classifier = False']
 STEPS = 20
