@@ -4,7 +4,6 @@ import os
 import pytest
 
 from tests.training import runs
-from tf_ipmssl import errors
 from tf_ipmssl.training import learning_rate_schedule
 from tf_ipmssl.training import summaries
 
