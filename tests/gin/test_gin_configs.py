@@ -20,6 +20,7 @@ from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import command_line
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.objectives import formulations
+from tf_ipmssl.training import restore
 from tf_ipmssl.training import trainer
 
 GIN_DIR = cells_lib.GIN_DIR
@@ -51,14 +52,6 @@ def eager_functions():
   if _TIMES:
     print(f'\n{len(_TIMES)} gin files trained in {sum(_TIMES.values()):.0f} s '
           f'(slowest: {max(_TIMES, key=_TIMES.get)}, {max(_TIMES.values()):.1f} s)')
-
-
-def _bound(name, default=None):
-  """The bound value of a gin parameter, `default` when unbound."""
-  try:
-    return gin.query_parameter(name)
-  except ValueError:
-    return default
 
 
 def _files_for(name):
@@ -97,14 +90,14 @@ def _tiny_bindings(data_dir, num_labeled):
 
 def _constraints():
   """{kind: component} of the bound train.constraints."""
-  references = _bound('train.constraints', [])
+  references = restore.bound_value('train.constraints', [])
   built = [reference.scoped_configurable_fn() for reference in references]
   return {c.kind: c.component for c in built}
 
 
 def _check_cell_config(cell):
   for name, value in expected.bindings(cell).items():
-    bound = _bound(name)
+    bound = restore.bound_value(name)
     if isinstance(value, float):
       assert bound == pytest.approx(value), (name, bound, value)
     else:
@@ -126,18 +119,18 @@ def test_gin_file_trains(name, data_dir, tmp_path):
   if name.split('/')[0] in cells_lib.TABLES:
     _check_cell_config(cells_lib.get_cell(name))
   if name == 'presets/cpu_quick.gin':  # Parsed after a CIFAR-10 cell: its bindings win.
-    assert _bound('build_ssl_data.dataset') == 'fashion_mnist'
-    assert _bound('build_ssl_data.num_labeled') == 1000
-    assert _bound('build_critic.width') == 0.25
-    assert _bound('train.steps') <= 500
-  mode = _bound('train.mode', 'ssl')
+    assert restore.bound_value('build_ssl_data.dataset') == 'fashion_mnist'
+    assert restore.bound_value('build_ssl_data.num_labeled') == 1000
+    assert restore.bound_value('build_critic.width') == 0.25
+    assert restore.bound_value('train.steps') <= 500
+  mode = restore.bound_value('train.mode', 'ssl')
   # A base without constraints is trained with Fisher on f.
-  add_constraint = mode == 'ssl' and not _bound('train.constraints')
+  add_constraint = mode == 'ssl' and not restore.bound_value('train.constraints')
   constraints = {'fisher': 'f'} if add_constraint else _constraints()
-  dataset = _bound('build_ssl_data.dataset') or 'fashion_mnist'
-  num_labeled = _bound('build_ssl_data.num_labeled', 4000)
-  normalization = _bound('build_critic.normalization', 'none')
-  formulation = _bound('train.formulation', 'kplus1')
+  dataset = restore.bound_value('build_ssl_data.dataset') or 'fashion_mnist'
+  num_labeled = restore.bound_value('build_ssl_data.num_labeled', 4000)
+  normalization = restore.bound_value('build_critic.normalization', 'none')
+  formulation = restore.bound_value('train.formulation', 'kplus1')
 
   bindings = _tiny_bindings(data_dir, num_labeled)
   bindings.append(f"build_ssl_data.dataset = '{dataset}'")

@@ -20,7 +20,6 @@ labeled one). Also recorded: E_P f, E_Q f, CE, Ω and λ per constraint at the c
 import dataclasses
 import os
 
-import gin
 import numpy as np
 import tensorflow as tf
 
@@ -47,23 +46,16 @@ class RunSettings:
   seed: int
 
 
-def _query(name, default):
-  try:
-    return gin.query_parameter(name)
-  except ValueError:
-    return default
-
-
 def run_settings():
   """The objective's settings of the run whose gin config is parsed."""
-  references = _query('train.constraints', [])
+  references = restore.bound_value('train.constraints', [])
   constraints = tuple(r.scoped_configurable_fn() if hasattr(r, 'scoped_configurable_fn') else r
                       for r in references)
   return RunSettings(
-      formulation=_query('train.formulation', 'kplus1'), constraints=constraints,
-      lambda_ce=float(_query('train.lambda_ce', 1.5)),
-      reference_pairwise_f=bool(_query('train.reference_pairwise_f', False)),
-      batch_size=int(_query('train.batch_size', 64)), seed=int(_query('train.seed', 0)))
+      formulation=restore.bound_value('train.formulation', 'kplus1'), constraints=constraints,
+      lambda_ce=float(restore.bound_value('train.lambda_ce', 1.5)),
+      reference_pairwise_f=bool(restore.bound_value('train.reference_pairwise_f', False)),
+      batch_size=int(restore.bound_value('train.batch_size', 64)), seed=int(restore.bound_value('train.seed', 0)))
 
 
 def _fixed_batches(data, settings, num_batches, noise_dim):
@@ -156,7 +148,7 @@ def diagnose_run(model_dir, num_batches=4):
   """
   restore.parse_run_config(model_dir)
   settings = run_settings()
-  if _query('train.mode', 'ssl') != 'ssl':
+  if restore.bound_value('train.mode', 'ssl') != 'ssl':
     raise errors.UserError(f'{model_dir} is a supervised run: there is no IPM term to split')
   constraints = constraint_lib.validate_constraints(settings.formulation, settings.constraints)
   settings = dataclasses.replace(settings, constraints=constraints)

@@ -2,7 +2,8 @@
 
 `parse_run_config` parses the run's config.gin with the gin configurables registered so far:
 the program that calls it imports `tf_ipmssl.configurables` (this module stays below the
-trainer). `load_critic` needs only the critic's bindings and skips the others.
+trainer). `bound_value` reads one binding of the parsed config. `load_critic` needs only the
+critic's bindings and skips the others.
 """
 import os
 
@@ -28,6 +29,14 @@ def parse_run_config(model_dir, skip_unknown=False):
   gin.clear_config()
   with gin.unlock_config():
     gin.parse_config_file(path, skip_unknown=skip_unknown)
+
+
+def bound_value(name, default=None):
+  """The value bound to gin parameter `name` ('configurable.parameter'), `default` if unbound."""
+  try:
+    return gin.query_parameter(name)
+  except ValueError:
+    return default
 
 
 def checkpoint_path(model_dir, which='latest'):
