@@ -18,6 +18,11 @@ def test_bad_seeds(text):
     plan_lib.parse_seeds(text)
 
 
+def test_zero_count_names_the_one_seed_form():
+  with pytest.raises(errors.ConfigError, match=r"count of zero seeds.*--seeds='0,'"):
+    plan_lib.parse_seeds('0')
+
+
 def test_plan_is_cell_major_with_one_dir_per_run(tmp_path):
   cells = cells_lib.select_cells(['table2/cifar10_gp_f', 'table2/svhn_fisher_f'])
   runs = plan_lib.make_plan(cells, (0, 3), str(tmp_path))

@@ -75,6 +75,10 @@ def parse_seeds(text: str) -> Tuple[int, ...]:
     raise errors.ConfigError(
         f"--seeds='{text}' is neither a count ('5'), a list ('0,1,2') nor a range "
         "('0-4')") from None
+  if not seeds and text.isdigit():
+    raise errors.ConfigError(f"--seeds='{text}' is a count of zero seeds (a lone number is a "
+                             f"count: '3' = 0, 1, 2); for seed {int(text)} alone write "
+                             f"--seeds='{int(text)},'")
   if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
     raise errors.ConfigError(f"--seeds='{text}' must name distinct non-negative seeds")
   return seeds
