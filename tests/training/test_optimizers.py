@@ -7,17 +7,19 @@ from tf_ipmssl import errors
 from tf_ipmssl.training import optimizers
 
 LR, B1, B2, EPS = 2e-4, 0.5, 0.999, 1e-8
-# Keras keeps the learning rate and the βs as float32 scalars: the reference uses those values,
-# and the comparison allows float32 rounding of the scalar factors (rtol 2e-5). The two ε
-# placements differ by 10-30x on the small gradients of the problem, so this still tells them
-# apart.
+# Keras keeps the learning rate as a float32 variable: the references use that value.
+LR32 = float(np.float32(LR))
+# Keras's own Adam also rounds the βs to float32 for its bias corrections; its comparison
+# allows that (rtol 2e-5). The two ε placements differ by 10-30x on the small gradients of
+# the problem, so this still tells them apart.
 RTOL = 2e-5
-LR32, B1_32, B2_32 = (float(np.float32(x)) for x in (LR, B1, B2))
+B1_32, B2_32 = (float(np.float32(x)) for x in (B1, B2))
 
 
-def numpy_adam(theta, gradients, epsilon_on_corrected):
+def numpy_adam(theta, gradients, epsilon_on_corrected, betas=(B1, B2)):
   """torch.optim.Adam's update (ε on √v̂) or Keras's (ε on the uncorrected √v), float64."""
-  LR, B1, B2 = LR32, B1_32, B2_32  # pylint: disable=redefined-outer-name,invalid-name
+  B1, B2 = betas  # pylint: disable=redefined-outer-name,invalid-name
+  LR = LR32  # pylint: disable=redefined-outer-name,invalid-name
   m = np.zeros_like(theta)
   v = np.zeros_like(theta)
   for t, g in enumerate(gradients, start=1):
@@ -48,11 +50,30 @@ def problem():
   return theta, gradients
 
 
-def test_torch_adam_matches_pytorch_formula(problem):
-  theta, gradients = problem
+@pytest.mark.parametrize('steps', [1, 2, 1000])
+def test_torch_adam_equals_float64_pytorch_adam(steps):
+  """On float64 variables every step equals PyTorch's Adam computed in float64 (its bias
+  corrections from the Python-float βs) to 1e-12, at t = 1, 2 and 1000."""
+  rng = np.random.default_rng(steps)
+  theta = rng.normal(size=64)
+  scales = 10.0 ** rng.uniform(-9, 0, size=64)
+  gradients = [scales * rng.normal(size=64) for _ in range(steps)]
   got = run_keras(optimizers.make_optimizer('adam', LR, B1, B2, EPS), theta, gradients)
   want = numpy_adam(theta, gradients, epsilon_on_corrected=True)
-  np.testing.assert_allclose(got - theta, want - theta, rtol=RTOL, atol=0)
+  np.testing.assert_allclose(got - theta, want - theta, rtol=1e-12, atol=0)
+
+
+def test_torch_adam_bias_correction_uses_the_float64_beta():
+  """At t = 1 the step is lr·g/(|g| + ε) for β2 = 0.999 exactly; with β2 rounded to float32
+  (0.99900001) it would be 0.9999936 of that, a relative error of 6.4e-6."""
+  g = np.array([0.3, -2e-3, 5e-7])
+  got = -run_keras(optimizers.make_optimizer('adam', LR, B1, B2, EPS), np.zeros(3), [g]) / LR32
+  want = g / (np.abs(g) + EPS)
+  np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+  # The corrections from the rounded βs, the moments from the exact ones (the defect).
+  m, v = (1 - B1) * g, (1 - B2) * g * g
+  rounded = m / (1 - B1_32) / (np.sqrt(v / (1 - B2_32)) + EPS)
+  assert np.all(np.abs(rounded / want - 1) > 5e-6)
 
 
 def test_keras_placement_is_keras_adam(problem):
@@ -60,7 +81,7 @@ def test_keras_placement_is_keras_adam(problem):
   optimizer = optimizers.make_optimizer('adam', LR, B1, B2, EPS, epsilon_placement='keras')
   assert type(optimizer) is keras.optimizers.Adam
   got = run_keras(optimizer, theta, gradients)
-  want = numpy_adam(theta, gradients, epsilon_on_corrected=False)
+  want = numpy_adam(theta, gradients, epsilon_on_corrected=False, betas=(B1_32, B2_32))
   np.testing.assert_allclose(got - theta, want - theta, rtol=RTOL, atol=0)
 
 

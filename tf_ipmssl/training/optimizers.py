@@ -7,8 +7,8 @@ PyTorch's Adam, which the released code uses, adds ε to the *bias-corrected* �
 Keras's Adam adds ε to the *uncorrected* √v, which is the same update with the effective
 ε·/√(1 − β2ᵗ) — 3.2e-6 at step 1 for Keras's ε = 1e-7 and β2 = 0.999. Early in training,
 gradients smaller than that move the weights much less than in the release (the paper's
-Appendix B gives the optimizer). `TorchAdam` makes the update PyTorch's: Keras's formula
-with ε·√(1 − β2ᵗ) in place of ε.
+Appendix B gives the optimizer). `TorchAdam` computes the update as PyTorch does, bias
+corrections from the float64 βs included.
 """
 import keras
 from keras import ops
@@ -22,24 +22,31 @@ EPSILON_PLACEMENTS = ('bias_corrected', 'keras')
 
 
 class TorchAdam(keras.optimizers.Adam):
-  """keras.optimizers.Adam whose ε is added to the bias-corrected √v̂, as in PyTorch."""
+  """keras.optimizers.Adam computed as torch.optim.Adam computes it.
+
+  As PyTorch does, the bias corrections 1 − β1ᵗ and 1 − β2ᵗ are computed from the βs as
+  Python floats (float64), not from the βs rounded to the variable's dtype (0.999 in float32
+  is 0.99900001), ε is added to √v̂, and the moments are updated as m ← m + (g − m)(1 − β1),
+  v ← β2 v + (1 − β2) g².
+  """
 
   def update_step(self, gradient, variable, learning_rate):
     dtype = variable.dtype
-    lr = ops.cast(learning_rate, dtype)
     gradient = ops.cast(gradient, dtype)
-    local_step = ops.cast(self.iterations + 1, dtype)
-    beta_1_power = ops.power(ops.cast(self.beta_1, dtype), local_step)
-    beta_2_power = ops.power(ops.cast(self.beta_2, dtype), local_step)
+    step = ops.cast(self.iterations + 1, 'float64')
+    bias_correction_1 = 1.0 - ops.power(ops.convert_to_tensor(self.beta_1, 'float64'), step)
+    bias_correction_2 = 1.0 - ops.power(ops.convert_to_tensor(self.beta_2, 'float64'), step)
+    step_size = ops.cast(ops.cast(learning_rate, 'float64') / bias_correction_1, dtype)
+    bias_correction_2_sqrt = ops.cast(ops.sqrt(bias_correction_2), dtype)
     m = self._momentums[self._get_variable_index(variable)]
     v = self._velocities[self._get_variable_index(variable)]
-    correction_2 = ops.sqrt(1 - beta_2_power)
-    alpha = lr * correction_2 / (1 - beta_1_power)
     self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
-    self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
-    # m̂ / (√v̂ + ε) = (m / (1 − β1ᵗ)) · √(1 − β2ᵗ) / (√v + ε √(1 − β2ᵗ)).
-    epsilon = ops.cast(self.epsilon, dtype) * correction_2
-    self.assign_sub(variable, ops.divide(ops.multiply(m, alpha), ops.add(ops.sqrt(v), epsilon)))
+    self.assign(v, ops.add(ops.multiply(v, self.beta_2),
+                           ops.multiply(ops.square(gradient), 1 - self.beta_2)))
+    # θ ← θ − (lr / (1 − β1ᵗ)) · m / (√v / √(1 − β2ᵗ) + ε)
+    denominator = ops.add(ops.divide(ops.sqrt(v), bias_correction_2_sqrt),
+                          ops.convert_to_tensor(self.epsilon, dtype))
+    self.assign_sub(variable, ops.multiply(step_size, ops.divide(m, denominator)))
 
 
 def make_optimizer(name, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8,
