@@ -27,6 +27,10 @@ def test_early_stopping_stops_after_the_patience_and_the_minimum(tmp_path):
   metrics = _metrics(model_dir)
   assert (metrics['stopped_early'], metrics['step'], metrics['finished']) == (10, 10, True)
   assert metrics['best']['step'] == 2
+  # The stop's own evaluation did not improve; its test error is still computed (weights
+  # unchanged, so it equals the best step's).
+  assert metrics['final']['step'] == 10
+  assert metrics['final']['test_error'] == metrics['best']['test_error']
   again = runs.run_train(model_dir, bindings)
   assert again.returncode == 0 and 'nothing to do' in again.stdout
 

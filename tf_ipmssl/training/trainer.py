@@ -321,13 +321,15 @@ def train(model_dir,
       # Evaluate first: the progress line then shows this step's validation error, and its
       # time per step (and ETA) includes the evaluations.
       if step % eval_every == 0 or last:
-        loop.evaluate(step)
+        loop.evaluate(step, last)
       if step % sample_every == 0 or last:
         loop.write_samples(step)
       if step % log_every == 0 or last:
         loop.log(step, values)
       stop = step % eval_every == 0 and not last and loop.patience_ran_out(
           step, early_stopping_patience, early_stopping_min_steps)
+      if stop:
+        loop.complete_final_evaluation(step)
       if step % checkpoint_every == 0 or last or stop:
         # Finished only once the export is complete (below).
         loop.save(step, finished=(last or stop) and not export_classifier)
@@ -499,30 +501,45 @@ class _Loop:
         f'a loss became NaN or Inf before step {step}; training stopped and {kept}. '
         'Lower the learning rates or check the constraint weights (ρ, λ_GP).')
 
-  def evaluate(self, step):
-    """Validation and test errors; a new best validation error saves the best critic."""
+  def evaluate(self, step, last):
+    """The validation error; a new best saves the best critic. The test error is computed
+    only where it can be reported: at a new best validation error, at the last step, and at
+    every evaluation of a run without a validation split."""
     self.check_finite(step)
     data, best = self.data, self.run.state.best
     val_error = None
     if len(data.validation_labels):
       val_error = evaluation.error_rate(self.predict, data.validation_images,
                                         data.validation_labels, self.eval_batch_size)
-    test_error = evaluation.error_rate(self.predict, data.test_images, data.test_labels,
-                                       self.eval_batch_size)
     # Model selection uses the validation split only
     # (docs/algorithm.md#data-and-model-selection); without one there is no best.
-    if val_error is not None and val_error < float(best['validation_error'].numpy()):
+    improved = val_error is not None and val_error < float(best['validation_error'].numpy())
+    test_error = None
+    if improved or last or val_error is None:
+      test_error = self.test_error()
+    if improved:
       best['validation_error'].assign(val_error)
       best['test_error'].assign(test_error)
       best['step'].assign(step)
       self.run.best_manager.save(checkpoint_number=step)
-    scalars = {'eval/test_error': test_error}
+    scalars = {} if test_error is None else {'eval/test_error': test_error}
     if val_error is not None:
       scalars['eval/validation_error'] = val_error
     summaries.write_scalars(self.eval_writer, step, scalars)
     self.validation_error = val_error
     self.metrics.update({'last_validation_error': val_error, 'last_test_error': test_error,
                          'last_eval_step': step})
+
+  def test_error(self):
+    return evaluation.error_rate(self.predict, self.data.test_images, self.data.test_labels,
+                                 self.eval_batch_size)
+
+  def complete_final_evaluation(self, step):
+    """The test error of an early stop's last evaluation, which did not improve."""
+    if self.metrics.get('last_test_error') is None:
+      test_error = self.test_error()
+      summaries.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
+      self.metrics['last_test_error'] = test_error
 
   def write_samples(self, step):
     if self.mode != 'ssl':
