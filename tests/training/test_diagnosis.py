@@ -54,3 +54,21 @@ def test_split_equals_each_term_s_own_gradient():
   assert abs(row['share/ipm'] + row['share/ce'] + row['share/constraints'] - 1) < 1e-9
   np.testing.assert_allclose(row['mean_f_real'], float(tf.reduce_mean(f(x_p))), rtol=1e-4)
   assert row['lambda/fisher_f'] == np.float32(lam)
+
+
+def test_run_settings_apply_the_constraint_penalty_scale():
+  """bin/diagnose splits the gradient of the ρ the run trained with: the bound ρ times
+  train.constraint_penalty_scale (a preset's scaling), not the bound ρ alone."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  from tf_ipmssl.training import diagnosis  # pylint: disable=g-import-not-at-top
+  gin.clear_config()
+  try:
+    gin.parse_config(['train.constraints = [@Fisher(), @Sobolev()]',
+                      "Sobolev.component = 'f_neg'", 'Fisher.penalty_weight = 1e-7',
+                      'Sobolev.penalty_weight = 1e-8',
+                      'train.constraint_penalty_scale = 1000.0'])
+    settings = diagnosis.run_settings()
+  finally:
+    gin.clear_config()
+  assert [c.rho for c in settings.constraints] == [1e-7 * 1000.0, 1e-8 * 1000.0]

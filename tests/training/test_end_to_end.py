@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tests.training import runs
+from tf_ipmssl.training import summaries
 
 
 @pytest.fixture(scope='module')
@@ -118,17 +119,6 @@ def test_supervised_mode(finished_run, tmp_path):
   assert 'Training supervised' in result.stdout
 
 
-def _scalars(directory, tag):
-  """{step: value} of one scalar tag in a summary directory."""
-  values = {}
-  for name in tf.io.gfile.listdir(directory):
-    for record in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
-      for value in record.summary.value:
-        if value.tag == tag:
-          values[record.step] = float(tf.make_ndarray(value.tensor))
-  return values
-
-
 def test_test_set_is_evaluated_only_where_it_can_be_reported(finished_run, tmp_path):
   """The test error is computed at the evaluations whose validation error is a new best and
   at the last step, nowhere else; the reported numbers are those evaluations'."""
@@ -138,8 +128,9 @@ def test_test_set_is_evaluated_only_where_it_can_be_reported(finished_run, tmp_p
       data_dir, **{'train.steps': 8, 'train.eval_every': 1, 'train.log_every': 4}))
   assert result.returncode == 0, result.stderr
   eval_dir = os.path.join(model_dir, 'eval')
-  validation = _scalars(eval_dir, 'eval/validation_error')
-  test = _scalars(eval_dir, 'eval/test_error')
+  scalars = summaries.read_scalars(eval_dir)
+  validation = dict(scalars['eval/validation_error'])
+  test = dict(scalars['eval/test_error'])
   assert sorted(validation) == list(range(1, 9))
   improved, best = set(), float('inf')
   for step in sorted(validation):

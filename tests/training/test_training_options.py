@@ -3,6 +3,9 @@ import json
 import os
 import subprocess
 import sys
+import types
+
+import pytest
 
 from tests.training import runs
 
@@ -56,3 +59,58 @@ def test_averaged_critic_is_evaluated_checkpointed_and_restored(tmp_path):
   assert evaluate.returncode == 0, evaluate.stderr[-2000:]
   assert json.loads(evaluate.stdout.strip().splitlines()[-1])['error'] == (
       _metrics(model_dir)['final']['test_error'])
+
+
+def test_training_length_in_critic_updates():
+  """train.critic_updates gives every n_c the same number of critic updates (rounded up to
+  whole steps); supervised runs make one update per step; steps overrides it."""
+  # pylint: disable=protected-access
+  from tf_ipmssl.training import trainer  # pylint: disable=g-import-not-at-top
+  data = types.SimpleNamespace(labeled_images=[0] * 100, unlabeled_images=[0] * 1000)
+  for n_c, steps in ((1, 1800), (2, 900), (5, 360), (7, 258)):
+    length = trainer._training_length(data, 'ssl', 64, n_c, epochs=350, steps=None,
+                                      critic_updates=1800)
+    assert (length.total_steps, length.iterations_per_step) == (steps, n_c)
+  assert trainer._training_length(data, 'supervised', 64, 5, epochs=350, steps=None,
+                                  critic_updates=1800).total_steps == 1800
+  assert trainer._training_length(data, 'ssl', 64, 2, epochs=350, steps=12,
+                                  critic_updates=1800).total_steps == 12
+
+
+def test_scale_penalty_weights_keeps_ratios_and_leaves_other_constraints():
+  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  from tf_ipmssl.objectives import constraint  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.objectives import fisher, gradient_penalty, sobolev  # pylint: disable=g-import-not-at-top
+  given = (fisher.Fisher(component='f', penalty_weight=1e-7),
+           sobolev.Sobolev(component='f-', penalty_weight=1e-8),
+           gradient_penalty.GradientPenalty(component='f', weight=10.0))
+  scaled = constraint.scale_penalty_weights(given, 1000.0)
+  assert [c.rho for c in scaled[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
+  assert scaled[2] == given[2] and [c.component for c in scaled] == ['f', 'f_neg', 'f']
+  assert constraint.scale_penalty_weights(given, 1.0) == given
+
+
+def test_scales_and_critic_updates_in_a_run(tmp_path):
+  """The learning rates a run uses are the bound ones times train.learning_rate_scale, its ρ
+  the bound ones times train.constraint_penalty_scale; 7 critic updates at n_c = 2 are 4
+  steps."""
+  from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
+  data_dir = runs.make_data(tmp_path / 'data')
+  model_dir = str(tmp_path / 'run')
+  bindings = runs.tiny_bindings(data_dir, **{
+      'train.steps': None, 'train.critic_updates': 7, 'train.log_every': 1,
+      'train.critic_learning_rate': 2e-4, 'train.generator_learning_rate': 1e-4,
+      'train.learning_rate_scale': 5.0, 'train.constraint_penalty_scale': 1000.0,
+      'Fisher.penalty_weight': 1e-7})
+  result = runs.run_train(model_dir, bindings)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert 'Finished 4 steps' in result.stdout
+  assert 'ρ: fisher_f 0.0001)' in result.stdout
+  scalars = summaries.read_scalars(os.path.join(model_dir, 'train'))
+  for tag, rate in (('learning_rate/critic', 1e-3), ('learning_rate/generator', 5e-4)):
+    assert [v for _, v in scalars[tag]] == pytest.approx([rate] * 4, rel=1e-6)
+  # λ ← λ + ρ·Ω after each critic update: the logged λ's increments are ρ = 1e-4 times Ω.
+  lambdas = [v for _, v in scalars['lambda/fisher_f']]
+  # (Ω ≈ −1 for a critic whose f is still near 0: |λ| ≈ 2e-4 after the first step's two
+  # updates, where the unscaled ρ would give 2e-7.)
+  assert 1e-5 < abs(lambdas[0]) < 1e-4 * 50

@@ -120,6 +120,15 @@ class AugmentedLagrangianConstraint(Constraint):
     return self.penalty_weight
 
 
+def scale_penalty_weights(constraints, scale):
+  """The constraints with every augmented-Lagrangian penalty weight ρ multiplied by `scale`
+  (`train.constraint_penalty_scale`); other constraints (GP's λ_GP, clipping) unchanged."""
+  return tuple(
+      dataclasses.replace(c, penalty_weight=c.penalty_weight * scale)
+      if isinstance(c, AugmentedLagrangianConstraint) and scale != 1.0 else c
+      for c in constraints)
+
+
 def register(cls):
   """Class decorator: a gin-configurable constraint under its class name, listed as choice."""
   if not (isinstance(cls, type) and issubclass(cls, Constraint)):

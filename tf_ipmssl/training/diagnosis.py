@@ -49,8 +49,10 @@ class RunSettings:
 def run_settings():
   """The objective's settings of the run whose gin config is parsed."""
   references = restore.bound_value('train.constraints', [])
-  constraints = tuple(r.scoped_configurable_fn() if hasattr(r, 'scoped_configurable_fn') else r
-                      for r in references)
+  constraints = constraint_lib.scale_penalty_weights(
+      tuple(r.scoped_configurable_fn() if hasattr(r, 'scoped_configurable_fn') else r
+            for r in references),
+      float(restore.bound_value('train.constraint_penalty_scale', 1.0)))
   return RunSettings(
       formulation=restore.bound_value('train.formulation', 'kplus1'), constraints=constraints,
       lambda_ce=float(restore.bound_value('train.lambda_ce', 1.5)),

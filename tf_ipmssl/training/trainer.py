@@ -49,7 +49,8 @@ def _check_choice(name, value, choices):
 
 # (must be an integer, may be None, lowest value, lowest value allowed) of numeric bindings.
 _NUMBERS = {
-    'steps': (True, True, 1), 'epochs': (False, True, 0.0),
+    'steps': (True, True, 1), 'epochs': (False, True, 0.0), 'critic_updates': (True, True, 1),
+    'learning_rate_scale': (False, False, 0.0), 'constraint_penalty_scale': (False, False, 0.0),
     'critic_learning_rate': (False, False, 0.0), 'generator_learning_rate': (False, False, 0.0),
     'lambda_ce': (False, False, 0.0), 'adam_beta1': (False, False, 0.0),
     'adam_beta2': (False, False, 0.0), 'adam_epsilon': (False, False, 0.0),
@@ -187,6 +188,7 @@ def train(model_dir,
           critic_iterations=2,
           epochs=None,
           steps=None,
+          critic_updates=None,
           optimizer='adam',
           critic_learning_rate=2e-4,
           generator_learning_rate=2e-4,
@@ -214,7 +216,9 @@ def train(model_dir,
           early_stopping_min_steps=0,
           baseline=None,
           ipm_rampup_updates=None,
-          generator_loss='ipm'):
+          generator_loss='ipm',
+          learning_rate_scale=1.0,
+          constraint_penalty_scale=1.0):
   """Trains (or resumes) one run in model_dir; returns the metrics dict.
 
   Args:
@@ -231,7 +235,15 @@ def train(model_dir,
     batch_size: global batch of each of the labeled, unlabeled and generated batches.
     critic_iterations: n_c critic iterations per generator iteration.
     epochs: passes of the critic iterations over the unlabeled set (supervised: over the
-      labeled set). `steps` (generator iterations; supervised: updates) overrides it.
+      labeled set). `critic_updates` overrides it, and `steps` (generator iterations;
+      supervised: updates) overrides both.
+    critic_updates: the training length in critic updates (SSL: steps = critic_updates / n_c,
+      rounded up; supervised: steps = critic_updates), so that cells with different n_c train
+      on the same number of batches, as with `epochs`.
+    learning_rate_scale: multiplies both learning rates (1 in the paper's cells; a short-budget
+      preset keeps each cell's rates and their ratios, gin/presets/).
+    constraint_penalty_scale: multiplies every augmented-Lagrangian penalty weight ρ (Fisher,
+      Sobolev; not λ_GP or the clip value), keeping the ratios between them.
     adam_epsilon / adam_epsilon_placement: Adam's ε and where it is added:
       'bias_corrected' (PyTorch's Adam, the released code; the default) or 'keras'
       (keras.optimizers.Adam, ε on the uncorrected √v).
@@ -260,12 +272,16 @@ def train(model_dir,
     critic_ema_decay: None (the paper), or a decay in (0, 1): evaluate, select and export
       an exponential moving average of the critic's weights (weight_averaging.py).
   """
-  constraints = _check_bindings(dict(locals()))
+  constraints = constraint_lib.scale_penalty_weights(_check_bindings(dict(locals())),
+                                                     constraint_penalty_scale)
+  critic_learning_rate *= learning_rate_scale
+  generator_learning_rate *= learning_rate_scale
   started = time.time()
   if deterministic_ops:
     _make_deterministic()
   data = ssl_data.build_ssl_data()
-  length = _training_length(data, mode, batch_size, critic_iterations, epochs, steps)
+  length = _training_length(data, mode, batch_size, critic_iterations, epochs, steps,
+                            critic_updates)
   resuming = tf.train.latest_checkpoint(
       os.path.join(model_dir, run_files.CHECKPOINT_DIR)) is not None
   if resuming:
@@ -308,6 +324,11 @@ def train(model_dir,
                    learning_rate_linear_decay_start),
                ipm_rampup_updates=ipm_rampup_updates, step=step)
   _print_start(mode, data, length, batch_size, strategy, model_dir)
+  if learning_rate_scale != 1.0 or constraint_penalty_scale != 1.0:
+    rhos = ', '.join(f'{c.name} {c.rho:g}' for c in constraints if c.has_multiplier)
+    print(f'Scaled settings: learning rates x{learning_rate_scale:g} (critic '
+          f'{critic_learning_rate:g}, generator {generator_learning_rate:g}); penalty weights '
+          f'x{constraint_penalty_scale:g}' + (f' (ρ: {rhos})' if rhos else ''), flush=True)
   if early_stopping_patience is not None and not len(data.validation_labels):
     raise errors.ConfigError('train.early_stopping_patience needs a validation split '
                              '(build_ssl_data.validation_size > 0)')
@@ -353,8 +374,9 @@ def _check_bindings(bindings):
   constraints = ()
   if b['mode'] == 'ssl':
     constraints = constraint_lib.validate_constraints(b['formulation'], b['constraints'])
-  if b['epochs'] is None and b['steps'] is None:
-    raise errors.ConfigError('set the training length: train.epochs or train.steps')
+  if b['epochs'] is None and b['steps'] is None and b['critic_updates'] is None:
+    raise errors.ConfigError('set the training length: train.epochs, train.critic_updates '
+                             'or train.steps')
   _check_numbers(**{name: b[name] for name in _NUMBERS})
   decay_start = b['learning_rate_linear_decay_start']
   if decay_start is not None and not decay_start < 1.0:
@@ -390,14 +412,19 @@ class _Length:
     return step * self.iterations_per_step / self.iterations_per_epoch
 
 
-def _training_length(data, mode, batch_size, critic_iterations, epochs, steps):
+def _training_length(data, mode, batch_size, critic_iterations, epochs, steps,
+                     critic_updates=None):
   epoch_size = len(data.unlabeled_images) if mode == 'ssl' else len(data.labeled_images)
   if mode == 'ssl' and len(data.labeled_images) == 0:
     raise errors.ConfigError('SSL training needs labeled examples (build_ssl_data.num_labeled)')
   iterations_per_epoch = max(pipelines.steps_per_epoch(epoch_size, batch_size), 1)
   iterations_per_step = critic_iterations if mode == 'ssl' else 1
-  total_steps = steps if steps is not None else int(
-      math.ceil(epochs * iterations_per_epoch / iterations_per_step))
+  if steps is not None:
+    total_steps = steps
+  elif critic_updates is not None:
+    total_steps = -(-critic_updates // iterations_per_step)
+  else:
+    total_steps = int(math.ceil(epochs * iterations_per_epoch / iterations_per_step))
   return _Length(total_steps, iterations_per_step, iterations_per_epoch,
                  batch_size * iterations_per_step)
 
