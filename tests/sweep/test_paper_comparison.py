@@ -1,0 +1,78 @@
+"""Ranks, Spearman's ρ and paired differences of the paper comparison, against known answers."""
+import os
+
+import numpy as np
+import pytest
+
+from tests.sweep import fake_results
+from tests.sweep.test_bin_sweep import _sweep
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import paper_comparison
+from tf_ipmssl.sweep import tables as tables_lib
+
+
+def test_average_ranks_share_ties():
+  assert paper_comparison.average_ranks([3.0, 1.0, 2.0]) == [3.0, 1.0, 2.0]
+  assert paper_comparison.average_ranks([5.0, 1.0, 5.0, 0.5]) == [3.5, 2.0, 3.5, 1.0]
+
+
+def test_spearman_known_answers():
+  assert paper_comparison.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+  assert paper_comparison.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+  # Without ties ρ = 1 − 6 Σ d² / (n (n² − 1)): ranks (1..5) vs (2, 1, 4, 3, 5), Σ d² = 4.
+  x, y = [1.0, 2.0, 3.0, 4.0, 5.0], [20.0, 10.0, 40.0, 30.0, 50.0]
+  assert paper_comparison.spearman(x, y) == pytest.approx(1 - 6 * 4 / (5 * 24))
+  # With ties: Pearson's r of the average ranks, computed with NumPy.
+  x, y = [1.0, 2.0, 2.0, 4.0, 7.0], [3.0, 3.0, 1.0, 9.0, 8.0]
+  rx, ry = [1, 2.5, 2.5, 4, 5], [2.5, 2.5, 1, 5, 4]
+  assert paper_comparison.spearman(x, y) == pytest.approx(np.corrcoef(rx, ry)[0, 1])
+  assert paper_comparison.spearman([1, 1], [1, 2]) is None
+
+
+def _result(cell_id, errors_by_seed):
+  cell = cells_lib.get_cell(cell_id)
+  runs = tuple(tables_lib.RunResult(seed=s, test_error=e, model_dir='') for s, e in
+               sorted(errors_by_seed.items()))
+  return tables_lib.CellResult(cell, runs)
+
+
+def test_compare_ranks_and_pairs_by_seed():
+  baseline = _result('appendix_c/cifar10_none_4k', {0: 30.0, 1: 32.0, 2: 34.0})
+  results = [_result('table1/cifar10_fisher_kplus1', {0: 25.0, 1: 29.0, 2: 30.0}),  # paper 17.82
+             _result('table1/cifar10_wgan_gp_plain', {0: 40.0, 2: 44.0}),          # paper 44.64
+             _result('table1/cifar10_sobolev_plain', {0: 35.0, 1: 36.0, 2: 37.0}),  # paper 80.45
+             _result('table1/cifar10_fisher_plain', {})]                            # no runs
+  comparison = paper_comparison.compare(results, baseline)
+  rows = {r.result.cell.id: r for r in comparison.rows}
+  assert [rows[c].paper_rank for c in ('table1/cifar10_fisher_kplus1',
+                                       'table1/cifar10_wgan_gp_plain',
+                                       'table1/cifar10_sobolev_plain')] == [1, 2, 3]
+  assert [rows[c].our_rank for c in ('table1/cifar10_fisher_kplus1',
+                                     'table1/cifar10_wgan_gp_plain',
+                                     'table1/cifar10_sobolev_plain')] == [1, 3, 2]
+  assert rows['table1/cifar10_fisher_plain'].our_rank is None
+  assert rows['table1/cifar10_fisher_kplus1'].paired == (-5.0, -3.0, -4.0)
+  mean, std = rows['table1/cifar10_fisher_kplus1'].paired_mean_std
+  assert (mean, std) == (pytest.approx(-4.0), pytest.approx(1.0))
+  assert rows['table1/cifar10_wgan_gp_plain'].paired == (10.0, 10.0)  # Seeds 0 and 2 only.
+  assert comparison.rho == pytest.approx(0.5)  # Ranks (1, 2, 3) vs (1, 3, 2).
+  text = paper_comparison.markdown(comparison)
+  assert ('| table1/cifar10_fisher_kplus1 | 28.00 ± 2.65 (n=3) | 17.82 | 1 | 1 | '
+          '-4.00 ± 1.00 (-5.00, -3.00, -4.00) |') in text
+  assert "Spearman's ρ between the paper's column and ours: 0.50 (over 3 cells)." in text
+
+
+def test_bin_sweep_writes_the_comparison(tmp_path):
+  root = str(tmp_path / 'sweep')
+  for seed, (ssl, sup) in enumerate(((20.0, 30.0), (24.0, 31.0))):
+    fake_results.write_run(root, cells_lib.get_cell('table1/cifar10_fisher_kplus1'), seed, ssl)
+    fake_results.write_run(root, cells_lib.get_cell('appendix_c/cifar10_none_4k'), seed, sup)
+  tables_dir = str(tmp_path / 'tables')
+  _sweep('--table=table1', '--dataset=cifar10', '--tables_only', f'--root={root}',
+         f'--tables_dir={tables_dir}', '--baseline_cell=appendix_c/cifar10_none_4k',
+         '--noplots')
+  text = open(os.path.join(tables_dir, 'comparison.md')).read()
+  assert '| table1/cifar10_fisher_kplus1 | 22.00 ± 2.83 (n=2) | 17.82 | 1 | 1 | ' in text
+  assert '-8.50 ± 2.12 (-10.00, -7.00)' in text
+  assert 'appendix_c/cifar10_none_4k (baseline) | 30.50 ± 0.71 (n=2) | 39.78' in text
+  assert 'comparison.csv' in os.listdir(tables_dir)

@@ -1,0 +1,164 @@
+"""Our cells beside the paper's: ranks, Spearman's ρ and the paired gain over a baseline.
+
+For a set of cells of one paper table column (e.g. Table 1's 13 CIFAR-10 cells run under a
+CPU preset) and a baseline cell run on the same seeds (the supervised critic under the same
+preset), each row holds
+
+- our mean ± sample std over the seeds, and the paper's mean;
+- the paper's rank and ours among the compared cells (1 = lowest error; ties share the
+  average rank);
+- the paired difference to the baseline: per seed (the seed fixes the label split, so a
+  seed's runs share their labeled images) our error minus the baseline's, mean ± std over
+  the seeds both have.
+
+Spearman's ρ is the Pearson correlation of the two rank columns (cells with a result only).
+`bin/sweep --baseline_cell=...` writes this beside the paper's tables (comparison.md/.csv).
+"""
+import csv
+import dataclasses
+import io
+import math
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import tables as tables_lib
+
+
+def average_ranks(values: Sequence[float]) -> List[float]:
+  """Ranks 1..n in ascending order; tied values share the mean of their ranks."""
+  order = sorted(range(len(values)), key=lambda i: values[i])
+  ranks = [0.0] * len(values)
+  start = 0
+  while start < len(order):
+    end = start
+    while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+      end += 1
+    for k in range(start, end + 1):
+      ranks[order[k]] = (start + end) / 2 + 1
+    start = end + 1
+  return ranks
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
+  """Spearman's rank correlation (Pearson's r of the average ranks); None if undefined."""
+  if len(xs) != len(ys) or len(xs) < 2:
+    return None
+  rx, ry = average_ranks(xs), average_ranks(ys)
+  mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+  sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+  sxx = sum((a - mx) ** 2 for a in rx)
+  syy = sum((b - my) ** 2 for b in ry)
+  if sxx == 0 or syy == 0:
+    return None
+  return sxy / math.sqrt(sxx * syy)
+
+
+def _mean_std(values: Sequence[float]) -> Tuple[Optional[float], Optional[float]]:
+  if not values:
+    return None, None
+  mean = sum(values) / len(values)
+  if len(values) < 2:
+    return mean, None
+  return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+  """One compared cell."""
+  result: tables_lib.CellResult
+  paper_rank: Optional[float]
+  our_rank: Optional[float]
+  paired: Tuple[float, ...]  # Our error − the baseline's, per shared seed.
+
+  @property
+  def paired_mean_std(self):
+    return _mean_std(self.paired)
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+  rows: Tuple[Row, ...]
+  baseline: tables_lib.CellResult
+  rho: Optional[float]
+
+
+def compare(results: Sequence[tables_lib.CellResult],
+            baseline: tables_lib.CellResult) -> Comparison:
+  """Ranks (among the cells with a result and a paper number), ρ and paired differences."""
+  ranked = [r for r in results if r.n and r.cell.paper_error is not None]
+  paper_ranks = dict(zip((r.cell.id for r in ranked),
+                         average_ranks([r.cell.paper_error for r in ranked])))
+  our_ranks = dict(zip((r.cell.id for r in ranked), average_ranks([r.mean for r in ranked])))
+  base = dict(zip(baseline.seeds, baseline.errors))
+  rows = tuple(Row(result=r, paper_rank=paper_ranks.get(r.cell.id),
+                   our_rank=our_ranks.get(r.cell.id),
+                   paired=tuple(e - base[s] for s, e in zip(r.seeds, r.errors) if s in base))
+               for r in results)
+  rho = spearman([r.cell.paper_error for r in ranked], [r.mean for r in ranked])
+  return Comparison(rows, baseline, rho)
+
+
+def _number(value, digits=2):
+  return '–' if value is None else f'{value:.{digits}f}'
+
+
+def _rank(value):
+  return '–' if value is None else f'{value:g}'
+
+
+def markdown(comparison: Comparison) -> str:
+  base = comparison.baseline
+  lines = ['| cell | ours (mean ± std, n) | paper | paper rank | our rank | '
+           f'ours − {base.cell.id}, paired (per seed) |',
+           '|---|---:|---:|---:|---:|---|']
+  for row in comparison.rows:
+    mean, std = row.paired_mean_std
+    per_seed = ', '.join(f'{d:+.2f}' for d in row.paired)
+    paired = '–' if mean is None else (
+        f'{mean:+.2f}' + ('' if std is None else f' ± {std:.2f}') + f' ({per_seed})')
+    lines.append(f'| {row.result.cell.id} | {row.result.text} | '
+                 f'{_number(row.result.cell.paper_error)} | {_rank(row.paper_rank)} | '
+                 f'{_rank(row.our_rank)} | {paired} |')
+  lines.append(f'| {base.cell.id} (baseline) | {base.text} | '
+               f'{_number(base.cell.paper_error)} | | | |')
+  rho = comparison.rho
+  lines += ['', f"Spearman's ρ between the paper's column and ours: {_number(rho)} "
+            f"(over {sum(r.our_rank is not None for r in comparison.rows)} cells)."]
+  return '\n'.join(lines) + '\n'
+
+
+def csv_text(comparison: Comparison) -> str:
+  out = io.StringIO()
+  writer = csv.writer(out, lineterminator='\n')
+  writer.writerow(['cell', 'mean', 'std', 'n', 'paper', 'paper_rank', 'our_rank',
+                   'paired_mean', 'paired_std', 'paired_n'])
+  for row in comparison.rows + (Row(comparison.baseline, None, None, ()),):
+    mean, std = row.paired_mean_std
+    writer.writerow([row.result.cell.id, _blank(row.result.mean, 4), _blank(row.result.std, 4),
+                     row.result.n, _blank(row.result.cell.paper_error),
+                     _blank(row.paper_rank, 1), _blank(row.our_rank, 1), _blank(mean, 4),
+                     _blank(std, 4), len(row.paired)])
+  writer.writerow(['spearman_rho', _blank(comparison.rho, 4)] + [''] * 8)
+  return out.getvalue()
+
+
+def _blank(value, digits=2):
+  return '' if value is None else f'{value:.{digits}f}'
+
+
+def write(results: Dict[str, tables_lib.CellResult], baseline_id: str,
+          tables_dir: str) -> List[str]:
+  """comparison.md and comparison.csv for every cell of `results` except the baseline."""
+  baseline = results[baseline_id]
+  compared = [r for cell_id, r in results.items() if cell_id != baseline_id]
+  comparison = compare(compared, baseline)
+  written = []
+  for name, content in (('comparison.md', markdown(comparison)),
+                        ('comparison.csv', csv_text(comparison))):
+    path = os.path.join(tables_dir, name)
+    with open(path, 'w') as f:
+      f.write(content)
+    written.append(path)
+  return written
+
