@@ -5,10 +5,12 @@ import os
 from tf_ipmssl.sweep import plan as plan_lib
 
 
-def write_run(root, cell, seed, test_error=None, finished=True, best=True, dataset=None):
+def write_run(root, cell, seed, test_error=None, finished=True, best=True, dataset=None,
+              num_labeled='unbound'):
   """Writes <root>/<cell id>/seed_<seed>/{metrics,dataset}.json; returns the model dir.
 
   best=False writes a run without a validation split (no best-validation test error).
+  num_labeled (an int or None) also writes the operative_config.gin line that binds it.
   """
   model_dir = plan_lib.run_dir(root, cell, seed)
   os.makedirs(model_dir, exist_ok=True)
@@ -22,6 +24,11 @@ def write_run(root, cell, seed, test_error=None, finished=True, best=True, datas
     metrics['final']['test_error'] = 99.0  # The best-validation number must win.
   with open(os.path.join(model_dir, 'metrics.json'), 'w') as f:
     json.dump(metrics, f)
+  if num_labeled != 'unbound':
+    with open(os.path.join(model_dir, 'operative_config.gin'), 'w') as f:
+      f.write('# Parameters for build_ssl_data:\n'
+              f"build_ssl_data.dataset = 'x'\nbuild_ssl_data.num_labeled = {num_labeled}\n"
+              'build_ssl_data.split_seed = 0\n')
   with open(os.path.join(model_dir, 'dataset.json'), 'w') as f:
     json.dump({'name': dataset or cell.dataset, 'num_classes': 10}, f)
   return model_dir

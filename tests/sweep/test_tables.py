@@ -111,7 +111,8 @@ def test_write_tables_and_plots(tmp_path):
     cell = cells_lib.get_cell(f'appendix_a/cifar10_fisher_sobolev_none_{column}')
     for seed, error in enumerate(values):
       fake_results.write_run(root, cell, seed, error)
-  fake_results.write_run(root, cells_lib.get_cell('appendix_c/svhn_none_all'), 4, 4.0)
+  fake_results.write_run(root, cells_lib.get_cell('appendix_c/svhn_none_all'), 4, 4.0,
+                         num_labeled=None)
   results = tables.collect(root, cells_lib.all_cells())
   out = str(tmp_path / 'tables')
   written = tables.write_tables(results, out)
@@ -125,6 +126,8 @@ def test_write_tables_and_plots(tmp_path):
       ('appendix_a/cifar10_fisher_sobolev_none_4k', '0', 16.0),
       ('appendix_a/cifar10_fisher_sobolev_none_4k', '1', 17.0),
       ('appendix_c/svhn_none_all', '4', 4.0)]
+  # The label count from each run's operative config ('all' for None; '' when unrecorded).
+  assert [r['labels'] for r in runs] == ['', '', '', '', 'all']
   rows = _markdown_rows(open(os.path.join(out, 'appendix_a.md')).read())
   assert rows['Fisher + Sobolev, no norm (n_c = 1)'] == [
       f'22.00 ± {math.sqrt(2):.2f} (n=2)', '20.14 ± 0.21', '–', '17.38 ± 0.10',
@@ -144,7 +147,7 @@ def test_study_tables_show_ours_without_a_paper_column(tmp_path):
   gp = cells_lib.get_cell('fashion_mnist_study/fashion_mnist_kplus1_gp_f')
   for seed, error in enumerate((30.0, 27.0, 24.0)):
     fake_results.write_run(root, supervised, seed, error)
-  fake_results.write_run(root, gp, 1, 40.0)
+  fake_results.write_run(root, gp, 1, 40.0, num_labeled=1000)
   results = tables.collect(root, cells_lib.select_cells(tables=['fashion_mnist_study']))
   study = cells_lib.STUDIES['fashion_mnist_study']
   assert tables.tables_with_results(results) == [study]
@@ -162,6 +165,7 @@ def test_study_tables_show_ours_without_a_paper_column(tmp_path):
       '27.0000', '3.0000')
   runs = list(csv.DictReader(io.StringIO(tables.runs_csv(results))))
   assert {r['paper_error'] for r in runs} == {''} and len(runs) == 4
+  assert [r['labels'] for r in runs] == ['', '', '', '1000']
   pytest.importorskip('matplotlib')
   from tf_ipmssl.sweep import plots  # pylint: disable=g-import-not-at-top
   (png,) = plots.plot_tables(results, str(tmp_path / 'tables'))

@@ -20,19 +20,70 @@ def test_final_line_without_a_validation_split():
                   'split, so no model selection)')
 
 
-def test_final_line_shows_the_baseline_from_a_sweep_runs_csv(tmp_path):
+def _runs_csv(tmp_path, cells_errors, labels='100', dataset='fashion_mnist'):
+  """A runs.csv as bin/sweep writes it: {cell id: {seed: error}}."""
   from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.sweep import tables  # pylint: disable=g-import-not-at-top
-  cell = cells_lib.get_cell('fashion_mnist_study/fashion_mnist_supervised')
-  runs = [tables.RunResult(seed=s, test_error=e, model_dir='x', dataset='fashion_mnist', steps=600,
-                           wall_seconds=10.0) for s, e in ((0, 19.0), (1, 20.0), (2, 21.5))]
+  results = {}
+  for cell_id, errors in cells_errors.items():
+    cell = cells_lib.get_cell(cell_id)
+    runs = tuple(tables.RunResult(seed=s, test_error=e, model_dir='x', dataset=dataset,
+                                  labels=labels, steps=600, wall_seconds=10.0)
+                 for s, e in errors.items())
+    results[cell.id] = tables.CellResult(cell, runs)
   path = tmp_path / 'runs.csv'
-  path.write_text(tables.runs_csv({cell.id: tables.CellResult(cell, tuple(runs))}))
-  metrics = {'best': {'step': 200, 'validation_error': 18.0, 'test_error': 17.5},
-             'final': {'step': 300, 'validation_error': 19.0, 'test_error': 18.25}}
-  line = trainer._final_line(300, metrics, (str(path), cell.id))  # pylint: disable=protected-access
-  # mean 20.1667, sample std sqrt(((−1.1667)² + (−0.1667)² + 1.3333²)/2) = 1.2583.
-  assert line.endswith('; baseline fashion_mnist_study/fashion_mnist_supervised: 20.17 ± 1.26% '
-                       '(mean of 3 seeds)')
-  missing = trainer._final_line(300, metrics, (str(path), 'other/cell'))  # pylint: disable=protected-access
+  path.write_text(tables.runs_csv(results))
+  return str(path)
+
+
+SUPERVISED = 'fashion_mnist_ssl/fashion_mnist_supervised_100'
+RECIPE = 'fashion_mnist_ssl/fashion_mnist_kplus1_entropy_fisher_f_ce_rampup_100'
+METRICS = {'best': {'step': 200, 'validation_error': 18.0, 'test_error': 17.5},
+           'final': {'step': 300, 'validation_error': 19.0, 'test_error': 18.25}}
+
+
+def test_final_line_shows_the_baseline_on_the_same_labels_and_the_means(tmp_path):
+  from tf_ipmssl.training import baseline  # pylint: disable=g-import-not-at-top
+  path = _runs_csv(tmp_path, {SUPERVISED: {0: 19.0, 1: 20.0, 2: 21.5},
+                              RECIPE: {0: 16.0, 1: 18.0, 2: 17.0}})
+  run = baseline.RunData('fashion_mnist', 100, split_seed=1)
+  line = trainer._final_line(300, METRICS, (path, SUPERVISED, RECIPE), run)  # pylint: disable=protected-access
+  # Seed 1's supervised run saw this run's labels: 17.5 − 20.0 = −2.5 points. Supervised
+  # mean 20.1667, sample std sqrt(((−1.1667)² + (−0.1667)² + 1.3333²)/2) = 1.2583; recipe
+  # 17.00 ± 1.00.
+  assert line.endswith(
+      f'; {SUPERVISED} on the same labels (split seed 1): 20.00%, -2.50 points; means over '
+      f'seeds: {RECIPE} 17.00 ± 1.00% (n=3), {SUPERVISED} 20.17 ± 1.26% (n=3)')
+  missing = trainer._final_line(300, METRICS, (path, 'other/cell'), run)  # pylint: disable=protected-access
   assert missing.endswith(f'; baseline other/cell: no results in {path} yet')
+  no_seed = trainer._final_line(300, METRICS, (path, SUPERVISED),  # pylint: disable=protected-access
+                                baseline.RunData('fashion_mnist', 100, split_seed=7))
+  assert f'{SUPERVISED}: no run with split seed 7 in {path}' in no_seed
+
+
+def test_final_line_hides_a_baseline_on_other_labels_or_data(tmp_path):
+  from tf_ipmssl.training import baseline  # pylint: disable=g-import-not-at-top
+  path = _runs_csv(tmp_path, {SUPERVISED: {0: 19.0, 1: 20.0}})
+  for run, why in ((baseline.RunData('fashion_mnist', 200, 0), 'this run on 200 of fashion_mnist'),
+                   (baseline.RunData('cifar10', 100, 0), 'this run on 100 of cifar10')):
+    line = trainer._final_line(300, METRICS, (path, SUPERVISED), run)  # pylint: disable=protected-access
+    assert line.endswith(f'; baseline {SUPERVISED} not shown: its runs trained on 100 labels '
+                         f'of fashion_mnist, {why}')
+    assert '19.' not in line and '20.' not in line
+  # A runs.csv that does not record label counts is not trusted either.
+  old = _runs_csv(tmp_path, {SUPERVISED: {0: 19.0}}, labels=None)
+  line = trainer._final_line(300, METRICS, (old, SUPERVISED),  # pylint: disable=protected-access
+                             baseline.RunData('fashion_mnist', 100, 0))
+  assert 'not shown: its runs trained on unrecorded labels' in line
+
+
+def test_baseline_spec_is_checked():
+  import pytest  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl import errors  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import baseline  # pylint: disable=g-import-not-at-top
+  baseline.check_spec(None)
+  baseline.check_spec(('runs.csv', 'a/b'))
+  baseline.check_spec(('runs.csv', 'a/b', 'c/d'))
+  for bad in ('runs.csv', ('runs.csv',), ('runs.csv', 'a', 'b', 'c'), ('runs.csv', 3)):
+    with pytest.raises(errors.ConfigError, match=r"train.baseline must be None or \('runs.csv'"):
+      baseline.check_spec(bad)

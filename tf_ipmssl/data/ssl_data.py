@@ -33,6 +33,9 @@ class SSLData:
     test_images, test_labels: the test split, for the reported error rate.
     splits: indices of the three train subsets into the (possibly shrunken) train split.
     source: where the dataset was loaded from.
+    num_labeled: the labeled examples asked for (None: the whole train split minus
+      validation, labeled).
+    split_seed: the seed of the label/validation split.
   """
   name: str
   num_classes: int
@@ -46,6 +49,8 @@ class SSLData:
   test_labels: np.ndarray
   splits: splits_lib.SplitIndices
   source: str
+  num_labeled: Optional[int] = None
+  split_seed: int = 0
 
 
 def _check_max_examples(name: str, value):
@@ -136,4 +141,6 @@ def build_ssl_data(dataset: str = gin.REQUIRED,
       test_images=test_images,
       test_labels=test_labels,
       splits=split,
-      source=where)
+      source=where,
+      num_labeled=num_labeled,
+      split_seed=split_seed)

@@ -16,6 +16,7 @@ import glob
 import io
 import math
 import os
+import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tf_ipmssl import cells as cells_lib
@@ -30,6 +31,7 @@ class RunResult:
   test_error: float
   model_dir: str
   dataset: Optional[str] = None  # The dataset it trained on (dataset.json).
+  labels: Optional[str] = None  # Its label count, or 'all' (operative_config.gin).
   steps: Optional[int] = None
   wall_seconds: Optional[float] = None  # Of its last bin/train session (metrics.json).
 
@@ -98,6 +100,21 @@ def _dataset_of(model_dir: str) -> Optional[str]:
   return None if dataset is None else dataset.get('name')
 
 
+_NUM_LABELED = re.compile(r'^build_ssl_data\.num_labeled = (\S+)$', re.MULTILINE)
+
+
+def _labels_of(model_dir: str) -> Optional[str]:
+  """The run's label count as its operative config binds it ('all' for None)."""
+  try:
+    with open(os.path.join(model_dir, run_files.OPERATIVE_CONFIG_FILE)) as f:
+      match = _NUM_LABELED.search(f.read())
+  except OSError:
+    return None
+  if match is None:
+    return None
+  return 'all' if match.group(1) == 'None' else match.group(1)
+
+
 def _seed_of(model_dir: str) -> int:
   name = os.path.basename(model_dir)
   try:
@@ -121,7 +138,8 @@ def collect_cell(root: str, cell: cells_lib.Cell,
       unfinished += 1
       continue
     runs.append(RunResult(seed=_seed_of(model_dir), test_error=error, model_dir=model_dir,
-                          dataset=_dataset_of(model_dir), steps=metrics.get('step'),
+                          dataset=_dataset_of(model_dir), labels=_labels_of(model_dir),
+                          steps=metrics.get('step'),
                           wall_seconds=metrics.get('wall_seconds_this_session')))
   return CellResult(cell, tuple(runs), unfinished)
 
@@ -217,14 +235,14 @@ def csv_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
 
 
 def runs_csv(results: Dict[str, CellResult]) -> str:
-  """One line per finished run: cell, seed, test error, dataset, steps, wall time.
+  """One line per finished run: cell, seed, test error, dataset, labels, steps, wall time.
 
   The run's directory is <root>/<cell>/seed_<seed>; wall_seconds is that of its last
   bin/train session.
   """
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')
-  writer.writerow(['cell', 'seed', 'test_error', 'paper_error', 'dataset', 'steps',
+  writer.writerow(['cell', 'seed', 'test_error', 'paper_error', 'dataset', 'labels', 'steps',
                    'wall_seconds'])
   for result in results.values():
     for run in result.runs:
@@ -232,7 +250,7 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
       paper = result.cell.paper_error
       writer.writerow([result.cell.id, run.seed, f'{run.test_error:.4f}',
                        '' if paper is None else f'{paper:.2f}', run.dataset or '',
-                       '' if run.steps is None else run.steps, wall])
+                       run.labels or '', '' if run.steps is None else run.steps, wall])
   return out.getvalue()
 
 

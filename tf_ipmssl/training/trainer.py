@@ -267,8 +267,9 @@ def train(model_dir,
       ‖E_P Φ − E_Q Φ‖², generator_objective.feature_matching_objective).
     ipm_rampup_updates: None (the paper), or T: the IPM term of the critic's loss is
       weighted by exp(−5 (1 − t/T)²) over the first T critic updates (ipm_rampup.py).
-    baseline: None, or (runs.csv of a bin/sweep results table, cell id): the final line
-      shows that cell's mean ± std test error beside this run's (baseline.py).
+    baseline: None, or (runs.csv of a bin/sweep results table, baseline cell id[, recipe
+      cell id]): the final line shows the baseline's run on the same labels and the cells'
+      means beside this run's result (baseline.py).
     critic_ema_decay: None (the paper), or a decay in (0, 1): evaluate, select and export
       an exponential moving average of the critic's weights (weight_averaging.py).
   """
@@ -292,7 +293,7 @@ def train(model_dir,
   if _finished(metrics, length.total_steps, export_classifier,
                os.path.join(model_dir, run_files.EXPORT_DIR)):
     print(f'{model_dir} already finished ({metrics["step"]} steps); nothing to do.', flush=True)
-    print(_final_line(metrics['step'], metrics, baseline), flush=True)
+    print(_final_line(metrics['step'], metrics, baseline, _run_data(data)), flush=True)
     return metrics
 
   keras.utils.set_random_seed(seed)
@@ -364,6 +365,11 @@ def train(model_dir,
   return _finish(loop, step, export_classifier, started, baseline)
 
 
+def _run_data(data):
+  return baseline_lib.RunData(dataset=data.name, labels=data.num_labeled,
+                              split_seed=data.split_seed)
+
+
 def _check_bindings(bindings):
   """ConfigErrors for train's bindings; returns the validated constraints (() if
   supervised)."""
@@ -378,6 +384,7 @@ def _check_bindings(bindings):
     raise errors.ConfigError('set the training length: train.epochs, train.critic_updates '
                              'or train.steps')
   _check_numbers(**{name: b[name] for name in _NUMBERS})
+  baseline_lib.check_spec(b['baseline'])
   decay_start = b['learning_rate_linear_decay_start']
   if decay_start is not None and not decay_start < 1.0:
     raise errors.ConfigError('train.learning_rate_linear_decay_start is a fraction of the '
@@ -633,7 +640,7 @@ def _finish(loop, step, export_classifier, started, baseline):
   metrics['exported'] = exported
   metrics['wall_seconds_this_session'] = time.time() - started
   run_files.write_metrics(loop.model_dir, metrics)
-  print(_final_line(step, metrics, baseline), flush=True)
+  print(_final_line(step, metrics, baseline, _run_data(loop.data)), flush=True)
   return metrics
 
 
@@ -664,10 +671,10 @@ def _finished(metrics, total_steps, export_classifier, export_dir):
       not export_classifier or export.export_is_complete(export_dir)))
 
 
-def _final_line(step, metrics, baseline=None):
+def _final_line(step, metrics, baseline=None, run_data=None):
   """The run's result: the test error at the best validation step (the number to report,
   docs/algorithm.md#data-and-model-selection) first, then the last step's; with `baseline`
-  (runs.csv, cell), that cell's mean."""
+  (train.baseline) and `run_data` (baseline.RunData), the comparison of baseline.py."""
   best, final = metrics['best'], metrics['final']
   if best['step'] < 0 or best['test_error'] is None:
     return (f'Finished {step} steps: test error {_fmt(final["test_error"])} at the last step '
@@ -676,10 +683,8 @@ def _final_line(step, metrics, baseline=None):
           f'validation step {best["step"]} (validation {_fmt(best["validation_error"])}); '
           f'last step: test error {_fmt(final["test_error"])}')
   exported = metrics.get('exported')
-  if baseline:
-    result = baseline_lib.read_baseline(*baseline)
-    line += '; baseline ' + (result.text() if result else
-                             f'{baseline[1]}: no results in {baseline[0]} yet')
+  if baseline and run_data:
+    line += baseline_lib.comparison_text(baseline, run_data, best['test_error'])
   if exported:
     line += f'. {run_files.EXPORT_DIR}/ holds the classifier of step {exported["step"]}'
   return line
