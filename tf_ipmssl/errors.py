@@ -30,6 +30,12 @@ class Interrupted(UserError):
   exit_code = 130
 
 
+class Terminated(UserError):
+  """SIGTERM (e.g. a cluster's preemption) stopped the run after a checkpoint at its current
+  step; rerunning the same command resumes it."""
+  exit_code = 143
+
+
 def check_choice(value, choices, what, valid='valid'):
   """Raises ConfigError "Unknown <what> <value!r>; <valid>: a, b, c." unless value is one
   of `choices`."""

@@ -7,21 +7,13 @@ import subprocess
 
 import pytest
 
+from tests.reliability import checks
 from tests.training import runs
 
 
 @pytest.fixture(scope='module')
 def data_dir(tmp_path_factory):
   return runs.make_data(tmp_path_factory.mktemp('data'))
-
-
-def _assert_one_error_line(result, *fragments, returncode=1):
-  assert result.returncode == returncode, result.stdout + result.stderr
-  assert 'Traceback' not in result.stderr, result.stderr
-  error_lines = [l for l in result.stderr.splitlines() if l.startswith('error: ')]
-  assert len(error_lines) == 1, result.stderr
-  for fragment in fragments:
-    assert fragment in error_lines[0], (fragment, result.stderr)
 
 
 @pytest.mark.parametrize('binding,fragment', [
@@ -32,7 +24,7 @@ def _assert_one_error_line(result, *fragments, returncode=1):
 ])
 def test_wrongly_typed_gin_value(data_dir, tmp_path, binding, fragment):
   result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(data_dir) + [binding])
-  _assert_one_error_line(result, fragment)
+  checks.assert_one_error_line(result, fragment)
   assert not os.path.exists(tmp_path / 'm' / 'checkpoints')
 
 
@@ -62,7 +54,7 @@ def test_full_disk_is_one_line(data_dir, tmp_path):
   # Room for the config and a checkpoint or two, not for the whole run.
   result = _in_private_mount(f"mount -t tmpfs -o size=600k tmpfs '{disk}'", model_dir,
                              runs.tiny_bindings(data_dir))
-  _assert_one_error_line(result, 'rerun the same command')
+  checks.assert_one_error_line(result, 'rerun the same command')
   assert 'No space left on device' in result.stderr or 'out of space' in result.stderr
 
 
@@ -72,7 +64,7 @@ def test_read_only_model_dir(data_dir, tmp_path):
   os.makedirs(model_dir)
   read_only = f"mount --bind '{model_dir}' '{model_dir}' && mount -o remount,bind,ro '{model_dir}'"
   result = _in_private_mount(read_only, model_dir, runs.tiny_bindings(data_dir))
-  _assert_one_error_line(result, 'Read-only file system')
+  checks.assert_one_error_line(result, 'Read-only file system')
   # A finished run on a read-only file system reports its result.
   assert runs.run_train(model_dir, runs.tiny_bindings(data_dir)).returncode == 0
   result = _in_private_mount(read_only, model_dir, runs.tiny_bindings(data_dir))
@@ -105,7 +97,18 @@ def test_nan_before_first_checkpoint_says_so_and_is_recorded(data_dir, tmp_path)
   result = runs.run_train(str(model_dir), runs.tiny_bindings(data_dir, **{
       'train.mode': "'supervised'", 'train.critic_learning_rate': 1e30, 'train.steps': 6,
       'train.log_every': 1, 'train.checkpoint_every': 100, 'train.eval_every': 100}))
-  _assert_one_error_line(result, 'NaN or Inf', 'no checkpoint had been written yet')
+  checks.assert_one_error_line(result, 'NaN or Inf', 'no checkpoint had been written yet')
   assert 'left intact' not in result.stderr
   metrics = json.load(open(model_dir / 'metrics.json'))
   assert metrics['diverged_before_step'] >= 1 and not metrics['finished']
+
+
+def test_a_model_dir_that_is_a_file_is_one_line(data_dir, tmp_path):
+  a_file = tmp_path / 'notes.txt'
+  a_file.write_text('mine')
+  result = runs.run_train(str(a_file), runs.tiny_bindings(data_dir))
+  checks.assert_one_error_line(result, f'--model_dir {a_file} is a file, not a directory')
+  under = a_file / 'run'
+  result = runs.run_train(str(under), runs.tiny_bindings(data_dir))
+  checks.assert_one_error_line(result, f'--model_dir {under} lies under {a_file}, which is a file')
+  assert a_file.read_text() == 'mine'

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from tests.reliability import checks
 from tests.training import runs
 
 
@@ -51,10 +52,12 @@ def test_killed_export_is_repaired_on_rerun(finished_run, data_dir, tmp_path):
   shutil.copytree(finished_run, model_dir)
   versions = json.load(open(os.path.join(model_dir, 'versions.json')))
   checkpoints = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', 'ckpt-4'))
-  # What kill -9 during the final export leaves: a partial export.tmp, no export/, and the
-  # metrics of the last checkpoint (written "finished" by the old trainer).
+  # What kill -9 during the final export leaves: a partial export.tmp (with the marker an
+  # export writes first), no export/, and the metrics of the last checkpoint (written
+  # "finished" by the old trainer).
   shutil.copytree(os.path.join(model_dir, 'export'), os.path.join(model_dir, 'export.tmp'))
   os.remove(os.path.join(model_dir, 'export.tmp', 'tf_ipmssl_classifier.json'))
+  open(os.path.join(model_dir, 'export.tmp', '.tf_ipmssl_partial_export'), 'w').close()
   shutil.rmtree(os.path.join(model_dir, 'export'))
   metrics = _metrics(model_dir)
   del metrics['exported']
@@ -108,23 +111,9 @@ def test_second_trainer_is_refused_and_stale_lock_taken_over(finished_run, data_
 
 def test_ctrl_c_prints_one_line_and_exits_130(data_dir, tmp_path):
   model_dir = str(tmp_path / 'model')
-  process = subprocess.Popen(
-      runs.train_command(model_dir, runs.tiny_bindings(
-          data_dir, **{'train.steps': 500, 'train.log_every': 1})),
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=runs.environment(),
-      cwd=str(runs.REPO_ROOT))
-  try:
-    for line in process.stdout:
-      if line.startswith('step 3/'):
-        break
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
-  finally:
-    if process.poll() is None:
-      process.kill()
-  assert process.returncode == 130, stderr
-  assert 'Traceback' not in stderr
-  errors = [l for l in stderr.splitlines() if l.startswith('error: ')]
-  assert len(errors) == 1 and 'interrupted at step' in errors[0], stderr
-  assert 'rerun the same command to resume' in errors[0]
+  returncode, stderr = checks.signal_mid_run(
+      model_dir, runs.tiny_bindings(data_dir, **{'train.steps': 500, 'train.log_every': 1}),
+      signal.SIGINT)
+  assert returncode == 130, stderr
+  checks.one_error_line(stderr, 'interrupted at step', 'rerun the same command to resume')
   assert not os.path.exists(os.path.join(model_dir, 'train.lock'))

@@ -44,27 +44,82 @@ def _serving_function(critic, image_shape):
   return serve
 
 
+# Written first into a temporary export, so that a leftover one is known to be ours.
+PARTIAL_MARKER = '.tf_ipmssl_partial_export'
+# What marks a run directory (bin/train's model dir) and the checkpoint folders inside it.
+_RUN_MARKERS = ('config.gin', 'metrics.json', 'train.lock')
+_CHECKPOINT_FOLDERS = ('checkpoints', 'best')
+
+
+def _is_run_dir(path):
+  return any(tf.io.gfile.exists(os.path.join(path, m)) for m in _RUN_MARKERS)
+
+
+def check_export_dir(export_dir):
+  """A UserError unless writing the export to export_dir loses nothing the user owns.
+
+  Refused: a run directory itself, anything inside a run's checkpoints/ or best/, a file, and
+  a non-empty directory that is not a previous classifier export (only an export is ever
+  replaced).
+  """
+  path = os.path.abspath(export_dir)
+  if _is_run_dir(path):
+    raise errors.UserError(f'refusing to export into {export_dir}: it is a run directory '
+                           '(checkpoints, config, metrics); choose another --export_dir')
+  parent = path
+  while os.path.dirname(parent) != parent:
+    parent, name = os.path.dirname(parent), os.path.basename(parent)
+    if name in _CHECKPOINT_FOLDERS and _is_run_dir(parent):
+      raise errors.UserError(f"refusing to export into {export_dir}: it is inside the run's "
+                             f'{name}/ folder; choose another --export_dir')
+  if not tf.io.gfile.exists(path):
+    return
+  if not tf.io.gfile.isdir(path):
+    raise errors.UserError(f'refusing to export to {export_dir}: it is a file; choose '
+                           'another --export_dir')
+  if tf.io.gfile.listdir(path) and not export_is_complete(path):
+    raise errors.UserError(
+        f'refusing to replace {export_dir}: it holds files that are not a tf_ipmssl '
+        'classifier export; choose a new --export_dir (or move those files away)')
+
+
+def _fresh_temporary_dir(export_dir):
+  """export_dir + '.tmp', empty: a leftover partial export of ours is removed; anything else
+  there is refused."""
+  tmp_dir = export_dir.rstrip('/') + '.tmp'
+  if tf.io.gfile.exists(tmp_dir):
+    if not tf.io.gfile.exists(os.path.join(tmp_dir, PARTIAL_MARKER)):
+      raise errors.UserError(f'refusing to use {tmp_dir} for a temporary export: it exists '
+                             'and was not written by an export; move it away')
+    tf.io.gfile.rmtree(tmp_dir)
+  tf.io.gfile.makedirs(tmp_dir)
+  with tf.io.gfile.GFile(os.path.join(tmp_dir, PARTIAL_MARKER), 'w') as f:
+    f.write('a tf_ipmssl export in progress; removed when it completes\n')
+  return tmp_dir
+
+
 def export_classifier(critic, image_shape, export_dir, num_classes, dataset=''):
-  """Writes the SavedModel to export_dir (replacing an older export atomically).
+  """Writes the SavedModel to export_dir: into a temporary directory beside it, then renamed
+  into place. Only a previous classifier export is replaced (check_export_dir).
 
   Written with keras.export.ExportArchive, which saves the Keras variables as TF variables
   the graph refers to: the export then serves in `saved_model_cli run`, a TF1 Session
   (TF Serving's path) and tf.saved_model.load alike.
   """
+  check_export_dir(export_dir)
   image_shape = tuple(int(d) for d in image_shape)
   archive = keras.export.ExportArchive()
   archive.track(critic)
   archive.add_endpoint(
       name=SIGNATURE_KEY, fn=_serving_function(critic, image_shape),
       input_signature=[tf.TensorSpec([None, *image_shape], tf.uint8, name='images')])
-  tmp_dir = export_dir.rstrip('/') + '.tmp'
-  if tf.io.gfile.exists(tmp_dir):
-    tf.io.gfile.rmtree(tmp_dir)
+  tmp_dir = _fresh_temporary_dir(export_dir)
   archive.write_out(tmp_dir, verbose=False)
   with tf.io.gfile.GFile(os.path.join(tmp_dir, METADATA_FILE), 'w') as f:
     json.dump({'image_shape': list(image_shape), 'num_classes': int(num_classes),
                'dataset': dataset, 'input_dtype': 'uint8'}, f, indent=2)
-  if tf.io.gfile.exists(export_dir):
+  tf.io.gfile.remove(os.path.join(tmp_dir, PARTIAL_MARKER))
+  if tf.io.gfile.exists(export_dir):  # An earlier export (or an empty directory).
     tf.io.gfile.rmtree(export_dir)
   tf.io.gfile.rename(tmp_dir, export_dir)
   return export_dir

@@ -13,6 +13,7 @@ import tensorflow as tf
 from tf_ipmssl import errors
 from tf_ipmssl import run_files
 from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.training import checkpoint_integrity
 from tf_ipmssl.training import run_record
 
 CHECKPOINTS = ('latest', 'best')
@@ -60,6 +61,7 @@ def load_critic(model_dir, which='latest'):
   critic = critic_lib.build_critic(num_classes=dataset['num_classes'],
                                    input_channels=dataset['image_shape'][-1])
   path = checkpoint_path(model_dir, which)
+  checkpoint_integrity.check_readable(path)
   # A run with train.critic_ema_decay evaluates (and saves as 'best') the averaged critic.
   saved = {name for name, _ in tf.train.list_variables(path)}
   key = 'averaged_critic' if any(n.startswith('averaged_critic/') for n in saved) else 'critic'

@@ -45,6 +45,21 @@ def _try_create(path):
   return True
 
 
+def _check_is_directory(model_dir):
+  """A ConfigError when model_dir, or a folder above it, is a file."""
+  path = os.path.abspath(model_dir)
+  while True:
+    if os.path.lexists(path) and not os.path.isdir(path):
+      what = ('is a file' if path == os.path.abspath(model_dir) else
+              f'lies under {path}, which is a file')
+      raise errors.ConfigError(f'--model_dir {model_dir} {what}, not a directory; choose a '
+                               'directory (a new one for a new run)')
+    parent = os.path.dirname(path)
+    if parent == path:
+      return
+    path = parent
+
+
 def acquire(model_dir):
   """Takes the lock; returns its path, or None when model_dir cannot be written.
 
@@ -54,6 +69,7 @@ def acquire(model_dir):
   if '://' in model_dir:  # Remote file systems have no PIDs to check.
     return None
   path = os.path.join(model_dir, LOCK_FILE)
+  _check_is_directory(model_dir)
   try:
     os.makedirs(model_dir, exist_ok=True)
     for _ in range(2):

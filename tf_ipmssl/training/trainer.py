@@ -27,6 +27,7 @@ from tf_ipmssl.objectives import constraint as constraint_lib
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.training import baseline as baseline_lib
+from tf_ipmssl.training import checkpoint_integrity
 from tf_ipmssl.training import distribution
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import export
@@ -36,6 +37,7 @@ from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import run_record
 from tf_ipmssl.training import steps as steps_lib
 from tf_ipmssl.training import summaries
+from tf_ipmssl.training import termination
 from tf_ipmssl.training import weight_averaging
 
 MODES = ('ssl', 'supervised')
@@ -296,10 +298,11 @@ def train(model_dir,
     print(_final_line(metrics['step'], metrics, baseline, _run_data(data)), flush=True)
     return metrics
 
+  if resuming:
+    _set_aside_damaged_checkpoints(model_dir, metrics)
   keras.utils.set_random_seed(seed)
   keras.mixed_precision.set_global_policy(mixed_precision or 'float32')
   strategy = distribution.make_strategy()
-  _record_start(model_dir, resuming, data)
   run = build_run(
       num_classes=data.num_classes, image_shape=data.image_shape, constraints=constraints,
       seed=seed, optimizer=optimizer, critic_learning_rate=critic_learning_rate,
@@ -309,6 +312,8 @@ def train(model_dir,
       critic_ema_decay=critic_ema_decay, strategy=strategy, model_dir=model_dir,
       keep_checkpoints=keep_checkpoints)
   step = _restore(run, resuming, model_dir, length.total_steps, metrics)
+  # Only now, with the restore done, is anything in the model dir rewritten.
+  _record_start(model_dir, resuming, data)
   # Training done but the export missing or partial (killed while exporting): export again.
   training_done = step >= length.total_steps or bool(metrics.get('stopped_early'))
   steps_fn = run.training_steps(steps_lib.StepConfig(
@@ -333,6 +338,19 @@ def train(model_dir,
   if early_stopping_patience is not None and not len(data.validation_labels):
     raise errors.ConfigError('train.early_stopping_patience needs a validation split '
                              '(build_ssl_data.validation_size > 0)')
+  with termination.on_sigterm() as sigterm:
+    step = _train_loop(loop, run_iteration, step, length, sigterm, training_done,
+                       eval_every=eval_every, sample_every=sample_every, log_every=log_every,
+                       checkpoint_every=checkpoint_every, export_classifier=export_classifier,
+                       patience=(early_stopping_patience, early_stopping_min_steps))
+  return _finish(loop, step, export_classifier, started, baseline)
+
+
+def _train_loop(loop, run_iteration, step, length, sigterm, training_done, *, eval_every,
+                sample_every, log_every, checkpoint_every, export_classifier, patience):
+  """Trains from `step` to the end (or an early stop); returns the last step. Ctrl-C:
+  errors.Interrupted (checkpoints up to the last `checkpoint_every`). SIGTERM: a checkpoint
+  at the step in progress once it is complete, then errors.Terminated."""
   try:
     while step < length.total_steps and not training_done:
       loop.set_learning_rates(step)
@@ -348,21 +366,27 @@ def train(model_dir,
         loop.write_samples(step)
       if step % log_every == 0 or last:
         loop.log(step, values)
-      stop = step % eval_every == 0 and not last and loop.patience_ran_out(
-          step, early_stopping_patience, early_stopping_min_steps)
+      stop = step % eval_every == 0 and not last and loop.patience_ran_out(step, *patience)
       if stop:
         loop.complete_final_evaluation(step)
-      if step % checkpoint_every == 0 or last or stop:
+      saved = step % checkpoint_every == 0 or last or stop
+      if saved:
         # Finished only once the export is complete (below).
         loop.save(step, finished=(last or stop) and not export_classifier)
       if stop:
         break
+      if sigterm.requested and not last:
+        if not saved:
+          loop.save(step, finished=False)
+        raise errors.Terminated(
+            f'terminated (SIGTERM) at step {step}; checkpoint '
+            f'{loop.run.manager.latest_checkpoint} written: rerun the same command to resume')
   except KeyboardInterrupt:
-    kept = run.manager.latest_checkpoint or 'none yet'
+    kept = loop.run.manager.latest_checkpoint or 'none yet'
     raise errors.Interrupted(
         f'interrupted at step {step}; rerun the same command to resume (latest checkpoint: '
         f'{kept})') from None
-  return _finish(loop, step, export_classifier, started, baseline)
+  return step
 
 
 def _run_data(data):
@@ -442,6 +466,27 @@ def _record_start(model_dir, resuming, data):
       [os.path.join(model_dir, run_files.CHECKPOINT_DIR),
        os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR)])
   run_record.record_dataset(model_dir, data)
+
+
+def _set_aside_damaged_checkpoints(model_dir, metrics):
+  """Moves damaged checkpoints aside (checkpoint_integrity.py), saying so in one line each;
+  the run then resumes from the newest intact one."""
+  latest, damaged = None, False
+  for directory in (run_files.CHECKPOINT_DIR, run_files.BEST_CHECKPOINT_DIR):
+    newest, messages = checkpoint_integrity.set_aside_damaged(
+        model_dir, os.path.join(model_dir, directory))
+    for message in messages:
+      print(message, flush=True)
+    if directory == run_files.CHECKPOINT_DIR:
+      latest, damaged = newest, bool(messages)
+  if damaged:
+    if latest is None:
+      raise errors.UserError(
+          f'no intact checkpoint is left in {model_dir}/{run_files.CHECKPOINT_DIR} (the '
+          f'damaged ones are in {model_dir}/{checkpoint_integrity.DAMAGED_DIR}/); start again '
+          'with a new --model_dir')
+    for key in ('finished', 'stopped_early'):  # They described the damaged checkpoint.
+      metrics.pop(key, None)
 
 
 def _restore(run, resuming, model_dir, total_steps, metrics):

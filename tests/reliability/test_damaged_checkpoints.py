@@ -1,0 +1,119 @@
+"""A damaged checkpoint is set aside, not fatal: random bytes in the latest checkpoint's data
+make the run resume from the previous one and end bit-identical to an uninterrupted run; a
+truncated .index is one line in bin/train, bin/evaluate and bin/export."""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.reliability import checks
+from tests.training import runs
+
+
+def _bindings(data_dir, steps):
+  return runs.tiny_bindings(data_dir, **{
+      'train.steps': steps, 'train.checkpoint_every': 2, 'train.eval_every': 2,
+      'train.keep_checkpoints': 3, 'train.deterministic_ops': True})
+
+
+@pytest.fixture(scope='module')
+def data_dir(tmp_path_factory):
+  return runs.make_data(tmp_path_factory.mktemp('data'))
+
+
+@pytest.fixture(scope='module')
+def six_steps(data_dir, tmp_path_factory):
+  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
+  result = runs.run_train(model_dir, _bindings(data_dir, 6))
+  assert result.returncode == 0, result.stderr
+  return model_dir
+
+
+def _data_file(model_dir, step):
+  directory = os.path.join(model_dir, 'checkpoints')
+  (name,) = [n for n in os.listdir(directory) if n.startswith(f'ckpt-{step}.data')]
+  return os.path.join(directory, name)
+
+
+def test_random_bytes_in_the_latest_checkpoint_resume_from_the_previous(
+    data_dir, six_steps, tmp_path):
+  reference_dir = str(tmp_path / 'reference')
+  reference = runs.run_train(reference_dir, _bindings(data_dir, 8))
+  assert reference.returncode == 0, reference.stderr
+  model_dir = str(tmp_path / 'damaged_run')
+  shutil.copytree(six_steps, model_dir)
+  data_file = _data_file(model_dir, 6)
+  with open(data_file, 'r+b') as f:
+    size = f.seek(0, os.SEEK_END)
+    f.seek(size // 2)
+    f.write(np.random.default_rng(0).bytes(64))
+  config_before = open(os.path.join(model_dir, 'config.gin')).read()
+
+  result = runs.run_train(model_dir, _bindings(data_dir, 8))
+  assert result.returncode == 0, result.stderr
+  assert 'Traceback' not in result.stderr and 'Instructions for updating' not in result.stderr
+  checkpoints = os.path.join(model_dir, 'checkpoints')
+  damaged = [l for l in result.stdout.splitlines() if 'is damaged' in l]
+  assert len(damaged) == 1, result.stdout
+  assert damaged[0].startswith(f'checkpoint {checkpoints}/ckpt-6 is damaged (')
+  assert 'Checksum does not match' in damaged[0]
+  assert damaged[0].endswith(f'moved it to {model_dir}/damaged/checkpoints/')
+  assert f'Resuming from {checkpoints}/ckpt-4' in result.stdout
+  assert os.path.isfile(os.path.join(model_dir, 'damaged', 'checkpoints',
+                                     os.path.basename(data_file)))
+  assert open(os.path.join(model_dir, 'config.gin')).read().count('train.steps = 8') == 1
+  assert config_before.count('train.steps = 6') == 1
+  expected = runs.checkpoint_values(os.path.join(reference_dir, 'checkpoints', 'ckpt-8'))
+  actual = runs.checkpoint_values(os.path.join(checkpoints, 'ckpt-8'))
+  assert expected.keys() == actual.keys()
+  for name in expected:
+    if not name.startswith('save_counter'):
+      np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+
+
+def _truncate_index(model_dir, folder, step):
+  index = os.path.join(model_dir, folder, f'ckpt-{step}.index')
+  with open(index, 'r+b') as f:
+    f.truncate(10)
+  return index
+
+
+def test_a_truncated_index_is_one_line_in_evaluate_and_export(six_steps, tmp_path):
+  model_dir = str(tmp_path / 'run')
+  shutil.copytree(six_steps, model_dir)
+  _truncate_index(model_dir, 'checkpoints', 6)
+  for program, extra in (('evaluate', ['--checkpoint=latest']),
+                         ('export', ['--checkpoint=latest',
+                                     f'--export_dir={tmp_path / "exported"}'])):
+    result = subprocess.run(
+        [sys.executable, str(runs.REPO_ROOT / 'bin' / program), f'--model_dir={model_dir}',
+         *extra], capture_output=True, text=True, env=runs.environment(), timeout=300)
+    checks.assert_one_error_line(result, f'checkpoint {model_dir}/checkpoints/ckpt-6 is damaged and cannot be '
+                      'read')
+
+
+def test_a_truncated_index_in_train_falls_back_in_one_line(data_dir, six_steps, tmp_path):
+  model_dir = str(tmp_path / 'run')
+  shutil.copytree(six_steps, model_dir)
+  _truncate_index(model_dir, 'checkpoints', 6)
+  result = runs.run_train(model_dir, _bindings(data_dir, 8))
+  assert result.returncode == 0, result.stderr
+  damaged = [l for l in result.stdout.splitlines() if 'is damaged' in l]
+  assert len(damaged) == 1 and 'ckpt-6 is damaged' in damaged[0], result.stdout
+  assert 'Finished 8 steps' in result.stdout
+
+
+def test_no_intact_checkpoint_is_one_line_and_rewrites_nothing(data_dir, six_steps, tmp_path):
+  model_dir = str(tmp_path / 'run')
+  shutil.copytree(six_steps, model_dir)
+  for step in (2, 4, 6):
+    _truncate_index(model_dir, 'checkpoints', step)
+  config = open(os.path.join(model_dir, 'config.gin')).read()
+  versions = open(os.path.join(model_dir, 'versions.json')).read()
+  result = runs.run_train(model_dir, _bindings(data_dir, 8))
+  checks.assert_one_error_line(result, f'no intact checkpoint is left in {model_dir}/checkpoints')
+  assert open(os.path.join(model_dir, 'config.gin')).read() == config
+  assert open(os.path.join(model_dir, 'versions.json')).read() == versions

@@ -1,0 +1,72 @@
+"""bin/export never deletes what it did not write: a directory with a user's files, the run's
+own model dir and anything inside its checkpoints/ or best/ are refused with one line; an
+earlier export is replaced; a leftover temporary export that is not ours is refused."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.reliability import checks
+from tests.training import runs
+
+EXPORT = str(runs.REPO_ROOT / 'bin' / 'export')
+
+
+@pytest.fixture(scope='module')
+def finished_run(tmp_path_factory):
+  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
+  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
+  result = runs.run_train(model_dir, runs.tiny_bindings(
+      data_dir, **{'train.export_classifier': False}))
+  assert result.returncode == 0, result.stderr
+  return model_dir
+
+
+def _export(model_dir, export_dir):
+  return subprocess.run([sys.executable, EXPORT, f'--model_dir={model_dir}',
+                         f'--export_dir={export_dir}'], capture_output=True, text=True,
+                        env=runs.environment(), timeout=300)
+
+
+def _listing(directory):
+  return sorted((os.path.relpath(os.path.join(root, n), directory),
+                 os.stat(os.path.join(root, n)).st_mtime_ns)
+                for root, _, names in os.walk(directory) for n in names)
+
+
+def test_a_user_file_survives_a_refused_export(finished_run, tmp_path):
+  target = tmp_path / 'mine'
+  target.mkdir()
+  (target / 'notes.txt').write_text('my notes')
+  result = _export(finished_run, str(target))
+  checks.assert_one_error_line(result, f'refusing to replace {target}: it holds files that are not a tf_ipmssl '
+                    'classifier export')
+  assert (target / 'notes.txt').read_text() == 'my notes'
+  assert os.listdir(target) == ['notes.txt']
+
+
+def test_the_model_dir_and_its_checkpoint_folders_are_refused(finished_run):
+  before = _listing(finished_run)
+  checks.assert_one_error_line(_export(finished_run, finished_run), 'it is a run directory')
+  for inside in ('checkpoints', 'best', os.path.join('best', 'sub')):
+    checks.assert_one_error_line(_export(finished_run, os.path.join(finished_run, inside)),
+              f"inside the run's {inside.split(os.sep)[0]}/ folder")
+  assert _listing(finished_run) == before
+
+
+def test_an_earlier_export_is_replaced_and_a_foreign_tmp_refused(finished_run, tmp_path):
+  target = str(tmp_path / 'classifier')
+  first = _export(finished_run, target)
+  assert first.returncode == 0, first.stderr
+  again = _export(finished_run, target)
+  assert again.returncode == 0, again.stderr
+  assert sorted(os.listdir(target)) == ['assets', 'fingerprint.pb', 'saved_model.pb',
+                                        'tf_ipmssl_classifier.json', 'variables']
+  assert not os.path.exists(target + '.tmp')
+  # A directory called <target>.tmp that an export did not write is not deleted.
+  other = tmp_path / 'other'
+  (tmp_path / 'other.tmp').mkdir()
+  (tmp_path / 'other.tmp' / 'keep.txt').write_text('x')
+  checks.assert_one_error_line(_export(finished_run, str(other)), 'was not written by an export')
+  assert (tmp_path / 'other.tmp' / 'keep.txt').read_text() == 'x'

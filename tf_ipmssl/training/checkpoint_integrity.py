@@ -1,0 +1,74 @@
+"""Damaged checkpoints: found before a restore, set aside (never deleted), and named.
+
+A checkpoint is damaged when one of its files cannot be read back: random bytes in a
+`.data` shard fail its checksum (DataLossError), a truncated `.index` is "not an sstable".
+Resuming a run checks its checkpoints newest first; each damaged one is moved to
+`<model dir>/damaged/checkpoints/` (or `damaged/best/`) with its files, the checkpoint list is rewritten to the intact ones,
+and the run resumes from the newest intact checkpoint (docs/reliability.md).
+"""
+import glob
+import os
+import shutil
+from typing import List, Optional, Tuple
+
+import tensorflow as tf
+
+from tf_ipmssl import errors
+from tf_ipmssl import run_files
+
+DAMAGED_DIR = 'damaged'
+
+
+def damage(path: str) -> Optional[str]:
+  """Why the checkpoint at `path` (a prefix, e.g. .../ckpt-4) cannot be read, or None."""
+  try:
+    reader = tf.train.load_checkpoint(path)
+    for name in reader.get_variable_to_shape_map():
+      reader.get_tensor(name)
+  except (tf.errors.OpError, ValueError) as e:
+    message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return f'{type(e).__name__}: {message}'
+  return None
+
+
+def check_readable(path: str) -> None:
+  """A UserError naming the damaged checkpoint (bin/evaluate, bin/export)."""
+  why = damage(path)
+  if why:
+    raise errors.UserError(f'checkpoint {path} is damaged and cannot be read ({why}); use '
+                           'the other checkpoint (--checkpoint=latest/best) or retrain')
+
+
+def _write_checkpoint_list(checkpoint_dir, paths):
+  """The `checkpoint` state file (CheckpointState text proto) listing `paths`, newest last."""
+  names = [os.path.basename(p) for p in paths]
+  text = f'model_checkpoint_path: "{names[-1]}"\n' + ''.join(
+      f'all_model_checkpoint_paths: "{name}"\n' for name in names)
+  run_files.write_text(os.path.join(checkpoint_dir, 'checkpoint'), text)
+
+
+def set_aside_damaged(model_dir: str, checkpoint_dir: str) -> Tuple[Optional[str], List[str]]:
+  """Moves every damaged checkpoint of `checkpoint_dir` to model_dir/damaged/; returns the
+  newest intact checkpoint (None if none is left) and one message per checkpoint moved."""
+  state = tf.train.get_checkpoint_state(checkpoint_dir)
+  if state is None:
+    return None, []
+  paths = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
+  paths = [p if os.path.isabs(p) else os.path.join(checkpoint_dir, p) for p in paths]
+  intact, messages = [], []
+  for path in paths:
+    why = damage(path)
+    if why is None:
+      intact.append(path)
+      continue
+    target = os.path.join(model_dir, DAMAGED_DIR, os.path.basename(checkpoint_dir))
+    os.makedirs(target, exist_ok=True)
+    for name in glob.glob(glob.escape(path) + '.*'):
+      shutil.move(name, os.path.join(target, os.path.basename(name)))
+    messages.append(f'checkpoint {path} is damaged ({why}); moved it to {target}/')
+  if messages:
+    if intact:
+      _write_checkpoint_list(checkpoint_dir, intact)
+    else:
+      os.remove(os.path.join(checkpoint_dir, 'checkpoint'))
+  return (intact[-1] if intact else None), messages
