@@ -1,5 +1,8 @@
 """bin/diagnose's gradient split against gradients of each term written out directly."""
+import math
+
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tf_ipmssl.networks import critic as critic_lib
@@ -10,7 +13,10 @@ from tf_ipmssl.training import diagnosis
 B = 8
 
 
-def test_split_equals_each_term_s_own_gradient():
+@pytest.mark.parametrize('rampup_updates,critic_iteration', [(None, 0), (600, 150)])
+def test_split_equals_each_term_s_own_gradient(rampup_updates, critic_iteration):
+  """Also for a run with the IPM ramp-up: the IPM term is w(t)·(its own gradient), with w
+  computed here from the formula exp(−5 (1 − t/T)²) at t = the checkpoint's critic updates."""
   # Dropout off so that the direct gradients below see the same network.
   critic = critic_lib.build_critic(10, 1, width=0.125, input_dropout=0.0, dropout=0.0, seed=0)
   generator = generator_lib.build_generator(output_channels=1, ngf=8, seed=0)
@@ -22,10 +28,13 @@ def test_split_equals_each_term_s_own_gradient():
   lam, rho, lambda_ce = 0.7, 0.3, 1.5
   settings = diagnosis.RunSettings(
       formulation='kplus1', constraints=(fisher.Fisher(component='f', penalty_weight=rho),),
-      lambda_ce=lambda_ce, reference_pairwise_f=False, batch_size=B, seed=0)
+      lambda_ce=lambda_ce, reference_pairwise_f=False, batch_size=B, seed=0,
+      ipm_rampup_updates=rampup_updates)
   multipliers = {'fisher_f': tf.Variable(lam)}
   row = diagnosis.diagnose_checkpoint(critic, generator, multipliers, [(x_l, y_l, x_p, z)],
-                                      settings)
+                                      settings, critic_iteration)
+  w = 1.0 if rampup_updates is None else math.exp(-5 * (1 - critic_iteration / rampup_updates)**2)
+  assert row['ipm_weight'] == pytest.approx(w, rel=1e-6)
 
   x_q = tf.cast(generator(z, training=True), tf.float32)
   variables = critic.body.trainable_variables
@@ -40,7 +49,7 @@ def test_split_equals_each_term_s_own_gradient():
       loss = loss_fn()
     return float(tf.linalg.global_norm(tape.gradient(loss, variables)))
 
-  ipm = norm(lambda: -(tf.reduce_mean(f(x_p)) - tf.reduce_mean(f(x_q))))
+  ipm = norm(lambda: -w * (tf.reduce_mean(f(x_p)) - tf.reduce_mean(f(x_q))))
   ce = norm(lambda: lambda_ce * tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=tf.cast(y_l, tf.int32), logits=critic(x_l, training=True)[1])))
 
@@ -72,3 +81,29 @@ def test_run_settings_apply_the_constraint_penalty_scale():
   finally:
     gin.clear_config()
   assert [c.rho for c in settings.constraints] == [1e-7 * 1000.0, 1e-8 * 1000.0]
+
+
+def test_bin_diagnose_reports_the_rampup_weight_of_each_checkpoint(tmp_path):
+  """On a real run with train.ipm_rampup_updates = 6 (n_c = 2): the checkpoint after step s
+  has made 2s critic updates, so its IPM weight is exp(−5 (1 − 2s/6)²), 1 from step 3 on."""
+  import json  # pylint: disable=g-import-not-at-top
+  import os  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from tests.training import runs  # pylint: disable=g-import-not-at-top
+  data_dir = runs.make_data(tmp_path / 'data')
+  model_dir = str(tmp_path / 'run')
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{
+      'train.steps': 4, 'train.checkpoint_every': 1, 'train.keep_checkpoints': 4,
+      'train.ipm_rampup_updates': 6, 'train.export_classifier': False}))
+  assert result.returncode == 0, result.stderr
+  diagnose = subprocess.run(
+      [sys.executable, str(runs.REPO_ROOT / 'bin' / 'diagnose'), f'--model_dir={model_dir}',
+       '--num_batches=1'], capture_output=True, text=True, env=runs.environment(), timeout=600)
+  assert diagnose.returncode == 0, diagnose.stderr
+  with open(os.path.join(model_dir, 'diagnosis.json')) as f:
+    rows = json.load(f)['checkpoints']
+  assert [r['step'] for r in rows] == [1, 2, 3, 4]
+  expected = [math.exp(-5 * (1 - min(2 * s / 6, 1.0))**2) for s in (1, 2, 3, 4)]
+  assert [r['ipm_weight'] for r in rows] == pytest.approx(expected, rel=1e-6)
+  assert 'ipm weight 0.574' in diagnose.stdout  # Step 2: exp(−5/9).

@@ -19,6 +19,7 @@ labeled one). Also recorded: E_P f, E_Q f, CE, Ω and λ per constraint at the c
 """
 import dataclasses
 import os
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -32,6 +33,7 @@ from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import critic_objective as critic_objective_lib
 from tf_ipmssl.objectives import constraint as constraint_lib
 from tf_ipmssl.objectives import formulations
+from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import restore
 
@@ -44,6 +46,7 @@ class RunSettings:
   reference_pairwise_f: bool
   batch_size: int
   seed: int
+  ipm_rampup_updates: Optional[int] = None  # train.ipm_rampup_updates of the run.
 
 
 def run_settings():
@@ -57,7 +60,9 @@ def run_settings():
       formulation=restore.bound_value('train.formulation', 'kplus1'), constraints=constraints,
       lambda_ce=float(restore.bound_value('train.lambda_ce', 1.5)),
       reference_pairwise_f=bool(restore.bound_value('train.reference_pairwise_f', False)),
-      batch_size=int(restore.bound_value('train.batch_size', 64)), seed=int(restore.bound_value('train.seed', 0)))
+      batch_size=int(restore.bound_value('train.batch_size', 64)),
+      seed=int(restore.bound_value('train.seed', 0)),
+      ipm_rampup_updates=restore.bound_value('train.ipm_rampup_updates', None))
 
 
 def _fixed_batches(data, settings, num_batches, noise_dim):
@@ -85,13 +90,15 @@ def _without_weight(constraint):
   return dataclasses.replace(constraint, **zero) if zero else constraint
 
 
-def _gradient(critic, variables, batch, x_q, settings, constraints, lambda_ce, multipliers):
+def _gradient(critic, variables, batch, x_q, settings, constraints, lambda_ce, multipliers,
+              ipm_weight):
   x_l, y_l, x_p, _ = batch
   with tf.GradientTape() as tape:
     result = critic_objective_lib.critic_objective(
         critic, x_l, y_l, x_p, x_q, formulation=settings.formulation, constraints=constraints,
         multipliers=multipliers, lambda_ce=lambda_ce, global_batch_size=settings.batch_size,
-        reference_pairwise_f=settings.reference_pairwise_f, training=True)
+        reference_pairwise_f=settings.reference_pairwise_f, training=True,
+        ipm_weight=ipm_weight)
   return tape.gradient(result.surrogate_loss, variables), result.values
 
 
@@ -99,8 +106,16 @@ def _flat(grads):
   return np.concatenate([g.numpy().ravel() for g in grads if g is not None])
 
 
-def diagnose_checkpoint(critic, generator, multipliers, batches, settings):
-  """The gradient split and the critic's values at the restored weights (see module doc)."""
+def diagnose_checkpoint(critic, generator, multipliers, batches, settings, critic_iteration=0):
+  """The gradient split and the critic's values at the restored weights (see module doc).
+
+  With the run's IPM ramp-up, the IPM term is weighted as the run weighted it at the next
+  critic update (`critic_iteration` updates done): w = ipm_rampup.rampup_weight, reported as
+  'ipm_weight'.
+  """
+  ipm_weight = None
+  if settings.ipm_rampup_updates is not None:
+    ipm_weight = ipm_rampup.rampup_weight(critic_iteration, settings.ipm_rampup_updates)
   variables = critic.body.trainable_variables
   zeroed = tuple(_without_weight(c) for c in settings.constraints)
   zero_multipliers = {k: 0.0 for k in multipliers}
@@ -115,7 +130,7 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, settings):
       for k, v in critic.dropout_rng.states.items():
         v.assign(states[k])
       grads, values = _gradient(critic, variables, batch, x_q, settings, constraints,
-                                lambda_ce, lambdas)
+                                lambda_ce, lambdas, ipm_weight)
       outs.append((_flat(grads), values))
     g_ipm, (g_ipm_ce, values) = outs[0][0], (outs[1][0], outs[2][1])
     g_ce = g_ipm_ce - g_ipm
@@ -131,7 +146,8 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, settings):
            'cos_ipm_ce': float(g_ipm @ g_ce / max(norms[0] * norms[1], 1e-30)),
            'mean_f_real': float(tf.reduce_mean(f_real)),
            'mean_f_fake': float(tf.reduce_mean(f_fake)),
-           'ce': float(values['ce'])}
+           'ce': float(values['ce']),
+           'ipm_weight': 1.0 if ipm_weight is None else float(ipm_weight)}
     row.update({k: float(v) for k, v in values.items() if k.startswith('omega/')})
     rows.append(row)
   out = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
@@ -161,8 +177,10 @@ def diagnose_run(model_dir, num_batches=4):
                                             seed=settings.seed)
   multipliers = {c.name: tf.Variable(0.0, name=f'lambda_{c.name}')
                  for c in constraints if c.has_multiplier}
+  critic_iteration = tf.Variable(0, dtype=tf.int64, trainable=False)
   checkpoint = tf.train.Checkpoint(critic=critic, generator=generator,
-                                   multipliers=tf.train.Checkpoint(**multipliers))
+                                   multipliers=tf.train.Checkpoint(**multipliers),
+                                   critic_iteration=critic_iteration)
   directory = os.path.join(model_dir, run_files.CHECKPOINT_DIR)
   state = tf.train.get_checkpoint_state(directory)
   if state is None:
@@ -172,7 +190,8 @@ def diagnose_run(model_dir, num_batches=4):
   results = []
   for path in paths:
     checkpoint.restore(path).expect_partial()
-    row = diagnose_checkpoint(critic, generator, multipliers, batches, settings)
+    row = diagnose_checkpoint(critic, generator, multipliers, batches, settings,
+                              int(critic_iteration.numpy()))
     row['step'] = int(path.rsplit('-', 1)[1])
     results.append(row)
   return results
