@@ -3,7 +3,7 @@
 The GPU machines lent to this project carry PyTorch and CUDA 13 but no TensorFlow, and
 nothing can be installed there (no registry; TensorFlow 2.21's wheel alone is 546 MiB, plus
 ~2.5 GB of CUDA 12 libraries). So `bin/benchmark` cannot run on them. This script times the
-same computation, written from SPEC §1/§3 in PyTorch, to project what one iteration and a
+same computation, written from algorithm.md#networks, #critic-objective in PyTorch, to project what one iteration and a
 full CIFAR-10 run cost on such a GPU. It is a proxy, not a measurement of tf_ipmssl: both
 frameworks hand the convolutions to cuDNN, but kernel choices, fusion and launch overheads
 differ (docs/performance.md says how the numbers were used).
@@ -33,7 +33,7 @@ WIDTHS = (96, 192, 384)
 
 
 def critic_body(channels=3):
-  """Φ of SPEC §1 (no normalization): 9 convs with LReLU(0.2) and dropout, 6144 features."""
+  """Φ of algorithm.md#networks (no normalization): 9 convs with LReLU(0.2) and dropout, 6144 features."""
   a, b, c = WIDTHS
   layers = [nn.Dropout(0.2), nn.Conv2d(channels, a, 3, 1, 1), nn.LeakyReLU(0.2)]
   spec = ((a, a, 3, 1, 1, False), (a, a, 3, 2, 1, True), (a, b, 3, 1, 1, False),
@@ -61,7 +61,7 @@ class Critic(nn.Module):
 
 
 def generator(ngf=64, noise_dim=100, channels=3):
-  """SPEC §1 generator: DCGAN with two extra 3x3 convs, batch norm, tanh."""
+  """docs/algorithm.md#networks generator: DCGAN with two extra 3x3 convs, batch norm, tanh."""
   def block(layer, cout):
     return [layer, nn.BatchNorm2d(cout), nn.ReLU()]
   return nn.Sequential(

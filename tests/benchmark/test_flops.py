@@ -39,7 +39,7 @@ def test_dense_and_elementwise_layers():
   assert flops.layer_flops(_built((7,), keras.layers.LeakyReLU(0.2))) == 0
 
 
-# The SPEC §1 table at width 1, C = 3, K = 10: 2 · H_out · W_out · k² · C_in · C_out.
+# The algorithm.md#critic table at width 1, C = 3, K = 10: 2 · H_out · W_out · k² · C_in · C_out.
 CRITIC_LAYERS_WIDTH_1 = [
     2 * 32 * 32 * 9 * 3 * 96,      # conv1
     2 * 32 * 32 * 9 * 96 * 96,     # conv2
@@ -53,7 +53,7 @@ CRITIC_LAYERS_WIDTH_1 = [
     2 * 6144 * 1,                  # v
     2 * 6144 * 10,                 # S
 ]
-# SPEC §1 generator, ngf = 64: transposed convs count 2 · H_in · W_in · k² · C_in · C_out.
+# algorithm.md#networks generator, ngf = 64: transposed convs count 2 · H_in · W_in · k² · C_in · C_out.
 GENERATOR_LAYERS = [
     2 * 1 * 1 * 16 * 100 * 256,    # convt1 4x4 valid
     2 * 4 * 4 * 16 * 256 * 128,    # convt2 s2

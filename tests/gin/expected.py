@@ -1,7 +1,7 @@
 """What each paper cell's configuration must be, derived from its table, row and column.
 
-An independent restatement of SPEC §5/§7 and the paper's Appendix B (not read from the gin
-files), against which the gin files are checked.
+An independent restatement of algorithm.md#optimizer-and-weight-decay, the paper's tables and
+its Appendix B (not read from the gin files), against which the gin files are checked.
 """
 LABELS = {'cifar10': 4000, 'svhn': 1000}
 EPOCHS = {'cifar10': 350, 'svhn': 100}

@@ -7,7 +7,7 @@ import pytest
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
 
-# Counted from the paper (SPEC §7 plus the .tex tables):
+# Counted from the paper (the paper's tables in its .tex source):
 # Table 1: per dataset, WGAN clip (plain only) + 4 IPMs x 3 formulations = 13.
 # Table 2: 12 constraint placements per dataset.
 # Table 3: per dataset, BN (Fisher only; '–' for Fisher + Sobolev) + 5 x 2 = 11.

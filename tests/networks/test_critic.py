@@ -1,4 +1,4 @@
-"""The SPEC §1 critic: parameter counts by hand, init, forward pass against NumPy, dropout."""
+"""The algorithm.md#networks critic: parameter counts by hand, init, forward pass against NumPy, dropout."""
 import keras
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ def full_critics():
 
 
 def hand_count(norm_params):
-  """Trainable parameters of the SPEC §1 table at width 1, K = 10, C = 3."""
+  """Trainable parameters of the docs/algorithm.md#critic table at width 1, K = 10, C = 3."""
   conv1 = 3 * 3 * 3 * 96 + 96          # kernel + bias (the only conv bias)
   conv2 = 3 * 3 * 96 * 96
   conv3 = 3 * 3 * 96 * 96
@@ -184,7 +184,7 @@ def leaky_relu(x):
 
 
 def numpy_critic(critic, x, norm):
-  """Φ, v·Φ and S(Φ) from the SPEC §1 table, reading the critic's weights by layer name."""
+  """Φ, v·Φ and S(Φ) from the algorithm.md#critic table, reading the critic's weights by layer name."""
   def weights(name):
     return [w.numpy().astype(np.float64) for w in critic.body.get_layer(name).weights]
 

@@ -1,4 +1,4 @@
-"""The SPEC §1 generator: parameter count by hand, no biases, range, init, forward vs NumPy."""
+"""The algorithm.md#networks generator: parameter count by hand, no biases, range, init, forward vs NumPy."""
 import keras
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Critic normalizations (SPEC §4) against NumPy implementations written from the formula."""
+"""Critic normalizations (algorithm.md#critic-normalization) against NumPy implementations written from the formula."""
 import keras
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""An independent float64 NumPy evaluation of the critic objective of SPEC §2-3.
+"""An independent float64 NumPy evaluation of the critic objective of algorithm.md#formulations, #critic-objective.
 
 Input gradients are written in closed form for the tiny critics of `tiny_critics.py`, using
 ∂f+/∂s_y = p_y (1 + s_y − f+) for K+1 and ∂f+^H/∂s_y = p_y (log p_y − f+^H) for the entropy
@@ -17,7 +17,7 @@ def log_softmax(s):
 
 
 def components(fake, logits, formulation):
-  """{'f', 'f_pos', 'f_neg'} per example (SPEC §2); f_pos/f_neg None for 'plain'."""
+  """{'f', 'f_pos', 'f_neg'} per example (algorithm.md#formulations); f_pos/f_neg None for 'plain'."""
   if formulation == 'plain':
     return {'f': fake, 'f_pos': None, 'f_neg': None}
   log_p = log_softmax(logits)
@@ -87,7 +87,7 @@ def pairwise_mean_square(f_pos, f_neg):
 
 def critic_loss(model, x_l, y_l, x_p, x_q, *, formulation, constraints, multipliers,
                 lambda_ce, alpha=None, pairwise=False):
-  """−L_D of SPEC §3 and the Ω of each constraint, all over one (global) batch."""
+  """−L_D of algorithm.md#critic-objective and the Ω of each constraint, all over one (global) batch."""
   b = len(x_p)
   outs = {side: components(*model.forward(x), formulation)
           for side, x in (('p', x_p), ('q', x_q))}

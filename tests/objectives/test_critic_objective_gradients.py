@@ -1,4 +1,4 @@
-"""The full critic objective −L_D (SPEC §3): its value against NumPy, its gradient against
+"""The full critic objective −L_D (algorithm.md#critic-objective): its value against NumPy, its gradient against
 central finite differences of that value in float64.
 
 The surrogate loss is what the trainer differentiates; its weight gradient must equal the

@@ -1,4 +1,4 @@
-"""Fisher constraint Ω_F = ½ E_P[h²] + ½ E_Q[h²] − 1 (SPEC §3) against NumPy."""
+"""Fisher constraint Ω_F = ½ E_P[h²] + ½ E_Q[h²] − 1 (algorithm.md#critic-objective) against NumPy."""
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -1,4 +1,4 @@
-"""Critic formulations f, f+, f- (SPEC §2) against NumPy."""
+"""Critic formulations f, f+, f- (docs/algorithm.md#formulations) against NumPy."""
 import numpy as np
 import pytest
 import tensorflow as tf

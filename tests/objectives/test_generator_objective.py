@@ -1,4 +1,4 @@
-"""Generator objective L_G = −E_z[f(g(z))] (SPEC §3) against NumPy."""
+"""Generator objective L_G = −E_z[f(g(z))] (docs/algorithm.md#critic-objective) against NumPy."""
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -1,4 +1,4 @@
-"""WGAN-GP: Ω_GP = E_x̃[(‖∇_x h(x̃)‖ − 1)²], x̃ = x_p + α (x_q − x_p) (SPEC §3)."""
+"""WGAN-GP: Ω_GP = E_x̃[(‖∇_x h(x̃)‖ − 1)²], x̃ = x_p + α (x_q − x_p) (algorithm.md#critic-objective)."""
 import numpy as np
 import pytest
 import tensorflow as tf

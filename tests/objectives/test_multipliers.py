@@ -1,4 +1,4 @@
-"""The multiplier rule λ_c ← λ_c + ρ_c·Ω_c (SPEC §3), applied to critic_objective's `omegas`.
+"""The multiplier rule λ_c ← λ_c + ρ_c·Ω_c (algorithm.md#critic-objective), applied to critic_objective's `omegas`.
 
 The trainer owns the update; here a tiny helper applies it as the trainer will, to check that
 the returned Ω are the NumPy Ω and that λ rises when the constraint is violated upwards

@@ -1,6 +1,7 @@
 """`reference_pairwise_f=True`: the released code's broadcast f[i, j] = f+(x_j) − f-(x_i).
 
-SPEC §3, "A slip in the released reference code": Fisher on f becomes the all-pairs mean of
+docs/algorithm.md#pairwise-f (a slip in the released reference code): Fisher on f becomes the
+all-pairs mean of
 f², input gradients of Σ_ij f[i, j] are B·∇f(x_k), E[f] and constraints on f+ or f- alone are
 unchanged, and the plain critic (f = v·Φ, no broadcast) is unaffected.
 """

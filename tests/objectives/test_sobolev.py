@@ -1,4 +1,4 @@
-"""Sobolev constraint Ω_S = ½ E_P‖∇_x h‖² + ½ E_Q‖∇_x h‖² − 1 (SPEC §3).
+"""Sobolev constraint Ω_S = ½ E_P‖∇_x h‖² + ½ E_Q‖∇_x h‖² − 1 (docs/algorithm.md#critic-objective).
 
 Checked against central finite differences of the critic's h with respect to its input
 (nonlinear critic, float64) and exactly on a linear critic, where ∇_x v·x = w.

@@ -1,4 +1,4 @@
-"""WGAN weight clipping (SPEC §3): every critic weight in [−c, c] after each update."""
+"""WGAN weight clipping (algorithm.md#critic-objective): every critic weight in [−c, c] after each update."""
 import numpy as np
 
 from tests.objectives import gradient_checks

@@ -1,4 +1,4 @@
-"""Coupled L2 weight decay (SPEC §5): g + wd·w, 1e-6 on Φ and S, 1e-3 on v."""
+"""Coupled L2 weight decay (algorithm.md#optimizer-and-weight-decay): g + wd·w, 1e-6 on Φ and S, 1e-3 on v."""
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -1,4 +1,4 @@
-"""The line bin/train ends with leads with the number to report (SPEC §6 model selection)."""
+"""The line bin/train ends with leads with the number to report (algorithm.md#data-and-model-selection)."""
 from tf_ipmssl.training import trainer
 
 
