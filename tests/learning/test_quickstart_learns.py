@@ -1,14 +1,15 @@
-"""Slow: a short version of the quickstart (the SSL configuration of gin/quickstart.gin) learns
-from real Fashion-MNIST. Run with `pytest -m slow` (excluded by default; ~5-10 min on 2 CPUs).
+"""Slow: a short version of the quickstart (gin/quickstart.gin: K+1 f+^H with Fisher on f, 100
+labels, the 100-label CPU preset) learns from real Fashion-MNIST. Run with `pytest -m slow`
+(excluded by default; about 4 minutes on 2 CPUs).
 
-150 steps = 300 critic updates of the quickstart. In the development run of this
-configuration (docs/results/fashion_mnist.md, probe H900: the entropy formulation; seed 0,
-one thread) the validation error of the weight-averaged critic was 35.3 / 30.8 / 26.3% at
-steps 50 / 100 / 150 (the K+1 recipe before it: 33.8 / 29.2 / 25.5%); chance is 90% and
-the critic sits at exactly 90% until its first updates get through. The threshold, 40%
-at the best of those three evaluations, leaves ~15 points for another seed, thread count or
-CPU (float results differ between them) while still failing for a critic that learns
-nothing from the labels or diverges.
+150 steps = 300 critic updates of the quickstart's 1,800 (steps overrides the preset's
+train.critic_updates; the IPM ramp-up then reaches w = exp(−5·0.5²) = 0.29 at the end). In
+the quickstart's own seed-0 run (2 threads, AMD EPYC AVX2, docs/results/
+table1_fashion_mnist_100.md) the validation error of the weight-averaged critic was 35.0 /
+30.7 / 28.3% at steps 50 / 100 / 150; chance is 90%. The threshold, 40% at the best of
+those three evaluations, leaves ~12 points for another seed, thread count or CPU (float
+results differ between them) while still failing for a critic that learns nothing from the
+labels, or one the unlabeled term knocks back towards chance.
 """
 import json
 import os

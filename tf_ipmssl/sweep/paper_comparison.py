@@ -21,7 +21,6 @@ import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import tables as tables_lib
 
 
@@ -147,9 +146,10 @@ def _blank(value, digits=2):
   return '' if value is None else f'{value:.{digits}f}'
 
 
-def write(results: Dict[str, tables_lib.CellResult], baseline_id: str,
-          tables_dir: str) -> List[str]:
-  """comparison.md and comparison.csv for every cell of `results` except the baseline."""
+def write(results: Dict[str, tables_lib.CellResult], baseline_id: str, tables_dir: str,
+          plot: bool = True) -> List[str]:
+  """comparison.md, comparison.csv and (with `plot`) comparison.png for every cell of
+  `results` except the baseline."""
   baseline = results[baseline_id]
   compared = [r for cell_id, r in results.items() if cell_id != baseline_id]
   comparison = compare(compared, baseline)
@@ -160,5 +160,34 @@ def write(results: Dict[str, tables_lib.CellResult], baseline_id: str,
     with open(path, 'w') as f:
       f.write(content)
     written.append(path)
+  if plot:
+    from tf_ipmssl.sweep import plots  # pylint: disable=g-import-not-at-top
+    written.append(plots.plot_comparison(comparison, os.path.join(tables_dir,
+                                                                  'comparison.png')))
   return written
 
+
+
+HOLDS, DOES_NOT_HOLD, WITHIN_NOISE, UNDECIDED = (
+    'holds', 'does not hold', 'within noise', 'undecided')
+
+
+def paired_verdict(first: tables_lib.CellResult, second: tables_lib.CellResult,
+                   paper_says_first_lower: bool) -> Tuple[str, str]:
+  """Whether `first` has a lower error than `second` the way the paper says, on the seeds
+  both have: the per-seed differences d (first − second) have mean m and sample std s.
+  'holds' when m has the paper's sign and |m| > s (t = |m|√n/s > √n), 'does not hold' when
+  m has the other sign and |m| > s, otherwise 'within noise' ('undecided' below 2 seeds).
+  Returns (verdict, the numbers as text)."""
+  other = dict(zip(second.seeds, second.errors))
+  diffs = [e - other[s] for s, e in zip(first.seeds, first.errors) if s in other]
+  mean, std = _mean_std(diffs)
+  if mean is None:
+    return UNDECIDED, 'no shared seeds'
+  text = (f'{first.cell.id} − {second.cell.id} = {mean:+.2f}'
+          + ('' if std is None else f' ± {std:.2f}') + f' points (n={len(diffs)} paired)')
+  if std is None:
+    return UNDECIDED, text
+  if abs(mean) <= std:
+    return WITHIN_NOISE, text
+  return (HOLDS if (mean < 0) == paper_says_first_lower else DOES_NOT_HOLD), text

@@ -130,3 +130,32 @@ def plot_tables(results: Dict[str, 'tables_lib.CellResult'], tables_dir: str) ->
   """<table>.png for each table with results; returns the paths written."""
   return [plot_table(table, results, os.path.join(tables_dir, f'{table.name}.png'))
           for table in tables_lib.tables_with_results(results)]
+
+
+def plot_comparison(comparison, path: str) -> str:
+  """Ours against the paper's error, one point per cell (mean ± std), the baseline's mean as
+  a horizontal line and Spearman's ρ in the title (paper_comparison.Comparison)."""
+  plt = _pyplot()
+  figure, axes = plt.subplots(figsize=(7.5, 5.5))
+  for row in comparison.rows:
+    result = row.result
+    if not result.n or result.cell.paper_error is None:
+      continue
+    axes.errorbar(result.cell.paper_error, result.mean, yerr=result.std or 0.0, fmt='o',
+                  color='tab:blue', capsize=3)
+    axes.annotate(result.cell.id.split('/', 1)[1].split('_', 1)[1], (result.cell.paper_error,
+                  result.mean), textcoords='offset points', xytext=(5, 3), fontsize=7)
+  base = comparison.baseline
+  if base.n:
+    axes.axhline(base.mean, color='tab:red', linestyle='--',
+                 label=f'{base.cell.id} (ours, supervised): {base.mean:.2f}%')
+    axes.legend(loc='lower right', fontsize=8)
+  rho = '–' if comparison.rho is None else f'{comparison.rho:.2f}'
+  axes.set_title(f"Ours vs the paper, per cell (Spearman's ρ = {rho})", fontsize=10)
+  axes.set_xlabel("paper's test error % (its dataset, full budget)")
+  axes.set_ylabel('our test error % (mean ± std over seeds)')
+  axes.grid(alpha=0.3)
+  figure.tight_layout()
+  figure.savefig(path, dpi=120)
+  plt.close(figure)
+  return path
