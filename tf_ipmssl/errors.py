@@ -41,3 +41,22 @@ def check_choice(value, choices, what, valid='valid'):
   of `choices`."""
   if value not in choices:
     raise ConfigError(f'Unknown {what} {value!r}; {valid}: {", ".join(choices)}.')
+
+
+def check_number(name, value, *, integer=False, low=None, high=None, low_inclusive=True):
+  """Raises ConfigError "<name> must be a number (an integer) in ..., got <value!r>" unless
+  value is a number (an integer; never a bool) within the bounds."""
+  kinds = (int,) if integer else (int, float)
+  ok = isinstance(value, kinds) and not isinstance(value, bool)
+  if ok and low is not None:
+    ok = value >= low if low_inclusive else value > low
+  if ok and high is not None:
+    ok = value < high
+  if not ok:
+    bounds = []
+    if low is not None:
+      bounds.append(f'{">=" if low_inclusive else ">"} {low}')
+    if high is not None:
+      bounds.append(f'< {high}')
+    raise ConfigError(f'{name} must be {"an integer" if integer else "a number"}'
+                      + (f' {" and ".join(bounds)}' if bounds else '') + f', got {value!r}')

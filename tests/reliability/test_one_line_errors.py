@@ -112,3 +112,16 @@ def test_a_model_dir_that_is_a_file_is_one_line(data_dir, tmp_path):
   result = runs.run_train(str(under), runs.tiny_bindings(data_dir))
   checks.assert_one_error_line(result, f'--model_dir {under} lies under {a_file}, which is a file')
   assert a_file.read_text() == 'mine'
+
+
+@pytest.mark.parametrize('binding,fragment', [
+    ("build_critic.width = 'wide'", "build_critic.width must be a number > 0.0, got 'wide'"),
+    ('build_critic.dropout = 1.5', 'build_critic.dropout must be a number >= 0.0 and < 1.0'),
+    ('build_generator.ngf = 2.5', 'build_generator.ngf must be an integer >= 1, got 2.5'),
+])
+def test_network_values_are_checked_and_no_model_dir_is_left(data_dir, tmp_path, binding,
+                                                            fragment):
+  model_dir = tmp_path / 'new_run'
+  result = runs.run_train(str(model_dir), runs.tiny_bindings(data_dir) + [binding])
+  checks.assert_one_error_line(result, fragment)
+  assert not model_dir.exists()

@@ -184,16 +184,22 @@ def build_critic(num_classes, input_channels, normalization='none', width=1.0,
     A built Critic.
 
   Raises:
-    errors.ConfigError: unknown normalization, or a non-positive size.
+    errors.ConfigError: unknown normalization, a value of the wrong type or range.
   """
   if normalization not in normalization_lib.NORMALIZATIONS:
     raise errors.ConfigError(
         f'Unknown critic normalization {normalization!r}; valid: '
         f'{", ".join(normalization_lib.NORMALIZATIONS)}.')
-  if num_classes < 1 or input_channels < 1 or width <= 0:
+  errors.check_number('build_critic.width', width, low=0.0, low_inclusive=False)
+  errors.check_number('build_critic.input_dropout', input_dropout, low=0.0, high=1.0)
+  errors.check_number('build_critic.dropout', dropout, low=0.0, high=1.0)
+  errors.check_number('build_critic.leaky_relu_slope', leaky_relu_slope)
+  errors.check_number('build_critic.init_stddev', init_stddev, low=0.0, low_inclusive=False)
+  errors.check_number('build_critic.image_size', image_size, integer=True, low=1)
+  if num_classes < 1 or input_channels < 1:
     raise errors.ConfigError(
-        f'build_critic needs num_classes >= 1, input_channels >= 1 and width > 0; got '
-        f'{num_classes}, {input_channels}, {width}.')
+        f'build_critic needs num_classes >= 1 and input_channels >= 1; got '
+        f'{num_classes}, {input_channels}.')
   if bias_init not in BIAS_INITS:
     raise errors.ConfigError(f'build_critic.bias_init = {bias_init!r} is not one of '
                              f'{list(BIAS_INITS)}')

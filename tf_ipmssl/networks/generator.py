@@ -14,6 +14,7 @@ import gin
 import keras
 import tensorflow as tf
 
+from tf_ipmssl import errors
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import normalization as normalization_lib
 
@@ -48,6 +49,9 @@ def build_generator(output_channels, noise_dim=100, ngf=64, init_stddev=0.02, se
   Returns:
     A built Generator.
   """
+  errors.check_number('build_generator.noise_dim', noise_dim, integer=True, low=1)
+  errors.check_number('build_generator.ngf', ngf, integer=True, low=1)
+  errors.check_number('build_generator.init_stddev', init_stddev, low=0.0, low_inclusive=False)
   seeds = iter(critic_lib.derive_seeds(seed, 16, stream=critic_lib.GENERATOR_SEED_STREAM))
 
   def kernel_init():

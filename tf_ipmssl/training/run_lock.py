@@ -104,8 +104,14 @@ def release(path):
 
 @contextlib.contextmanager
 def hold(model_dir):
+  """The lock for the duration of the block. A model dir this call created and that is
+  empty at the end (a start that failed before writing anything) is removed again."""
+  created = '://' not in model_dir and not os.path.isdir(model_dir)
   path = acquire(model_dir)
   try:
     yield path
   finally:
     release(path)
+    if created:
+      with contextlib.suppress(OSError):  # Not empty (or gone): keep it.
+        os.rmdir(model_dir)
