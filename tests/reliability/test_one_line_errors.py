@@ -118,6 +118,9 @@ def test_a_model_dir_that_is_a_file_is_one_line(data_dir, tmp_path):
     ("build_critic.width = 'wide'", "build_critic.width must be a number > 0.0, got 'wide'"),
     ('build_critic.dropout = 1.5', 'build_critic.dropout must be a number >= 0.0 and < 1.0'),
     ('build_generator.ngf = 2.5', 'build_generator.ngf must be an integer >= 1, got 2.5'),
+    ("Fisher.penalty_weight = 'big'", "Fisher.penalty_weight must be a number >= 0.0, got 'big'"),
+    ('build_ssl_data.validation_size = -5',
+     'build_ssl_data.validation_size must be an integer >= 0, got -5'),
 ])
 def test_network_values_are_checked_and_no_model_dir_is_left(data_dir, tmp_path, binding,
                                                             fragment):

@@ -106,6 +106,10 @@ def build_ssl_data(dataset: str = gin.REQUIRED,
     SplitError: impossible num_labeled / validation_size.
     DatasetNotFoundError: the dataset is nowhere to be found.
   """
+  errors.check_number('build_ssl_data.validation_size', validation_size, integer=True, low=0)
+  errors.check_number('build_ssl_data.split_seed', split_seed, integer=True, low=0)
+  if num_labeled is not None:
+    errors.check_number('build_ssl_data.num_labeled', num_labeled, integer=True, low=1)
   _check_max_examples('max_train_examples', max_train_examples)
   _check_max_examples('max_test_examples', max_test_examples)
   data = datasets.load_dataset(dataset, source=source, data_dir=data_dir,

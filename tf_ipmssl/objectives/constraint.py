@@ -115,6 +115,10 @@ class AugmentedLagrangianConstraint(Constraint):
   """A constraint with a multiplier λ (λ ← λ + ρ·Ω after each update) and penalty weight ρ."""
   penalty_weight: float = 0.0
 
+  def __post_init__(self):
+    super().__post_init__()
+    errors.check_number(f'{type(self).__name__}.penalty_weight', self.penalty_weight, low=0.0)
+
   @property
   def rho(self) -> float:
     return self.penalty_weight

@@ -6,6 +6,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from tf_ipmssl import errors
 from tf_ipmssl.objectives import constraint
 
 # Inside the square root: ‖∇h‖ can be exactly zero (e.g. a dead critic), where sqrt has no
@@ -44,6 +45,10 @@ class GradientPenalty(constraint.Constraint):
 
   kind = 'gp'
   needs_gradients_at_interpolates = True
+
+  def __post_init__(self):
+    super().__post_init__()
+    errors.check_number('GradientPenalty.weight', self.weight, low=0.0)
 
   def local_moments(self, inputs):
     """E_x̃[(‖∇_x h(x̃)‖ − 1)²] at the interpolates."""

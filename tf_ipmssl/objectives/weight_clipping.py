@@ -6,6 +6,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from tf_ipmssl import errors
 from tf_ipmssl.objectives import constraint
 
 
@@ -26,6 +27,11 @@ class WeightClipping(constraint.Constraint):
   clip_value: float = 0.01
 
   kind = 'clip'
+
+  def __post_init__(self):
+    super().__post_init__()
+    errors.check_number('WeightClipping.clip_value', self.clip_value, low=0.0,
+                        low_inclusive=False)
 
   def after_update(self, critic):
     clip_weights(critic.trainable_variables, self.clip_value)
