@@ -5,6 +5,7 @@ import subprocess
 import sys
 import types
 
+import numpy as np
 import pytest
 
 from tests.training import runs
@@ -59,6 +60,17 @@ def test_averaged_critic_is_evaluated_checkpointed_and_restored(tmp_path):
   assert evaluate.returncode == 0, evaluate.stderr[-2000:]
   assert json.loads(evaluate.stdout.strip().splitlines()[-1])['error'] == (
       _metrics(model_dir)['final']['test_error'])
+  # The trained critic itself on request (latest checkpoint only), the averaged by default.
+  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  from tf_ipmssl import errors  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import restore  # pylint: disable=g-import-not-at-top
+  for weights, prefix in (('evaluated', 'averaged_critic'), ('trained', 'critic')):
+    critic, _, _ = restore.load_critic(model_dir, 'latest', weights)
+    kernel = critic.s_head.kernel.numpy()
+    np.testing.assert_array_equal(
+        kernel, values[f'{prefix}/s_head/_kernel/.ATTRIBUTES/VARIABLE_VALUE'])
+  with pytest.raises(errors.UserError, match='only in the latest checkpoint'):
+    restore.load_critic(model_dir, 'best', 'trained')
 
 
 def test_training_length_in_critic_updates():

@@ -51,11 +51,24 @@ def checkpoint_path(model_dir, which='latest'):
   return path
 
 
-def load_critic(model_dir, which='latest'):
+WEIGHTS = ('evaluated', 'trained')
+
+
+def _averaging_run():
+  return bound_value('train.critic_ema_decay') is not None
+
+
+def load_critic(model_dir, which='latest', weights='evaluated'):
   """The run's critic with weights from its latest or best-on-validation checkpoint.
+
+  weights: 'evaluated' (what the run evaluates, selects and exports: the weight average of a
+  run with train.critic_ema_decay, else the critic) or 'trained' (the critic the optimizer
+  updates; only the latest checkpoint holds it when a weight average is kept).
 
   Returns (critic, dataset info dict, checkpoint path).
   """
+  if weights not in WEIGHTS:
+    raise errors.ConfigError(f'weights must be one of {list(WEIGHTS)}, got {weights!r}')
   parse_run_config(model_dir, skip_unknown=True)
   dataset = run_record.read_dataset(model_dir)
   critic = critic_lib.build_critic(num_classes=dataset['num_classes'],
@@ -64,6 +77,13 @@ def load_critic(model_dir, which='latest'):
   checkpoint_integrity.check_readable(path)
   # A run with train.critic_ema_decay evaluates (and saves as 'best') the averaged critic.
   saved = {name for name, _ in tf.train.list_variables(path)}
-  key = 'averaged_critic' if any(n.startswith('averaged_critic/') for n in saved) else 'critic'
+  averaged = any(n.startswith('averaged_critic/') for n in saved)
+  key = 'averaged_critic' if averaged else 'critic'
+  if weights == 'trained':
+    if which == 'best' and _averaging_run():  # best/ keeps the evaluated critic only.
+      raise errors.UserError('the trained (not averaged) critic is kept only in the latest '
+                             'checkpoint of a run with train.critic_ema_decay; use '
+                             '--checkpoint=latest')
+    key = 'critic'
   tf.train.Checkpoint(**{key: critic}).restore(path).expect_partial()
   return critic, dataset, path
