@@ -43,9 +43,13 @@ def check_choice(value, choices, what, valid='valid'):
     raise ConfigError(f'Unknown {what} {value!r}; {valid}: {", ".join(choices)}.')
 
 
-def check_number(name, value, *, integer=False, low=None, high=None, low_inclusive=True):
-  """Raises ConfigError "<name> must be a number (an integer) in ..., got <value!r>" unless
-  value is a number (an integer; never a bool) within the bounds."""
+def check_number(name, value, *, integer=False, low=None, high=None, low_inclusive=True,
+                 optional=False):
+  """Raises ConfigError "<name> must be a number (an integer) >= low ...[ or None], got
+  <value!r>" unless value is a number (an integer; never a bool) within the bounds, or None
+  where `optional`."""
+  if value is None and optional:
+    return
   kinds = (int,) if integer else (int, float)
   ok = isinstance(value, kinds) and not isinstance(value, bool)
   if ok and low is not None:
@@ -59,4 +63,5 @@ def check_number(name, value, *, integer=False, low=None, high=None, low_inclusi
     if high is not None:
       bounds.append(f'< {high}')
     raise ConfigError(f'{name} must be {"an integer" if integer else "a number"}'
-                      + (f' {" and ".join(bounds)}' if bounds else '') + f', got {value!r}')
+                      + (f' {" and ".join(bounds)}' if bounds else '')
+                      + (' or None' if optional else '') + f', got {value!r}')

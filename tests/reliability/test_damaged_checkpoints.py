@@ -20,11 +20,6 @@ def _bindings(data_dir, steps):
 
 
 @pytest.fixture(scope='module')
-def data_dir(tmp_path_factory):
-  return runs.make_data(tmp_path_factory.mktemp('data'))
-
-
-@pytest.fixture(scope='module')
 def six_steps(data_dir, tmp_path_factory):
   model_dir = str(tmp_path_factory.mktemp('run') / 'model')
   result = runs.run_train(model_dir, _bindings(data_dir, 6))

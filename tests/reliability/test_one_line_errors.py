@@ -11,11 +11,6 @@ from tests.reliability import checks
 from tests.training import runs
 
 
-@pytest.fixture(scope='module')
-def data_dir(tmp_path_factory):
-  return runs.make_data(tmp_path_factory.mktemp('data'))
-
-
 @pytest.mark.parametrize('binding,fragment', [
     ("train.steps = 'ten'", "train.steps must be an integer >= 1 or None, got 'ten'"),
     ('train.steps = 12.5', 'train.steps must be an integer >= 1 or None, got 12.5'),

@@ -15,11 +15,6 @@ from tests.training import runs
 
 
 @pytest.fixture(scope='module')
-def data_dir(tmp_path_factory):
-  return runs.make_data(tmp_path_factory.mktemp('data'))
-
-
-@pytest.fixture(scope='module')
 def finished_run(data_dir, tmp_path_factory):
   model_dir = str(tmp_path_factory.mktemp('run') / 'model')
   result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))

@@ -67,14 +67,8 @@ def _check_numbers(**values):
   """A ConfigError for a numeric binding of the wrong type, e.g. train.steps = 'ten'."""
   for name, value in values.items():
     integer, optional, lowest = _NUMBERS[name]
-    if value is None and optional:
-      continue
-    kinds = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or not value >= lowest:
-      kind = 'an integer' if integer else 'a number'
-      raise errors.ConfigError(
-          f'train.{name} must be {kind} >= {lowest}{" or None" if optional else ""}, got '
-          f'{value!r}')
+    errors.check_number(f'train.{name}', value, integer=integer, low=lowest,
+                        optional=optional)
 
 
 class RunState:
