@@ -8,4 +8,4 @@ from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 from tf_ipmssl.objectives import weight_clipping
 from tf_ipmssl.training import distribution
-from tf_ipmssl.training import trainer
+from tf_ipmssl.training import run_config

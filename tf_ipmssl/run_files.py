@@ -3,6 +3,7 @@
 A run directory holds
 
 - config.gin: the gin configuration the run was started with (its identity);
+- run_config.json: the validated run configuration, as used (training/run_config.py);
 - operative_config.gin: the gin parameters actually used (after the first step);
 - versions.json: library versions and numerics of each start (training/run_record.py);
 - dataset.json: what a restored classifier needs to know of its data;
@@ -22,6 +23,7 @@ import os
 from typing import Optional
 
 CONFIG_FILE = 'config.gin'
+RUN_CONFIG_FILE = 'run_config.json'
 OPERATIVE_CONFIG_FILE = 'operative_config.gin'
 VERSIONS_FILE = 'versions.json'
 DATASET_FILE = 'dataset.json'

@@ -17,13 +17,7 @@ from tf_ipmssl.data import local_files
 REAL_FASHION_MNIST = '/usr/share/datasets/fashion-mnist'
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_data(tmp_path, monkeypatch):
-  """Hides data outside the test's tmp dir: $TF_IPMSSL_DATA_DIR, ~/.cache, system dirs."""
-  monkeypatch.delenv(datasets.DATA_DIR_ENV, raising=False)
-  monkeypatch.setenv('HOME', str(tmp_path / 'home'))
-  monkeypatch.setitem(dataset_specs.REGISTRY, 'fashion_mnist', dataclasses.replace(
-      dataset_specs.FASHION_MNIST, system_dirs=()))
+pytestmark = pytest.mark.usefixtures('no_ambient_data')
 
 
 def _assert_same(expected, found):

@@ -1,5 +1,4 @@
 """build_ssl_data: the gin-configurable boundary between data and trainer."""
-import dataclasses
 
 import gin
 import numpy as np
@@ -7,18 +6,11 @@ import pytest
 
 from tests import fixtures
 from tf_ipmssl import errors
-from tf_ipmssl.data import dataset_specs
-from tf_ipmssl.data import datasets
 from tf_ipmssl.data import splits
 from tf_ipmssl.data import ssl_data
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_data(tmp_path, monkeypatch):
-  monkeypatch.delenv(datasets.DATA_DIR_ENV, raising=False)
-  monkeypatch.setenv('HOME', str(tmp_path / 'home'))
-  monkeypatch.setitem(dataset_specs.REGISTRY, 'fashion_mnist', dataclasses.replace(
-      dataset_specs.FASHION_MNIST, system_dirs=()))
+pytestmark = pytest.mark.usefixtures('no_ambient_data')
 
 
 @pytest.fixture(scope='module')

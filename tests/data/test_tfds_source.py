@@ -1,5 +1,4 @@
 """Loading through TensorFlow Datasets, with `tfds.testing.mock_data` (no download)."""
-import dataclasses
 
 import numpy as np
 import pytest
@@ -12,12 +11,7 @@ from tf_ipmssl.data import datasets
 from tf_ipmssl.data import tfds_source
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_data(tmp_path, monkeypatch):
-  monkeypatch.delenv(datasets.DATA_DIR_ENV, raising=False)
-  monkeypatch.setenv('HOME', str(tmp_path / 'home'))
-  monkeypatch.setitem(dataset_specs.REGISTRY, 'fashion_mnist', dataclasses.replace(
-      dataset_specs.FASHION_MNIST, system_dirs=()))
+pytestmark = pytest.mark.usefixtures('no_ambient_data')
 
 
 @pytest.mark.parametrize('name', datasets.DATASETS)

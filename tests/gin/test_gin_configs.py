@@ -20,7 +20,7 @@ from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import command_line
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.objectives import formulations
-from tf_ipmssl.training import restore
+from tf_ipmssl.training import run_record
 from tf_ipmssl.training import trainer
 
 GIN_DIR = cells_lib.GIN_DIR
@@ -90,14 +90,14 @@ def _tiny_bindings(data_dir, num_labeled):
 
 def _constraints():
   """{kind: component} of the bound train.constraints."""
-  references = restore.bound_value('train.constraints', [])
+  references = run_record.bound_value('train.constraints', [])
   built = [reference.scoped_configurable_fn() for reference in references]
   return {c.kind: c.component for c in built}
 
 
 def _check_cell_config(cell):
   for name, value in expected.bindings(cell).items():
-    bound = restore.bound_value(name)
+    bound = run_record.bound_value(name)
     if isinstance(value, float):
       assert bound == pytest.approx(value), (name, bound, value)
     else:
@@ -119,18 +119,18 @@ def test_gin_file_trains(name, data_dir, tmp_path):
   if name.split('/')[0] in cells_lib.TABLES:
     _check_cell_config(cells_lib.get_cell(name))
   if name == 'presets/cpu_quick.gin':  # Parsed after a CIFAR-10 cell: its bindings win.
-    assert restore.bound_value('build_ssl_data.dataset') == 'fashion_mnist'
-    assert restore.bound_value('build_ssl_data.num_labeled') == 1000
-    assert restore.bound_value('build_critic.width') == 0.25
-    assert restore.bound_value('train.steps') <= 500
-  mode = restore.bound_value('train.mode', 'ssl')
+    assert run_record.bound_value('build_ssl_data.dataset') == 'fashion_mnist'
+    assert run_record.bound_value('build_ssl_data.num_labeled') == 1000
+    assert run_record.bound_value('build_critic.width') == 0.25
+    assert run_record.bound_value('train.steps') <= 500
+  mode = run_record.bound_value('train.mode', 'ssl')
   # A base without constraints is trained with Fisher on f.
-  add_constraint = mode == 'ssl' and not restore.bound_value('train.constraints')
+  add_constraint = mode == 'ssl' and not run_record.bound_value('train.constraints')
   constraints = {'fisher': 'f'} if add_constraint else _constraints()
-  dataset = restore.bound_value('build_ssl_data.dataset') or 'fashion_mnist'
-  num_labeled = restore.bound_value('build_ssl_data.num_labeled', 4000)
-  normalization = restore.bound_value('build_critic.normalization', 'none')
-  formulation = restore.bound_value('train.formulation', 'kplus1')
+  dataset = run_record.bound_value('build_ssl_data.dataset') or 'fashion_mnist'
+  num_labeled = run_record.bound_value('build_ssl_data.num_labeled', 4000)
+  normalization = run_record.bound_value('build_critic.normalization', 'none')
+  formulation = run_record.bound_value('train.formulation', 'kplus1')
 
   bindings = _tiny_bindings(data_dir, num_labeled)
   bindings.append(f"build_ssl_data.dataset = '{dataset}'")

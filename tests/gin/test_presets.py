@@ -12,7 +12,7 @@ import pytest
 from tests.gin import expected
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import command_line
-from tf_ipmssl.training import restore
+from tf_ipmssl.training import run_record
 
 PRESET = str(cells_lib.GIN_DIR / 'presets' / 'cpu_fashion_mnist_100.gin')
 SUPERVISED = str(cells_lib.GIN_DIR / 'presets' / 'cpu_fashion_mnist_100_supervised.gin')
@@ -29,7 +29,7 @@ def _parse(*files):
 
 
 def _bound(name):
-  return restore.bound_value(name)
+  return run_record.bound_value(name)
 
 
 @pytest.mark.parametrize('cell', cells_lib.select_cells(tables=['table1'], datasets=['cifar10']),

@@ -2,6 +2,7 @@
 import numpy as np
 import tensorflow as tf
 
+from tests.objectives import tiny_critics
 from tf_ipmssl.objectives import critic_objective as critic_objective_lib
 
 
@@ -14,6 +15,16 @@ def run_critic_objective(critic, batches, **kwargs):
   return critic_objective_lib.critic_objective(
       critic, tf.constant(x_l), tf.constant(y_l), tf.constant(x_p), tf.constant(x_q),
       **kwargs)
+
+
+def one_constraint_objective(constraint, formulation, has_batch_norm, critic_seed,
+                             batch_seed):
+  """A tiny MLP critic, random batches and the objective with `constraint` alone (λ = 0)."""
+  critic = tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=critic_seed)
+  batches = tiny_critics.random_batches(seed=batch_seed)
+  result = run_critic_objective(critic, batches, formulation=formulation,
+                                constraints=[constraint], multipliers={constraint.name: 0.0})
+  return critic, batches, result
 
 
 def surrogate_gradients(critic, batches, **kwargs):

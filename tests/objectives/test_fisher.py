@@ -48,12 +48,9 @@ def test_fisher_constraint_defaults():
     ('kplus1_entropy', 'f_pos', False),
 ])
 def test_fisher_omega_in_critic_objective_matches_numpy(formulation, component, has_batch_norm):
-  critic = tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=3)
-  batches = tiny_critics.random_batches(seed=5)
   constraint = fisher.Fisher(component)
-  result = gradient_checks.run_critic_objective(
-      critic, batches, formulation=formulation, constraints=[constraint],
-      multipliers={constraint.name: 0.0})
+  critic, batches, result = gradient_checks.one_constraint_objective(
+      constraint, formulation, has_batch_norm, critic_seed=3, batch_seed=5)
   model = numpy_reference.NumpyMlp(critic.numpy_params())
   h = {side: numpy_reference.components(*model.forward(x), formulation)[component]
        for side, x in (('p', batches[2]), ('q', batches[3]))}

@@ -57,12 +57,9 @@ def test_numpy_input_gradients_match_finite_differences(formulation, component):
     ('kplus1_entropy', 'f', True),
 ])
 def test_sobolev_omega_matches_finite_differences(formulation, component, has_batch_norm):
-  critic = tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=2)
-  batches = tiny_critics.random_batches(seed=3)
   constraint = sobolev.Sobolev(component)
-  result = gradient_checks.run_critic_objective(
-      critic, batches, formulation=formulation, constraints=[constraint],
-      multipliers={constraint.name: 0.0})
+  critic, batches, result = gradient_checks.one_constraint_objective(
+      constraint, formulation, has_batch_norm, critic_seed=2, batch_seed=3)
   fn = _component_fn(critic, formulation, component)
   sq = [np.mean(numpy_reference.squared_norms(
       gradient_checks.finite_difference_input_gradients(fn, x))) for x in batches[2:]]

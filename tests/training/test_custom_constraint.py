@@ -1,7 +1,9 @@
 """A constraint registered from inside tests/ (toy_constraint.py), with no edit of the library,
 is listed in the error messages and trains through bin/train with gin lines only."""
+import dataclasses
 import os
 
+import gin
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,16 +16,48 @@ from tf_ipmssl.objectives import fisher  # pylint: disable=unused-import
 
 
 def test_registered_constraint_is_listed_as_a_choice():
-  assert {'Fisher', 'ToyCentering'} <= set(constraint.registered_names())
-  with pytest.raises(errors.ConfigError, match=r'not a constraint; use one of .*@ToyCentering\(\)'):
-    constraint.validate_constraints('kplus1', ['Fisher'])
+  assert 'ToyCentering' not in constraint.registered_names()
+  with constraint.registered(toy_constraint.ToyCentering):
+    assert {'Fisher', 'ToyCentering'} <= set(constraint.registered_names())
+    with pytest.raises(errors.ConfigError,
+                       match=r'not a constraint; use one of .*@ToyCentering\(\)'):
+      constraint.validate_constraints('kplus1', ['Fisher'])
+    gin.parse_config('ToyCentering.penalty_weight = 0.5')
+    assert gin.get_configurable('ToyCentering')().penalty_weight == 0.5
+    gin.clear_config()
+  # Gone again: from the choices and from gin.
+  assert 'ToyCentering' not in constraint.registered_names()
+  with pytest.raises(ValueError, match='No configurable matching'):
+    gin.parse_config('ToyCentering.penalty_weight = 0.5')
   assert toy_constraint.ToyCentering('f-').name == 'toy_centering_f_neg'
+
+
+def test_a_second_class_of_a_registered_name_is_refused():
+  @dataclasses.dataclass(frozen=True)
+  class Fisher(constraint.Constraint):  # pylint: disable=redefined-outer-name
+    kind = 'impostor'
+
+  with pytest.raises(ValueError, match='constraint named Fisher is already registered'):
+    constraint.register(Fisher)
+  assert constraint.registered_names().count('Fisher') == 1
+
+
+def test_multiplier_step_is_the_constraints_own():
+  """λ ← λ + ρΩ for a multiplier constraint; nothing for one without a multiplier."""
+  multiplier = tf.Variable(0.25)
+  fisher.Fisher(penalty_weight=1e-6 * 3).update_multiplier(multiplier, tf.constant(-2.0))
+  np.testing.assert_allclose(multiplier.numpy(), np.float32(0.25) + np.float32(3e-6 * -2.0))
+  toy = toy_constraint.ToyCentering(penalty_weight=0.5)
+  toy.update_multiplier(multiplier, tf.constant(4.0))
+  np.testing.assert_allclose(multiplier.numpy(), np.float32(0.25 + 3e-6 * -2.0 + 2.0),
+                             rtol=1e-6)
+  constraint.Constraint().update_multiplier(None, None)  # No multiplier: nothing to do.
 
 
 def test_toy_constraint_trains_two_steps(tmp_path):
   data_dir = runs.make_data(tmp_path / 'data')
   toy_gin = tmp_path / 'toy.gin'
-  toy_gin.write_text('import tests.training.toy_constraint\n')
+  toy_gin.write_text('import tests.training.register_toy_constraint\n')
   model_dir = str(tmp_path / 'run')
   bindings = runs.tiny_bindings(data_dir, **{
       'train.constraints': '[@ToyCentering()]', 'train.steps': 2, 'train.log_every': 1,

@@ -9,6 +9,7 @@ from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.training import diagnosis
+from tf_ipmssl.training import run_config
 
 B = 8
 
@@ -26,13 +27,12 @@ def test_split_equals_each_term_s_own_gradient(rampup_updates, critic_iteration)
   x_p = tf.constant(rng.uniform(-1, 1, [B, 32, 32, 1]), tf.float32)
   z = tf.constant(rng.normal(size=[B, generator.noise_dim]), tf.float32)
   lam, rho, lambda_ce = 0.7, 0.3, 1.5
-  settings = diagnosis.RunSettings(
+  config = run_config.RunConfig.create(
       formulation='kplus1', constraints=(fisher.Fisher(component='f', penalty_weight=rho),),
-      lambda_ce=lambda_ce, reference_pairwise_f=False, batch_size=B, seed=0,
-      ipm_rampup_updates=rampup_updates)
+      lambda_ce=lambda_ce, batch_size=B, steps=1, ipm_rampup_updates=rampup_updates)
   multipliers = {'fisher_f': tf.Variable(lam)}
   row = diagnosis.diagnose_checkpoint(critic, generator, multipliers, [(x_l, y_l, x_p, z)],
-                                      settings, critic_iteration)
+                                      config, critic_iteration)
   w = 1.0 if rampup_updates is None else math.exp(-5 * (1 - critic_iteration / rampup_updates)**2)
   assert row['ipm_weight'] == pytest.approx(w, rel=1e-6)
 
@@ -65,22 +65,22 @@ def test_split_equals_each_term_s_own_gradient(rampup_updates, critic_iteration)
   assert row['lambda/fisher_f'] == np.float32(lam)
 
 
-def test_run_settings_apply_the_constraint_penalty_scale():
-  """bin/diagnose splits the gradient of the ρ the run trained with: the bound ρ times
-  train.constraint_penalty_scale (a preset's scaling), not the bound ρ alone."""
+def test_run_config_applies_the_constraint_penalty_scale():
+  """bin/diagnose splits the gradient of the ρ the run trained with (the run's RunConfig,
+  the trainer's own): the bound ρ times train.constraint_penalty_scale (a preset's
+  scaling), not the bound ρ alone."""
   import gin  # pylint: disable=g-import-not-at-top
   from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
-  from tf_ipmssl.training import diagnosis  # pylint: disable=g-import-not-at-top
   gin.clear_config()
   try:
     gin.parse_config(['train.constraints = [@Fisher(), @Sobolev()]',
                       "Sobolev.component = 'f_neg'", 'Fisher.penalty_weight = 1e-7',
                       'Sobolev.penalty_weight = 1e-8',
-                      'train.constraint_penalty_scale = 1000.0'])
-    settings = diagnosis.run_settings()
+                      'train.constraint_penalty_scale = 1000.0', 'train.steps = 1'])
+    config = run_config.RunConfig.from_gin()
   finally:
     gin.clear_config()
-  assert [c.rho for c in settings.constraints] == [1e-7 * 1000.0, 1e-8 * 1000.0]
+  assert [c.rho for c in config.objective.constraints] == [1e-7 * 1000.0, 1e-8 * 1000.0]
 
 
 def test_bin_diagnose_reports_the_rampup_weight_of_each_checkpoint(tmp_path):

@@ -1,12 +1,12 @@
 """The line bin/train ends with leads with the number to report (algorithm.md#data-and-model-selection)."""
-from tf_ipmssl.training import trainer
+from tf_ipmssl.training import reporting
 
 
 def test_final_line_reports_the_best_validation_step_first():
   metrics = {'best': {'step': 200, 'validation_error': 32.876, 'test_error': 32.714},
              'final': {'step': 300, 'validation_error': 36.6, 'test_error': 37.08},
              'exported': {'checkpoint': 'best', 'step': 200}}
-  line = trainer._final_line(300, metrics)  # pylint: disable=protected-access
+  line = reporting.final_line(300, metrics)
   assert line == ('Finished 300 steps: test error 32.71% at the best validation step 200 '
                   '(validation 32.88%); last step: test error 37.08%. export/ holds the '
                   'classifier of step 200')
@@ -15,7 +15,7 @@ def test_final_line_reports_the_best_validation_step_first():
 def test_final_line_without_a_validation_split():
   metrics = {'best': {'step': -1, 'validation_error': None, 'test_error': None},
              'final': {'step': 10, 'validation_error': None, 'test_error': 12.5}}
-  line = trainer._final_line(10, metrics)  # pylint: disable=protected-access
+  line = reporting.final_line(10, metrics)
   assert line == ('Finished 10 steps: test error 12.50% at the last step (no validation '
                   'split, so no model selection)')
 
@@ -47,16 +47,16 @@ def test_final_line_shows_the_baseline_on_the_same_labels_and_the_means(tmp_path
   path = _runs_csv(tmp_path, {SUPERVISED: {0: 19.0, 1: 20.0, 2: 21.5},
                               RECIPE: {0: 16.0, 1: 18.0, 2: 17.0}})
   run = baseline.RunData('fashion_mnist', 100, split_seed=1)
-  line = trainer._final_line(300, METRICS, (path, SUPERVISED, RECIPE), run)  # pylint: disable=protected-access
+  line = reporting.final_line(300, METRICS, (path, SUPERVISED, RECIPE), run)
   # Seed 1's supervised run saw this run's labels: 17.5 − 20.0 = −2.5 points. Supervised
   # mean 20.1667, sample std sqrt(((−1.1667)² + (−0.1667)² + 1.3333²)/2) = 1.2583; recipe
   # 17.00 ± 1.00.
   assert line.endswith(
       f'; {SUPERVISED} on the same labels (split seed 1): 20.00%, -2.50 points; means over '
       f'seeds: {RECIPE} 17.00 ± 1.00% (n=3), {SUPERVISED} 20.17 ± 1.26% (n=3)')
-  missing = trainer._final_line(300, METRICS, (path, 'other/cell'), run)  # pylint: disable=protected-access
+  missing = reporting.final_line(300, METRICS, (path, 'other/cell'), run)
   assert missing.endswith(f'; baseline other/cell: no results in {path} yet')
-  no_seed = trainer._final_line(300, METRICS, (path, SUPERVISED),  # pylint: disable=protected-access
+  no_seed = reporting.final_line(300, METRICS, (path, SUPERVISED),
                                 baseline.RunData('fashion_mnist', 100, split_seed=7))
   assert f'{SUPERVISED}: no run with split seed 7 in {path}' in no_seed
 
@@ -66,13 +66,13 @@ def test_final_line_hides_a_baseline_on_other_labels_or_data(tmp_path):
   path = _runs_csv(tmp_path, {SUPERVISED: {0: 19.0, 1: 20.0}})
   for run, why in ((baseline.RunData('fashion_mnist', 200, 0), 'this run on 200 of fashion_mnist'),
                    (baseline.RunData('cifar10', 100, 0), 'this run on 100 of cifar10')):
-    line = trainer._final_line(300, METRICS, (path, SUPERVISED), run)  # pylint: disable=protected-access
+    line = reporting.final_line(300, METRICS, (path, SUPERVISED), run)
     assert line.endswith(f'; baseline {SUPERVISED} not shown: its runs trained on 100 labels '
                          f'of fashion_mnist, {why}')
     assert '19.' not in line and '20.' not in line
   # A runs.csv that does not record label counts is not trusted either.
   old = _runs_csv(tmp_path, {SUPERVISED: {0: 19.0}}, labels=None)
-  line = trainer._final_line(300, METRICS, (old, SUPERVISED),  # pylint: disable=protected-access
+  line = reporting.final_line(300, METRICS, (old, SUPERVISED),
                              baseline.RunData('fashion_mnist', 100, 0))
   assert 'not shown: its runs trained on unrecorded labels' in line
 

@@ -63,30 +63,33 @@ def test_averaged_critic_is_evaluated_checkpointed_and_restored(tmp_path):
   # The trained critic itself on request (latest checkpoint only), the averaged by default.
   from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
   from tf_ipmssl import errors  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import restore  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
   for weights, prefix in (('evaluated', 'averaged_critic'), ('trained', 'critic')):
-    critic, _, _ = restore.load_critic(model_dir, 'latest', weights)
+    critic, _ = run_lib.Run.from_model_dir(model_dir).restore_critic('latest', weights)
     kernel = critic.s_head.kernel.numpy()
     np.testing.assert_array_equal(
         kernel, values[f'{prefix}/s_head/_kernel/.ATTRIBUTES/VARIABLE_VALUE'])
   with pytest.raises(errors.UserError, match='only in the latest checkpoint'):
-    restore.load_critic(model_dir, 'best', 'trained')
+    run_lib.Run.from_model_dir(model_dir).restore_critic('best', 'trained')
 
 
 def test_training_length_in_critic_updates():
   """train.critic_updates gives every n_c the same number of critic updates (rounded up to
   whole steps); supervised runs make one update per step; steps overrides it."""
-  # pylint: disable=protected-access
+  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  from tf_ipmssl.objectives import fisher  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import run_config  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import trainer  # pylint: disable=g-import-not-at-top
   data = types.SimpleNamespace(labeled_images=[0] * 100, unlabeled_images=[0] * 1000)
+
+  def length(mode='ssl', n_c=2, **bindings):
+    return trainer.training_length(data, run_config.RunConfig.create(
+        mode=mode, constraints=[fisher.Fisher()], batch_size=64, critic_iterations=n_c,
+        epochs=350, critic_updates=1800, **bindings))
   for n_c, steps in ((1, 1800), (2, 900), (5, 360), (7, 258)):
-    length = trainer._training_length(data, 'ssl', 64, n_c, epochs=350, steps=None,
-                                      critic_updates=1800)
-    assert (length.total_steps, length.iterations_per_step) == (steps, n_c)
-  assert trainer._training_length(data, 'supervised', 64, 5, epochs=350, steps=None,
-                                  critic_updates=1800).total_steps == 1800
-  assert trainer._training_length(data, 'ssl', 64, 2, epochs=350, steps=12,
-                                  critic_updates=1800).total_steps == 12
+    assert (length(n_c=n_c).total_steps, length(n_c=n_c).iterations_per_step) == (steps, n_c)
+  assert length('supervised', 5).total_steps == 1800
+  assert length(steps=12).total_steps == 12
 
 
 def test_scale_penalty_weights_keeps_ratios_and_leaves_other_constraints():

@@ -5,9 +5,12 @@ ToyCentering holds the critic component's mean under μ = (P + Q)/2 at zero,
   Ω = ½ E_P[h] + ½ E_Q[h],
 
 with a multiplier λ and penalty ρ (augmented Lagrangian, as Fisher and Sobolev), and after
-every critic update clips the fake direction v to [−v_bound, v_bound]. A gin file uses it with
+every critic update clips the fake direction v to [−v_bound, v_bound]. A library module
+decorates its class with `@constraint.register`; here the class is registered by the module
+a gin file imports (register_toy_constraint.py), so that this test process registers it only
+for the block that needs it (`constraint.registered`). A gin file uses it with
 
-  import tests.training.toy_constraint
+  import tests.training.register_toy_constraint
   train.constraints = [@ToyCentering()]
 """
 import dataclasses
@@ -21,7 +24,6 @@ def centering_omega(mean_real, mean_fake):
   return 0.5 * mean_real + 0.5 * mean_fake
 
 
-@constraint.register
 @dataclasses.dataclass(frozen=True)
 class ToyCentering(constraint.Constraint):
   component: str = 'f'

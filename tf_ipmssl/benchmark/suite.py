@@ -1,7 +1,7 @@
 """Builds each benchmark config from the library's own pieces and times it.
 
 Everything timed is the code a training run executes: networks from tf_ipmssl.networks,
-optimizers and run state from tf_ipmssl.training.trainer.build_run, the compiled
+optimizers and run state from tf_ipmssl.training.run.Run.build, the compiled
 `TrainingSteps.ssl_iteration` / `supervised_iteration`, `evaluation.make_predict_fn`, the
 SavedModel of `export.export_classifier` and `pipelines.training_stream`. The data are random
 uint8 images (no dataset is read).
@@ -35,8 +35,8 @@ from tf_ipmssl.benchmark import timing
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import export
-from tf_ipmssl.training import steps as steps_lib
-from tf_ipmssl.training import trainer
+from tf_ipmssl.training import run as run_lib
+from tf_ipmssl.training import run_config as run_config_lib
 
 NUM_CLASSES = 10
 IMAGE_SHAPE = (32, 32, 3)
@@ -78,28 +78,32 @@ def synthetic_data(seed=0, num_images=NUM_SYNTHETIC_IMAGES):
   return images, labels
 
 
-def build_networks(config, variant, options) -> trainer.Run:
-  """Networks, optimizers and run state as trainer.train builds them (trainer.build_run)."""
+def run_config(config, variant, options) -> run_config_lib.RunConfig:
+  """The RunConfig of a benchmark config: K+1, λ_CE 1.5, the config's constraints, learning
+  rate and n_c, the variant's precision and XLA setting, the options' batch and seed."""
+  return run_config_lib.RunConfig.create(
+      mode='ssl' if config.kind == configs_lib.SSL else 'supervised', formulation='kplus1',
+      constraints=config.constraints, lambda_ce=1.5, batch_size=options.batch_size,
+      critic_iterations=config.critic_iterations, steps=1, seed=options.seed,
+      critic_learning_rate=config.learning_rate, generator_learning_rate=config.learning_rate,
+      jit_compile=variant.jit_compile,
+      mixed_precision=None if variant.precision == 'float32' else variant.precision)
+
+
+def build_networks(config, variant, options) -> run_lib.Run:
+  """Networks, optimizers and run state as bin/train builds them (run.Run.build)."""
   keras.utils.set_random_seed(options.seed)
   with dtype_policy(variant.precision):
-    return trainer.build_run(
-        num_classes=NUM_CLASSES, image_shape=IMAGE_SHAPE, constraints=config.constraints,
-        seed=options.seed, critic_learning_rate=config.learning_rate,
-        generator_learning_rate=config.learning_rate, mixed_precision=variant.precision,
+    return run_lib.Run.build(
+        run_config(config, variant, options), num_classes=NUM_CLASSES, image_shape=IMAGE_SHAPE,
         critic_options={'normalization': config.normalization, 'width': options.width})
 
 
-def build_training_steps(config, variant, options, nets, critic_iterations):
-  """The run's TrainingSteps on the default (single-device) strategy, as trainer.train."""
-  return steps_lib.TrainingSteps(
-      steps_lib.StepConfig(
-          formulation='kplus1', constraints=config.constraints, lambda_ce=1.5,
-          global_batch_size=options.batch_size, critic_iterations=critic_iterations,
-          seed=options.seed, jit_compile=variant.jit_compile, loss_scaling=nets.loss_scaling,
-          critic_forward=variant.forward),
-      strategy=tf.distribute.get_strategy(), critic=nets.critic, generator=nets.generator,
-      critic_optimizer=nets.critic_optimizer, generator_optimizer=nets.generator_optimizer,
-      multipliers=nets.state.multipliers, counters=nets.state.counters)
+def build_training_steps(variant, nets, critic_iterations):
+  """The run's TrainingSteps on the default (single-device) strategy, at `critic_iterations`
+  and the variant's critic forward."""
+  return nets.training_steps(critic_iterations=critic_iterations,
+                             critic_forward=variant.forward)
 
 
 def _streams(data, options):
@@ -125,17 +129,16 @@ def _prepare_ssl(config, variant, options, data, stack):
   nets = build_networks(config, variant, options)
   n_c = config.critic_iterations
   b = options.batch_size
-  steps_1 = build_training_steps(config, variant, options, nets, critic_iterations=1)
+  steps_1 = build_training_steps(variant, nets, critic_iterations=1)
   labeled, unlabeled = _streams(data, options)
-  # pylint: disable-next=protected-access  (TrainingSteps' own per-replica generator step)
-  generator_step = tf.function(steps_1._generator_replica_step)
+  generator_step = tf.function(steps_1.generator_replica_step)
   # The real batch is read only by the feature-matching generator loss; the IPM loss ignores it.
   real_batch = tf.zeros([b, *IMAGE_SHAPE])
   fns = {'generator_step': lambda: generator_step(nets.state.counters['step'].read_value(),
                                                   real_batch),
          'iteration_1': lambda: steps_1.ssl_iteration(labeled, unlabeled)}
   if options.time_own_nc and n_c > 1:
-    steps_n = build_training_steps(config, variant, options, nets, critic_iterations=n_c)
+    steps_n = build_training_steps(variant, nets, critic_iterations=n_c)
     fns['iteration_nc'] = lambda: steps_n.ssl_iteration(labeled, unlabeled)
   critic_cost, generator_cost = _costs(nets)
   batched = variant.forward == 'batched'
@@ -168,7 +171,7 @@ def _prepare_ssl(config, variant, options, data, stack):
 def _prepare_supervised(config, variant, options, data, stack):
   del stack
   nets = build_networks(config, variant, options)
-  steps = build_training_steps(config, variant, options, nets, critic_iterations=1)
+  steps = build_training_steps(variant, nets, critic_iterations=1)
   labeled, _ = _streams(data, options)
   critic_cost, _ = _costs(nets)
   count = _both(flops.supervised_step_flops(critic_cost, options.batch_size))

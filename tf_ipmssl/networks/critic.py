@@ -159,6 +159,28 @@ class Critic(keras.Model):
     return fake_logit, class_logits
 
 
+def _check_arguments(num_classes, input_channels, normalization, width, input_dropout, dropout,
+                     leaky_relu_slope, init_stddev, image_size, bias_init):
+  """A ConfigError for an argument of build_critic of the wrong type, range or choice."""
+  if normalization not in normalization_lib.NORMALIZATIONS:
+    raise errors.ConfigError(
+        f'Unknown critic normalization {normalization!r}; valid: '
+        f'{", ".join(normalization_lib.NORMALIZATIONS)}.')
+  errors.check_number('build_critic.width', width, low=0.0, low_inclusive=False)
+  errors.check_number('build_critic.input_dropout', input_dropout, low=0.0, high=1.0)
+  errors.check_number('build_critic.dropout', dropout, low=0.0, high=1.0)
+  errors.check_number('build_critic.leaky_relu_slope', leaky_relu_slope)
+  errors.check_number('build_critic.init_stddev', init_stddev, low=0.0, low_inclusive=False)
+  errors.check_number('build_critic.image_size', image_size, integer=True, low=1)
+  if num_classes < 1 or input_channels < 1:
+    raise errors.ConfigError(
+        f'build_critic needs num_classes >= 1 and input_channels >= 1; got '
+        f'{num_classes}, {input_channels}.')
+  if bias_init not in BIAS_INITS:
+    raise errors.ConfigError(f'build_critic.bias_init = {bias_init!r} is not one of '
+                             f'{list(BIAS_INITS)}')
+
+
 @gin.configurable
 def build_critic(num_classes, input_channels, normalization='none', width=1.0,
                  input_dropout=0.2, dropout=0.5, leaky_relu_slope=0.2, init_stddev=0.02,
@@ -186,23 +208,8 @@ def build_critic(num_classes, input_channels, normalization='none', width=1.0,
   Raises:
     errors.ConfigError: unknown normalization, a value of the wrong type or range.
   """
-  if normalization not in normalization_lib.NORMALIZATIONS:
-    raise errors.ConfigError(
-        f'Unknown critic normalization {normalization!r}; valid: '
-        f'{", ".join(normalization_lib.NORMALIZATIONS)}.')
-  errors.check_number('build_critic.width', width, low=0.0, low_inclusive=False)
-  errors.check_number('build_critic.input_dropout', input_dropout, low=0.0, high=1.0)
-  errors.check_number('build_critic.dropout', dropout, low=0.0, high=1.0)
-  errors.check_number('build_critic.leaky_relu_slope', leaky_relu_slope)
-  errors.check_number('build_critic.init_stddev', init_stddev, low=0.0, low_inclusive=False)
-  errors.check_number('build_critic.image_size', image_size, integer=True, low=1)
-  if num_classes < 1 or input_channels < 1:
-    raise errors.ConfigError(
-        f'build_critic needs num_classes >= 1 and input_channels >= 1; got '
-        f'{num_classes}, {input_channels}.')
-  if bias_init not in BIAS_INITS:
-    raise errors.ConfigError(f'build_critic.bias_init = {bias_init!r} is not one of '
-                             f'{list(BIAS_INITS)}')
+  _check_arguments(num_classes, input_channels, normalization, width, input_dropout, dropout,
+                   leaky_relu_slope, init_stddev, image_size, bias_init)
   # One seed per kernel initializer, batch-norm gamma and dropout layer; 32 is enough.
   # The bias seeds come from their own stream so the other draws keep their seeds.
   seeds = iter(derive_seeds(seed, 32, stream=CRITIC_SEED_STREAM))

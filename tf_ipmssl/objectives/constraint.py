@@ -9,6 +9,8 @@ name a constraint kind:
   `self.name`. The objective sums them over replicas before Ω is formed (global_moments.py).
 - `omega(moments)`: Ω from those global moments; None for a constraint without one.
 - `penalty(omega, multiplier)`: its term in −L_D (λΩ + ρ/2·Ω² for a multiplier constraint).
+- `update_multiplier(multiplier, omega)`: its multiplier step after each critic update
+  (λ ← λ + ρΩ for a multiplier constraint).
 - `after_update(critic)`: runs after every critic update (weight clipping).
 - `needs_gradients_at_data` / `needs_gradients_at_interpolates`: which input gradients ∇_x h
   the objective computes for it (`ConstraintInputs.input_gradients`).
@@ -16,8 +18,11 @@ name a constraint kind:
 The maths stays in the pure module-level functions of each constraint's module; the methods
 only call them. A new constraint is one module: a subclass of `Constraint` decorated with
 `@register`, which makes it gin-configurable under its class name
-(`train.constraints = [@MyConstraint()]`) and lists it in the error messages.
+(`train.constraints = [@MyConstraint()]`) and lists it in the error messages. A name is
+registered once: a second class of the same name is refused. `registered(cls)` registers a
+class for the duration of a `with` block only (tests).
 """
+import contextlib
 import dataclasses
 from typing import Mapping, Optional
 
@@ -105,6 +110,12 @@ class Constraint:
       return None
     return multiplier * omega + 0.5 * self.rho * tf.square(omega)
 
+  def update_multiplier(self, multiplier: tf.Variable, omega: tf.Tensor) -> None:
+    """The multiplier step after a critic update, with that update's Ω (cross-replica
+    context): λ ← λ + ρΩ for a multiplier constraint; nothing for the others."""
+    if self.has_multiplier:
+      multiplier.assign_add(self.rho * omega)
+
   def after_update(self, critic) -> None:
     """Runs after every critic update (cross-replica context); nothing by default."""
     del critic
@@ -134,12 +145,38 @@ def scale_penalty_weights(constraints, scale):
 
 
 def register(cls):
-  """Class decorator: a gin-configurable constraint under its class name, listed as choice."""
+  """Class decorator: a gin-configurable constraint under its class name, listed as choice.
+
+  Raises ValueError when another class was registered under the same name.
+  """
   if not (isinstance(cls, type) and issubclass(cls, Constraint)):
     raise TypeError(f'{cls!r} is not a subclass of Constraint')
+  name = cls.__name__
+  if name in _REGISTRY:
+    raise ValueError(f'a constraint named {name} is already registered '
+                     f'({_REGISTRY[name].__module__}); give the new class another name')
   configurable = gin.configurable(cls)
-  _REGISTRY[cls.__name__] = configurable
+  _REGISTRY[name] = configurable
   return configurable
+
+
+@contextlib.contextmanager
+def registered(cls):
+  """Registers constraint class `cls` (as `register`) for the `with` block only; yields the
+  gin-configurable class. For tests: the registry and gin's are as before afterwards."""
+  configurable = register(cls)
+  try:
+    yield configurable
+  finally:
+    del _REGISTRY[cls.__name__]
+    _unregister_from_gin(cls)
+
+
+def _unregister_from_gin(cls):
+  # gin has no public way to forget a configurable; its two registries are plain maps.
+  info = gin.config._INVERSE_REGISTRY.pop(cls, None)  # pylint: disable=protected-access
+  if info is not None:
+    gin.config._REGISTRY.pop(info.selector)  # pylint: disable=protected-access
 
 
 def registered_names() -> tuple:

@@ -107,42 +107,56 @@ def critic_objective(
   batched = is_batched(critic, forward)
   # The released code's [B, B] f comes from f+ [B] − v·Φ [B, 1]; its plain f is v·Φ alone.
   pairwise_f = reference_pairwise_f and formulation != 'plain'
+  inputs = {_LABELED: x_labeled, _REAL: x_real, _FAKE: x_fake}
+  interpolates = _interpolates(x_real, x_fake, constraints, alpha_seed)
+  if interpolates is not None:
+    inputs[_INTERP] = interpolates
+  raw, outputs, input_grads = _forward(critic, inputs, constraints, formulation, batched,
+                                       training, global_batch_size, pairwise_f)
+  # Moments, λ and B take the critic's dtype (float32 in training, float64 in gradient checks).
+  dtype = raw[_REAL][0].dtype
+  b = tf.cast(global_batch_size, dtype)
+  m = _local_moments(raw, outputs, y_labeled, constraints, input_grads, b, dtype, pairwise_f)
+  lambdas = {name: tf.stop_gradient(
+      tf.cast(tf.convert_to_tensor(v, dtype_hint=dtype), dtype))
+             for name, v in multipliers.items()}
+  objective = _objective_fn(constraints, lambdas, lambda_ce, ipm_weight)
+  surrogate, _, (values, omegas) = global_moments.objective_of_global_moments(
+      m, objective, all_reduce_sum)
+  return ObjectiveResult(surrogate_loss=surrogate, values=values, omegas=omegas)
+
+
+
+def _interpolates(x_real, x_fake, constraints, alpha_seed):
+  """The gradient penalties' interpolates between real and generated batches, or None."""
   gp_constraints = [c for c in constraints if c.needs_gradients_at_interpolates]
+  if not gp_constraints:
+    return None
+  per_example = {c.per_example_alpha for c in gp_constraints}
+  if len(per_example) > 1:
+    raise errors.ConfigError('all gradient penalties must draw α the same way: bind the '
+                             'same `per_example_alpha` on every @GradientPenalty()')
+  seed = alpha_seed if alpha_seed is not None else tf.constant([0, 0], tf.int32)
+  alpha = gradient_penalty.interpolation_weights(tf.shape(x_real)[0], seed,
+                                                 per_example=per_example.pop(),
+                                                 dtype=x_real.dtype)
+  return gradient_penalty.interpolates(x_real, x_fake, alpha)
+
+
+def _forward(critic, inputs, constraints, formulation, batched, training, global_batch_size,
+             pairwise_f):
+  """The critic on every batch, and the input gradients ∇_x h the constraints need.
+
+  Returns (raw (v·Φ, S(Φ)) per batch, CriticOutputs per batch, {component: {row: ∇_x h}}).
+  """
   # Components whose input gradients are needed (at data points and/or interpolates).
   grad_components = sorted({c.component for c in constraints
                             if c.needs_gradients_at_data or c.needs_gradients_at_interpolates})
-
-  inputs = {_LABELED: x_labeled, _REAL: x_real, _FAKE: x_fake}
-  if gp_constraints:
-    per_example = {c.per_example_alpha for c in gp_constraints}
-    if len(per_example) > 1:
-      raise errors.ConfigError('all gradient penalties must draw α the same way: bind the '
-                               'same `per_example_alpha` on every @GradientPenalty()')
-    seed = alpha_seed if alpha_seed is not None else tf.constant([0, 0], tf.int32)
-    alpha = gradient_penalty.interpolation_weights(tf.shape(x_real)[0], seed,
-                                                   per_example=per_example.pop(),
-                                                   dtype=x_real.dtype)
-    inputs[_INTERP] = gradient_penalty.interpolates(x_real, x_fake, alpha)
-
   # The inner tape only needs input gradients: it watches inputs, never the weights.
   with tf.GradientTape(persistent=len(grad_components) > 1,
                        watch_accessed_variables=False) as inner:
     if batched:
-      # Two stacked calls: the rows whose input gradient a constraint needs (watched), and
-      # the rest. The double backward of Sobolev/GP then runs over those rows only.
-      grad_rows = set().union(*[c.gradient_rows() for c in constraints])
-      grad_group = [n for n in inputs if n in grad_rows]
-      raw = {}
-      for group in ([n for n in inputs if n not in grad_rows], grad_group):
-        if not group:
-          continue
-        sizes = [tf.shape(inputs[n])[0] for n in group]
-        stacked = tf.concat([inputs[n] for n in group], axis=0)
-        if group is grad_group:
-          inner.watch(stacked)
-          grad_stack, grad_sizes = stacked, sizes
-        fake_logit, class_logits = critic(stacked, training=training)
-        raw.update(zip(group, zip(tf.split(fake_logit, sizes), tf.split(class_logits, sizes))))
+      raw, grad_stack = _batched_calls(critic, inputs, constraints, inner, training)
     else:
       if grad_components:
         inner.watch([x for name, x in inputs.items() if name != _LABELED])
@@ -155,23 +169,45 @@ def critic_objective(
       targets[component] = (sorted(rows), tf.add_n(
           [tf.reduce_sum(outputs[r].component(component)) for r in sorted(rows)]))
 
-  # Moments, λ and B take the critic's dtype (float32 in training, float64 in gradient checks).
-  dtype = raw[_REAL][0].dtype
-  b = tf.cast(global_batch_size, dtype)
   input_grads = {}
   for component, (rows, target) in targets.items():
-    sources = [grad_stack] if batched else [inputs[r] for r in rows]
+    sources = [grad_stack[0]] if batched else [inputs[r] for r in rows]
     grads = inner.gradient(target, sources)
     if batched:
-      split = dict(zip(grad_group, tf.split(grads[0], grad_sizes)))
+      split = dict(zip(grad_stack[1], tf.split(grads[0], grad_stack[2])))
       grads = [split[r] for r in rows]
     if pairwise_f and component == 'f':
       # ∂/∂x_k Σ_ij (f+(x_j) − f-(x_i)) = B·∇f(x_k): the released code's broadcast f.
       grads = [tf.cast(global_batch_size, g.dtype) * g for g in grads]
     input_grads[component] = dict(zip(rows, grads))
   del inner
+  return raw, outputs, input_grads
 
-  # Replica-local contributions to every global mean (local sum / global batch size).
+
+def _batched_calls(critic, inputs, constraints, tape, training):
+  """Two stacked critic calls: the rows whose input gradient a constraint needs (watched by
+  `tape`), and the rest. The double backward of Sobolev/GP then runs over those rows only.
+
+  Returns (raw outputs per batch, (watched stack, its batch names, their sizes) or None).
+  """
+  grad_rows = set().union(*[c.gradient_rows() for c in constraints])
+  grad_group = [n for n in inputs if n in grad_rows]
+  raw, grad_stack = {}, None
+  for group in ([n for n in inputs if n not in grad_rows], grad_group):
+    if not group:
+      continue
+    sizes = [tf.shape(inputs[n])[0] for n in group]
+    stacked = tf.concat([inputs[n] for n in group], axis=0)
+    if group is grad_group:
+      tape.watch(stacked)
+      grad_stack = (stacked, grad_group, sizes)
+    fake_logit, class_logits = critic(stacked, training=training)
+    raw.update(zip(group, zip(tf.split(fake_logit, sizes), tf.split(class_logits, sizes))))
+  return raw, grad_stack
+
+
+def _local_moments(raw, outputs, y_labeled, constraints, input_grads, b, dtype, pairwise_f):
+  """Replica-local contributions to every global mean (local sum / global batch size)."""
   m = {
       'mean_f_real': tf.reduce_sum(outputs[_REAL].f) / b,
       'mean_f_fake': tf.reduce_sum(outputs[_FAKE].f) / b,
@@ -182,17 +218,16 @@ def critic_objective(
   m['labeled_accuracy'] = tf.reduce_sum(tf.cast(tf.equal(
       tf.argmax(labeled_logits, axis=-1, output_type=tf.int32),
       tf.cast(y_labeled, tf.int32)), dtype)) / b
-
   for c in constraints:
     m.update(c.local_moments(constraint_lib.ConstraintInputs(
         outputs={_REAL: outputs[_REAL], _FAKE: outputs[_FAKE]},
         input_gradients=input_grads.get(c.component, {}), global_batch_size=b,
         pairwise_f=pairwise_f)))
+  return m
 
-  lambdas = {name: tf.stop_gradient(
-      tf.cast(tf.convert_to_tensor(v, dtype_hint=dtype), dtype))
-             for name, v in multipliers.items()}
 
+def _objective_fn(constraints, lambdas, lambda_ce, ipm_weight):
+  """−L_D as a function of the global moments: (loss, (logged values, Ω per multiplier))."""
   def objective(gm):
     ipm = gm['mean_f_real'] - gm['mean_f_fake']
     loss = (-ipm if ipm_weight is None else -tf.cast(ipm_weight, ipm.dtype) * ipm)
@@ -215,8 +250,4 @@ def critic_objective(
       values[f'omega/{c.name}'] = omega
     values['critic_loss'] = loss
     return loss, (values, omegas)
-
-  surrogate, _, (values, omegas) = global_moments.objective_of_global_moments(
-      m, objective, all_reduce_sum)
-  return ObjectiveResult(surrogate_loss=surrogate, values=values, omegas=omegas)
-
+  return objective

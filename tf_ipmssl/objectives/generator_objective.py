@@ -4,8 +4,11 @@ f is the full critic of the chosen formulation (plain: v·Φ), evaluated with th
 training mode (dropout on) and its weights frozen (the caller differentiates only the
 generator's variables). Linear in the batch, so replica-local sums need no all-reduce.
 """
+import dataclasses
+
 import tensorflow as tf
 
+from tf_ipmssl import errors
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.objectives import global_moments
 
@@ -17,7 +20,6 @@ def generator_objective(critic, x_fake, *, formulation, global_batch_size, train
   return -tf.reduce_sum(f) / tf.cast(global_batch_size, f.dtype)
 
 
-GENERATOR_LOSSES = ('ipm', 'feature_matching')
 
 
 def feature_matching_objective(critic, x_real, x_fake, *, global_batch_size, training=True,
@@ -42,3 +44,54 @@ def feature_matching_objective(critic, x_real, x_fake, *, global_batch_size, tra
   surrogate, value, _ = global_moments.objective_of_global_moments(moments, objective,
                                                                    all_reduce_sum)
   return surrogate, value
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratorLoss:
+  """A generator loss (train.generator_loss names it): called in a replica's context inside
+  the generator's gradient tape, returns (this replica's surrogate loss, whose gradients sum
+  to ∇L_G over replicas; this replica's share of the logged L_G, summed over replicas)."""
+  name = 'generator_loss'
+
+  def __call__(self, critic, x_real, x_fake, *, formulation, global_batch_size,
+               num_replicas, all_reduce_sum):
+    raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class IPMGeneratorLoss(GeneratorLoss):
+  """The paper's L_G = −E_Q f (generator_objective); the real batch is not read."""
+  name = 'ipm'
+
+  def __call__(self, critic, x_real, x_fake, *, formulation, global_batch_size,
+               num_replicas, all_reduce_sum):
+    del x_real, num_replicas, all_reduce_sum
+    loss = generator_objective(critic, x_fake, formulation=formulation,
+                               global_batch_size=global_batch_size, training=True)
+    return loss, loss
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureMatchingLoss(GeneratorLoss):
+  """‖E_P Φ − E_Q Φ‖² (feature_matching_objective), an option not in the paper."""
+  name = 'feature_matching'
+
+  def __call__(self, critic, x_real, x_fake, *, formulation, global_batch_size,
+               num_replicas, all_reduce_sum):
+    del formulation
+    surrogate, loss = feature_matching_objective(
+        critic, x_real, x_fake, global_batch_size=global_batch_size,
+        all_reduce_sum=all_reduce_sum)
+    # The value is the global L_G on every replica; the caller sums the replicas' shares.
+    return surrogate, loss / num_replicas
+
+
+GENERATOR_LOSSES = {loss.name: loss for loss in (IPMGeneratorLoss(), FeatureMatchingLoss())}
+
+
+def get_generator_loss(name) -> GeneratorLoss:
+  """The generator loss bound as train.generator_loss; a ConfigError for an unknown name."""
+  if name not in GENERATOR_LOSSES:
+    raise errors.ConfigError(f'train.generator_loss = {name!r} is not one of '
+                             f'{list(GENERATOR_LOSSES)}')
+  return GENERATOR_LOSSES[name]

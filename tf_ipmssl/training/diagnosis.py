@@ -18,57 +18,24 @@ cosine between the IPM and CE gradients (negative: the unlabeled term works agai
 labeled one). Also recorded: E_P f, E_Q f, CE, Ω and λ per constraint at the checkpoint.
 """
 import dataclasses
-import os
-from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
-from tf_ipmssl import run_files
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.data import ssl_data
-from tf_ipmssl.networks import critic as critic_lib
-from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import critic_objective as critic_objective_lib
-from tf_ipmssl.objectives import constraint as constraint_lib
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.training import random_streams
-from tf_ipmssl.training import restore
+from tf_ipmssl.training import run as run_lib
 
 
-@dataclasses.dataclass(frozen=True)
-class RunSettings:
-  formulation: str
-  constraints: tuple
-  lambda_ce: float
-  reference_pairwise_f: bool
-  batch_size: int
-  seed: int
-  ipm_rampup_updates: Optional[int] = None  # train.ipm_rampup_updates of the run.
-
-
-def run_settings():
-  """The objective's settings of the run whose gin config is parsed."""
-  references = restore.bound_value('train.constraints', [])
-  constraints = constraint_lib.scale_penalty_weights(
-      tuple(r.scoped_configurable_fn() if hasattr(r, 'scoped_configurable_fn') else r
-            for r in references),
-      float(restore.bound_value('train.constraint_penalty_scale', 1.0)))
-  return RunSettings(
-      formulation=restore.bound_value('train.formulation', 'kplus1'), constraints=constraints,
-      lambda_ce=float(restore.bound_value('train.lambda_ce', 1.5)),
-      reference_pairwise_f=bool(restore.bound_value('train.reference_pairwise_f', False)),
-      batch_size=int(restore.bound_value('train.batch_size', 64)),
-      seed=int(restore.bound_value('train.seed', 0)),
-      ipm_rampup_updates=restore.bound_value('train.ipm_rampup_updates', None))
-
-
-def _fixed_batches(data, settings, num_batches, noise_dim):
+def _fixed_batches(data, batch_size, num_batches, noise_dim):
   """num_batches (x_l, y_l, x_p, x_q) drawn once with a fixed seed, shared by all checkpoints."""
   rng = np.random.default_rng(12345)
-  b = settings.batch_size
+  b = batch_size
   batches = []
   for i in range(num_batches):
     li = rng.choice(len(data.labeled_labels), b, replace=len(data.labeled_labels) < b)
@@ -90,14 +57,15 @@ def _without_weight(constraint):
   return dataclasses.replace(constraint, **zero) if zero else constraint
 
 
-def _gradient(critic, variables, batch, x_q, settings, constraints, lambda_ce, multipliers,
+def _gradient(critic, variables, batch, x_q, config, constraints, lambda_ce, multipliers,
               ipm_weight):
   x_l, y_l, x_p, _ = batch
   with tf.GradientTape() as tape:
     result = critic_objective_lib.critic_objective(
-        critic, x_l, y_l, x_p, x_q, formulation=settings.formulation, constraints=constraints,
-        multipliers=multipliers, lambda_ce=lambda_ce, global_batch_size=settings.batch_size,
-        reference_pairwise_f=settings.reference_pairwise_f, training=True,
+        critic, x_l, y_l, x_p, x_q, formulation=config.objective.formulation,
+        constraints=constraints, multipliers=multipliers, lambda_ce=lambda_ce,
+        global_batch_size=config.loop.batch_size,
+        reference_pairwise_f=config.objective.reference_pairwise_f, training=True,
         ipm_weight=ipm_weight)
   return tape.gradient(result.surrogate_loss, variables), result.values
 
@@ -106,18 +74,20 @@ def _flat(grads):
   return np.concatenate([g.numpy().ravel() for g in grads if g is not None])
 
 
-def diagnose_checkpoint(critic, generator, multipliers, batches, settings, critic_iteration=0):
-  """The gradient split and the critic's values at the restored weights (see module doc).
+def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_iteration=0):
+  """The gradient split and the critic's values at the restored weights (see module doc);
+  `config` is the run's RunConfig.
 
   With the run's IPM ramp-up, the IPM term is weighted as the run weighted it at the next
   critic update (`critic_iteration` updates done): w = ipm_rampup.rampup_weight, reported as
   'ipm_weight'.
   """
+  objective = config.objective
   ipm_weight = None
-  if settings.ipm_rampup_updates is not None:
-    ipm_weight = ipm_rampup.rampup_weight(critic_iteration, settings.ipm_rampup_updates)
+  if objective.ipm_rampup_updates is not None:
+    ipm_weight = ipm_rampup.rampup_weight(critic_iteration, objective.ipm_rampup_updates)
   variables = critic.body.trainable_variables
-  zeroed = tuple(_without_weight(c) for c in settings.constraints)
+  zeroed = tuple(_without_weight(c) for c in objective.constraints)
   zero_multipliers = {k: 0.0 for k in multipliers}
   states = {k: v.numpy() for k, v in critic.dropout_rng.states.items()}
   rows = []
@@ -125,11 +95,11 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, settings, criti
     x_q = tf.cast(generator(batch[3], training=True), tf.float32)
     outs = []
     for constraints, lambda_ce, lambdas in (
-        (zeroed, 0.0, zero_multipliers), (zeroed, settings.lambda_ce, zero_multipliers),
-        (settings.constraints, settings.lambda_ce, multipliers)):
+        (zeroed, 0.0, zero_multipliers), (zeroed, objective.lambda_ce, zero_multipliers),
+        (objective.constraints, objective.lambda_ce, multipliers)):
       for k, v in critic.dropout_rng.states.items():
         v.assign(states[k])
-      grads, values = _gradient(critic, variables, batch, x_q, settings, constraints,
+      grads, values = _gradient(critic, variables, batch, x_q, config, constraints,
                                 lambda_ce, lambdas, ipm_weight)
       outs.append((_flat(grads), values))
     g_ipm, (g_ipm_ce, values) = outs[0][0], (outs[1][0], outs[2][1])
@@ -138,10 +108,10 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, settings, criti
     norms = [float(np.linalg.norm(g)) for g in (g_ipm, g_ce, g_con)]
     fake_logit, class_logits = critic(batch[2], training=False)
     f_real = formulations.critic_outputs(
-        fake_logit, class_logits, settings.formulation).f
+        fake_logit, class_logits, objective.formulation).f
     fake_logit, class_logits = critic(x_q, training=False)
     f_fake = formulations.critic_outputs(
-        fake_logit, class_logits, settings.formulation).f
+        fake_logit, class_logits, objective.formulation).f
     row = {'grad_norm/ipm': norms[0], 'grad_norm/ce': norms[1], 'grad_norm/constraints': norms[2],
            'cos_ipm_ce': float(g_ipm @ g_ce / max(norms[0] * norms[1], 1e-30)),
            'mean_f_real': float(tf.reduce_mean(f_real)),
@@ -164,34 +134,22 @@ def diagnose_run(model_dir, num_batches=4):
   The caller registers the gin configurables first (bin/diagnose imports
   `tf_ipmssl.configurables`).
   """
-  restore.parse_run_config(model_dir)
-  settings = run_settings()
-  if restore.bound_value('train.mode', 'ssl') != 'ssl':
+  run = run_lib.Run.from_model_dir(model_dir, skip_unknown=False)
+  if not run.config.objective.algorithm.trains_generator:
     raise errors.UserError(f'{model_dir} is a supervised run: there is no IPM term to split')
-  constraints = constraint_lib.validate_constraints(settings.formulation, settings.constraints)
-  settings = dataclasses.replace(settings, constraints=constraints)
   data = ssl_data.build_ssl_data()
-  critic = critic_lib.build_critic(num_classes=data.num_classes,
-                                   input_channels=data.image_shape[-1], seed=settings.seed)
-  generator = generator_lib.build_generator(output_channels=data.image_shape[-1],
-                                            seed=settings.seed)
-  multipliers = {c.name: tf.Variable(0.0, name=f'lambda_{c.name}')
-                 for c in constraints if c.has_multiplier}
-  critic_iteration = tf.Variable(0, dtype=tf.int64, trainable=False)
-  checkpoint = tf.train.Checkpoint(critic=critic, generator=generator,
-                                   multipliers=tf.train.Checkpoint(**multipliers),
-                                   critic_iteration=critic_iteration)
-  directory = os.path.join(model_dir, run_files.CHECKPOINT_DIR)
-  state = tf.train.get_checkpoint_state(directory)
+  state = tf.train.get_checkpoint_state(run.manager.directory)
   if state is None:
-    raise errors.UserError(f'no checkpoints in {directory}; train first (bin/train)')
+    raise errors.UserError(f'no checkpoints in {run.manager.directory}; train first '
+                           '(bin/train)')
   paths = sorted(state.all_model_checkpoint_paths, key=lambda p: int(p.rsplit('-', 1)[1]))
-  batches = _fixed_batches(data, settings, num_batches, generator.noise_dim)
+  batches = _fixed_batches(data, run.config.loop.batch_size, num_batches,
+                           run.generator.noise_dim)
   results = []
   for path in paths:
-    checkpoint.restore(path).expect_partial()
-    row = diagnose_checkpoint(critic, generator, multipliers, batches, settings,
-                              int(critic_iteration.numpy()))
+    run.restore(path)
+    row = diagnose_checkpoint(run.critic, run.generator, run.state.multipliers, batches,
+                              run.config, int(run.state.counters['critic_iteration'].numpy()))
     row['step'] = int(path.rsplit('-', 1)[1])
     results.append(row)
   return results

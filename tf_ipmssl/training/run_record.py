@@ -2,6 +2,9 @@
 
 - config.gin: the full gin configuration the run was started with (its identity: resuming
   with a different one is refused, so an existing run is never silently mixed with another).
+- run_config.json: the validated run configuration (run_config.RunConfig.to_json): every
+  train setting as used (scaled learning rates and ρ included) and the data and network
+  bindings.
 - operative_config.gin: the gin parameters actually used, written once the first step ran.
 - versions.json: (of the first start; each resume appended under 'resumes') library,
   TensorFlow, Keras, Python, NumPy versions, the command line and
@@ -59,15 +62,15 @@ def check_config(model_dir):
         'same --gin_file/--gin_bindings, or use a new --model_dir')
 
 
-def record_start(model_dir, resuming):
-  """Writes config.gin and versions.json; on resume, refuses a different configuration.
+def record_start(model_dir, resuming, config):
+  """Writes config.gin, run_config.json (`config`, a RunConfig, as JSON) and versions.json.
 
-  versions.json keeps the first start's record; each resume appends to its 'resumes'.
+  The caller has checked a resumed run's configuration (check_config) before. versions.json
+  keeps the first start's record; each resume (`resuming`) appends to its 'resumes'.
   """
   tf.io.gfile.makedirs(model_dir)
-  if resuming:
-    check_config(model_dir)
   run_files.write_text(os.path.join(model_dir, run_files.CONFIG_FILE), gin.config_str())
+  run_files.write_json(model_dir, run_files.RUN_CONFIG_FILE, config.to_json())
   session = {
       'tf_ipmssl': tf_ipmssl.__version__, 'tensorflow': tf.__version__,
       'keras': keras.__version__, 'numpy': np.__version__, 'python': platform.python_version(),
@@ -120,6 +123,28 @@ def read_dataset(model_dir):
     raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no '
                            f'{run_files.DATASET_FILE})')
   return dataset
+
+
+def parse_run_config(model_dir, skip_unknown=False):
+  """Replaces the gin configuration with the one the run in model_dir was started with.
+
+  The program registers the gin configurables first (it imports `tf_ipmssl.configurables`);
+  skip_unknown ignores bindings of configurables not registered in this process.
+  """
+  path = os.path.join(model_dir, run_files.CONFIG_FILE)
+  if not run_files.exists(path):
+    raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no {path})')
+  gin.clear_config()
+  with gin.unlock_config():
+    gin.parse_config_file(path, skip_unknown=skip_unknown)
+
+
+def bound_value(name, default=None):
+  """The value bound to gin parameter `name` ('configurable.parameter'), `default` if unbound."""
+  try:
+    return gin.query_parameter(name)
+  except ValueError:
+    return default
 
 
 def record_operative_config(model_dir):

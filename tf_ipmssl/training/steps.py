@@ -24,6 +24,9 @@ from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import weight_averaging
 
 
+_IPM_LOSS = generator_objective_lib.IPMGeneratorLoss()
+
+
 def _global_norm(tensors):
   return tf.linalg.global_norm([t for t in tensors if t is not None])
 
@@ -45,7 +48,7 @@ class StepConfig:
     loss_scaling: scale the losses (the mixed_float16 LossScaleOptimizers).
     average_decay: decay of the averaged critic, if there is one.
     ipm_rampup_updates: None, or the critic updates of the IPM ramp-up (ipm_rampup.py).
-    generator_loss: 'ipm' or 'feature_matching'.
+    generator_loss: the generator_objective.GeneratorLoss (IPM or feature matching).
     critic_forward: how the critic objective passes the batches through the critic: 'auto'
       (separate passes iff the critic has batch norm), 'batched' or 'separate'
       (critic_objective.is_batched).
@@ -63,7 +66,7 @@ class StepConfig:
   loss_scaling: bool = False
   average_decay: Optional[float] = None
   ipm_rampup_updates: Optional[int] = None
-  generator_loss: str = 'ipm'
+  generator_loss: generator_objective_lib.GeneratorLoss = _IPM_LOSS
   critic_forward: str = 'auto'
 
   def __post_init__(self):
@@ -91,9 +94,6 @@ class TrainingSteps:
       raise errors.ConfigError(
           f'the batch size {config.global_batch_size} does not split evenly over '
           f'{strategy.num_replicas_in_sync} replicas; choose a multiple of the replica count')
-    if config.generator_loss not in generator_objective_lib.GENERATOR_LOSSES:
-      raise errors.ConfigError(f'train.generator_loss = {config.generator_loss!r} is not one '
-                               f'of {list(generator_objective_lib.GENERATOR_LOSSES)}')
     critic_objective_lib.is_batched(critic, config.critic_forward)  # ValueError if it can't.
     self.config = config
     self.strategy = strategy
@@ -166,16 +166,12 @@ class TrainingSteps:
     variables = self.generator.trainable_variables
     with tf.GradientTape() as tape:
       x_fake = tf.cast(self.generator(z, training=True), tf.float32)
-      if self.config.generator_loss == 'feature_matching':
-        surrogate, loss = generator_objective_lib.feature_matching_objective(
-            self.critic, x_real, x_fake, global_batch_size=self.config.global_batch_size,
-            all_reduce_sum=global_moments.replica_all_reduce_sum)
-        # The logged value is the global L_G, summed back over replicas below.
-        loss = loss / self.strategy.num_replicas_in_sync
-      else:
-        surrogate = loss = generator_objective_lib.generator_objective(
-            self.critic, x_fake, formulation=self.config.formulation,
-            global_batch_size=self.config.global_batch_size, training=True)
+      # The logged value is summed back over replicas (generator_replica_step).
+      surrogate, loss = self.config.generator_loss(
+          self.critic, x_real, x_fake, formulation=self.config.formulation,
+          global_batch_size=self.config.global_batch_size,
+          num_replicas=self.strategy.num_replicas_in_sync,
+          all_reduce_sum=global_moments.replica_all_reduce_sum)
       scaled = self._scaled(self.generator_optimizer, surrogate)
     grads = tape.gradient(scaled, variables)
     return grads, loss
@@ -202,7 +198,8 @@ class TrainingSteps:
     values = dict(values, **{'grad_norm/critic': _global_norm(grads)})
     return values, omegas
 
-  def _generator_replica_step(self, step, x_real):
+  def generator_replica_step(self, step, x_real):
+    """One generator update in a replica's context (the benchmark times it alone)."""
     local_b = self.config.global_batch_size // self.strategy.num_replicas_in_sync
     grads, loss = self._generator_gradients(step, local_b, x_real)
     self.generator_optimizer.apply_gradients(zip(grads, self.generator.trainable_variables))
@@ -237,8 +234,8 @@ class TrainingSteps:
       # Ω and the logged values come from all-reduced moments: identical on every replica.
       omegas = self._first_replica(per_replica_omegas)
       for constraint in self.config.constraints:
-        if constraint.has_multiplier:
-          self.multipliers[constraint.name].assign_add(constraint.rho * omegas[constraint.name])
+        constraint.update_multiplier(self.multipliers.get(constraint.name),
+                                     omegas.get(constraint.name))
       for constraint in self.config.constraints:  # E.g. weight clipping.
         constraint.after_update(self.critic)
       self.counters['critic_iteration'].assign_add(1)
@@ -248,7 +245,7 @@ class TrainingSteps:
           tf.distribute.ReduceOp.MEAN, per_replica_values['grad_norm/critic'], axis=None)
     # Feature matching compares with the last critic iteration's real batch (no extra draw).
     generator_values = self.strategy.run(
-        self._generator_replica_step, args=(self.counters['step'].read_value(), x_real))
+        self.generator_replica_step, args=(self.counters['step'].read_value(), x_real))
     values.update(self._first_replica(generator_values))
     self.counters['step'].assign_add(1)
     self._mark_nonfinite(values)

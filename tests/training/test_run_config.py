@@ -1,0 +1,159 @@
+"""The run configuration: every train binding validated in one place, before the model dir is
+touched, recorded as JSON; and one constructor (run.Run) for every program's networks."""
+import ast
+import json
+import os
+import pathlib
+
+import gin
+import pytest
+
+from tests.training import runs
+from tf_ipmssl import configurables  # pylint: disable=unused-import
+from tf_ipmssl import errors
+from tf_ipmssl.objectives import fisher
+from tf_ipmssl.objectives import gradient_penalty
+from tf_ipmssl.objectives import sobolev
+from tf_ipmssl.training import algorithms
+from tf_ipmssl.training import run_config
+
+FISHER = [fisher.Fisher()]
+
+
+@pytest.mark.parametrize('bindings,fragment', [
+    ({'steps': 0}, 'train.steps must be an integer >= 1'),
+    ({'steps': 'ten'}, 'train.steps must be an integer'),
+    ({'steps': None}, 'set the training length'),
+    ({'batch_size': 0}, 'train.batch_size must be an integer >= 1'),
+    ({'eval_every': 2.5}, 'train.eval_every must be an integer'),
+    ({'critic_learning_rate': -1.0}, 'train.critic_learning_rate must be a number >= 0'),
+    ({'early_stopping_patience': 0}, 'train.early_stopping_patience must be an integer >= 1'),
+    ({'early_stopping_min_steps': -1}, 'train.early_stopping_min_steps must be an integer'),
+    ({'ipm_rampup_updates': True}, 'train.ipm_rampup_updates must be an integer'),
+    ({'mode': 'semi'}, "train.mode = 'semi' is not one of ['ssl', 'supervised']"),
+    ({'formulation': 'kplus2'}, "unknown critic formulation 'kplus2'"),
+    ({'generator_loss': 'hinge'}, "train.generator_loss = 'hinge' is not one of"),
+    ({'optimizer': 'sgd'}, "unknown optimizer 'sgd'"),
+    ({'adam_epsilon_placement': 'torch'}, 'train.adam_epsilon_placement'),
+    ({'mixed_precision': 'fp16'}, 'train.mixed_precision'),
+    ({'critic_ema_decay': 1.0}, 'train.critic_ema_decay must be None or a float in (0, 1)'),
+    ({'learning_rate_linear_decay_start': 1.0}, 'learning_rate_linear_decay_start'),
+    ({'baseline': 'runs.csv'}, 'train.baseline must be None or'),
+    ({'constraints': []}, 'the critic has no constraint'),
+    ({'formulation': 'plain', 'constraints': [fisher.Fisher('f-')]},
+     "'plain' formulation does not have"),
+])
+def test_every_field_is_validated(bindings, fragment):
+  with pytest.raises(errors.ConfigError) as raised:
+    run_config.RunConfig.create(**{'constraints': FISHER, 'steps': 10, **bindings})
+  assert fragment in str(raised.value)
+
+
+def test_groups_scales_and_algorithm():
+  config = run_config.RunConfig.create(
+      constraints=[fisher.Fisher(penalty_weight=1e-7), sobolev.Sobolev('f-', 1e-8),
+                   gradient_penalty.GradientPenalty('f', 10.0)],
+      critic_learning_rate=2e-4, generator_learning_rate=1e-4, learning_rate_scale=5.0,
+      constraint_penalty_scale=1000.0, steps=3, critic_iterations=5)
+  assert config.mode == 'ssl' and isinstance(config.objective.algorithm,
+                                             algorithms.SemiSupervised)
+  assert config.optimizers.critic_rate == 2e-4 * 5.0
+  assert config.optimizers.generator_rate == 1e-4 * 5.0
+  # ρ of the augmented-Lagrangian constraints scaled; λ_GP not.
+  assert [c.rho for c in config.objective.constraints[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
+  assert config.objective.constraints[2].weight == 10.0
+  assert config.loop.critic_iterations == 5
+  # The bindings it came from, unscaled: replace() validates and rescales from them.
+  assert config.bindings()['constraints'][0].penalty_weight == 1e-7
+  again = config.replace(steps=7)
+  assert again.loop.steps == 7 and again.objective == config.objective
+  supervised = run_config.RunConfig.create(mode='supervised', constraints=FISHER, steps=3)
+  assert supervised.objective.constraints == ()
+  assert supervised.objective.algorithm.iterations_per_step(5) == 1
+
+
+def test_json_names_every_setting():
+  gin.clear_config()
+  try:
+    gin.parse_config(['build_critic.width = 0.25', 'build_ssl_data.num_labeled = 100'])
+    config = run_config.RunConfig.create(constraints=[fisher.Fisher()], steps=3,
+                                         learning_rate_scale=2.0)
+    record = json.loads(json.dumps(config.to_json()))
+  finally:
+    gin.clear_config()
+  assert record['objective']['algorithm'] == 'ssl'
+  assert record['objective']['constraints'] == [
+      {'type': 'Fisher', 'name': 'fisher_f', 'component': 'f', 'penalty_weight': 1e-7}]
+  assert record['optimizers']['critic_rate'] == 2e-4 * 2.0
+  assert record['loop']['steps'] == 3 and record['numerics']['seed'] == 0
+  assert record['bindings']['build_critic'] == {'width': 0.25}
+  assert record['bindings']['build_ssl_data'] == {'num_labeled': 100}
+  fields = {name for group in ('objective', 'optimizers', 'loop', 'numerics')
+            for name in record[group]}
+  assert set(run_config.default_bindings()) - {'mode'} <= fields
+
+
+def _listing(directory):
+  """Every path under directory with its size and modification time."""
+  out = {}
+  for root, _, files in os.walk(directory):
+    for name in files:
+      stat = os.stat(os.path.join(root, name))
+      out[os.path.relpath(os.path.join(root, name), directory)] = (stat.st_size,
+                                                                   stat.st_mtime_ns)
+  return out
+
+
+def test_invalid_configuration_leaves_the_model_dir_as_it_was(tmp_path):
+  """bin/train refuses each invalid configuration in one line before it creates a model dir
+  or changes an existing run's (listing, sizes and times unchanged)."""
+  data_dir = runs.make_data(tmp_path / 'data')
+  existing = str(tmp_path / 'existing')
+  result = runs.run_train(existing, runs.tiny_bindings(data_dir, **{
+      'train.steps': 2, 'train.export_classifier': False}))
+  assert result.returncode == 0, result.stderr[-2000:]
+  # The run records its configuration as used, and metrics.json has one key per number.
+  with open(os.path.join(existing, 'run_config.json')) as f:
+    recorded = json.load(f)
+  assert recorded['loop']['steps'] == 2 and recorded['loop']['batch_size'] == 16
+  assert recorded['bindings']['build_critic'] == {'width': 0.0625}
+  with open(os.path.join(existing, 'metrics.json')) as f:
+    metrics = json.load(f)
+  assert set(metrics) == {'step', 'total_steps', 'finished', 'final', 'best', 'multipliers',
+                          'exported', 'wall_seconds_this_session'}
+  assert metrics['final']['step'] == 2 and metrics['final']['test_error'] is not None
+  before = _listing(existing)
+  for binding, fragment in (
+      ({'train.batch_size': '0'}, 'train.batch_size must be an integer >= 1'),
+      ({'train.mode': "'semi'"}, "train.mode = 'semi' is not one of"),
+      ({'train.early_stopping_patience': '5', 'build_ssl_data.validation_size': '0'},
+       'early_stopping_patience needs a validation split')):
+    for model_dir in (existing, str(tmp_path / 'new')):
+      result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **binding))
+      assert result.returncode == 1 and 'Traceback' not in result.stderr, result.stderr
+      assert fragment in result.stderr
+    assert _listing(existing) == before
+    assert not os.path.exists(tmp_path / 'new')
+
+
+def test_networks_and_optimizers_are_built_by_run_only():
+  """No program builds the critic, generator, multipliers or optimizers itself: the bin/
+  programs and the library call the builders in run.py alone (the benchmark, diagnose,
+  evaluate and export go through run.Run)."""
+  root = runs.REPO_ROOT
+  builders = {'build_critic', 'build_generator', 'make_optimizer', 'RunState'}
+  callers = set()
+  for path in list((root / 'tf_ipmssl').rglob('*.py')) + list((root / 'bin').iterdir()):
+    text = path.read_text(errors='replace') if path.is_file() else ''
+    if not (path.suffix == '.py' or text.startswith('#!/usr/bin/env python')):
+      continue  # bin/setup and the like are shell scripts.
+    for node in ast.walk(ast.parse(text)):
+      if isinstance(node, ast.Call):
+        name = getattr(node.func, 'attr', getattr(node.func, 'id', None))
+        if name in builders:
+          callers.add(path.relative_to(root).as_posix())
+  assert callers == {'tf_ipmssl/training/run.py'}
+  for program in ('evaluate', 'export'):
+    assert 'Run.from_model_dir' in (root / 'bin' / program).read_text()
+  assert 'Run.from_model_dir' in pathlib.Path(root / 'tf_ipmssl/training/diagnosis.py').read_text()
+  assert 'Run.build' in pathlib.Path(root / 'tf_ipmssl/benchmark/suite.py').read_text()

@@ -1,0 +1,18 @@
+"""run_record.bound_value: a parsed binding's value, or the default when it is unbound."""
+import gin
+
+from tf_ipmssl import configurables  # pylint: disable=unused-import
+from tf_ipmssl.training import run_record
+
+
+def test_bound_value_reads_bindings_and_defaults():
+  gin.clear_config()
+  try:
+    with gin.unlock_config():
+      gin.parse_config(['train.steps = 7', "train.formulation = 'kplus1_entropy'"])
+    assert run_record.bound_value('train.steps') == 7
+    assert run_record.bound_value('train.formulation', 'kplus1') == 'kplus1_entropy'
+    assert run_record.bound_value('train.lambda_ce') is None
+    assert run_record.bound_value('train.lambda_ce', 1.5) == 1.5
+  finally:
+    gin.clear_config()

@@ -1,0 +1,223 @@
+"""The training loop and what it does besides training: the learning-rate schedule,
+evaluation and model selection, samples, logging, early stopping and checkpoints.
+
+`train_loop` runs a run's iterations from a step to the end (or an early stop); `Loop`
+holds the periodic work. Ctrl-C ends the loop with errors.Interrupted (checkpoints up to the
+last `checkpoint_every`); SIGTERM with a checkpoint at the step in progress, then
+errors.Terminated.
+"""
+import os
+import time
+
+import tensorflow as tf
+
+from tf_ipmssl import errors
+from tf_ipmssl import run_files
+from tf_ipmssl.objectives import ipm_rampup
+from tf_ipmssl.training import evaluation
+from tf_ipmssl.training import learning_rate_schedule
+from tf_ipmssl.training import random_streams
+from tf_ipmssl.training import reporting
+from tf_ipmssl.training import run_record
+from tf_ipmssl.training import summaries
+
+# The progress line shows these values (and every omega/ and lambda/).
+_SHOWN = ('ce', 'ipm', 'critic_loss', 'generator_loss')
+
+
+class Loop:
+  """The periodic work of one run's training (see the module doc)."""
+
+  def __init__(self, model_dir, data, run, length, metrics, step):
+    """metrics: metrics.json's content so far ({} for a new run); step: the first step."""
+    self.model_dir, self.data, self.run, self.length = model_dir, data, run, length
+    self.config = run.config
+    final = metrics.get('final') or {}
+    self.final = {key: final.get(key) for key in ('step', 'validation_error', 'test_error')}
+    self.extra = {k: v for k, v in metrics.items() if k == 'stopped_early'}
+    self.writer = tf.summary.create_file_writer(
+        os.path.join(model_dir, run_files.TRAIN_SUMMARY_DIR))
+    self.eval_writer = tf.summary.create_file_writer(
+        os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR))
+    self.predict = evaluation.make_predict_fn(run.evaluated_critic)
+    self.sample_noise = tf.random.stateless_normal(
+        [64, run.generator.noise_dim],
+        seed=random_streams.stream_seed(self.config.numerics.seed,
+                                        random_streams.SAMPLE_NOISE, 0))
+    self.interval_start, self.interval_first_step = time.time(), step
+    self.wrote_operative_config = False
+
+  def record(self, step, finished):
+    """metrics.json's content at `step`."""
+    return reporting.metrics_record(self.final, self.extra, self.run.state, step,
+                                    self.length.total_steps, finished)
+
+  def set_learning_rates(self, step):
+    o = self.config.optimizers
+    if o.learning_rate_halving_epochs is None and o.learning_rate_linear_decay_start is None:
+      return
+    factor = learning_rate_schedule.learning_rate_factor(
+        step, self.length.total_steps, self.length.epoch(step), o.learning_rate_halving_epochs,
+        o.learning_rate_linear_decay_start)
+    self.run.critic_optimizer.learning_rate.assign(o.critic_rate * factor)
+    self.run.generator_optimizer.learning_rate.assign(o.generator_rate * factor)
+
+  def record_operative_config_once(self):
+    if not self.wrote_operative_config:
+      run_record.record_operative_config(self.model_dir)
+      self.wrote_operative_config = True
+
+  def check_finite(self, step):
+    """TrainingDivergedError (after recording it in metrics.json) once a loss was NaN/Inf."""
+    if not int(self.run.state.counters['nonfinite'].numpy()):
+      return
+    run_files.write_metrics(self.model_dir, {**self.record(step, finished=False),
+                                             'diverged_before_step': step})
+    manager = self.run.manager
+    kept = (f'the last good checkpoint in {manager.directory} ({manager.latest_checkpoint}) '
+            'was left intact' if manager.latest_checkpoint else
+            'no checkpoint had been written yet')
+    raise errors.TrainingDivergedError(
+        f'a loss became NaN or Inf before step {step}; training stopped and {kept}. '
+        'Lower the learning rates or check the constraint weights (ρ, λ_GP).')
+
+  def evaluate(self, step, last):
+    """The validation error; a new best saves the best critic. The test error is computed
+    only where it can be reported: at a new best validation error, at the last step, and at
+    every evaluation of a run without a validation split."""
+    self.check_finite(step)
+    data, best = self.data, self.run.state.best
+    val_error = None
+    if len(data.validation_labels):
+      val_error = evaluation.error_rate(self.predict, data.validation_images,
+                                        data.validation_labels,
+                                        self.config.loop.eval_batch_size)
+    # Model selection uses the validation split only
+    # (docs/algorithm.md#data-and-model-selection); without one there is no best.
+    improved = val_error is not None and val_error < float(best['validation_error'].numpy())
+    test_error = None
+    if improved or last or val_error is None:
+      test_error = self.test_error()
+    if improved:
+      best['validation_error'].assign(val_error)
+      best['test_error'].assign(test_error)
+      best['step'].assign(step)
+      self.run.best_manager.save(checkpoint_number=step)
+    scalars = {} if test_error is None else {'eval/test_error': test_error}
+    if val_error is not None:
+      scalars['eval/validation_error'] = val_error
+    summaries.write_scalars(self.eval_writer, step, scalars)
+    self.final = {'step': step, 'validation_error': val_error, 'test_error': test_error}
+
+  def test_error(self):
+    return evaluation.error_rate(self.predict, self.data.test_images, self.data.test_labels,
+                                 self.config.loop.eval_batch_size)
+
+  def complete_final_evaluation(self, step):
+    """The test error of an early stop's last evaluation, which did not improve."""
+    if self.final['test_error'] is None:
+      test_error = self.test_error()
+      summaries.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
+      self.final['test_error'] = test_error
+
+  def write_samples(self, step):
+    if not self.config.objective.algorithm.trains_generator:
+      return
+    grid = summaries.image_grid(
+        tf.cast(self.run.generator(self.sample_noise, training=False), tf.float32))
+    with self.writer.as_default(step=step):
+      tf.summary.image('generator_samples', grid)
+
+  def _scalars(self, values, seconds):
+    """TensorBoard's scalars of a log step: the iteration's values and the run's state."""
+    run = self.run
+    scalars = {k: float(v) for k, v in values.items()}
+    scalars.update({f'lambda/{k}': float(v.numpy()) for k, v in run.state.multipliers.items()})
+    scalars['norm/v'] = float(tf.norm(run.critic.v_variables[0]))
+    scalars['norm/S'] = float(tf.norm(run.critic.s_head.kernel))
+    scalars['time/step_seconds'] = seconds
+    scalars['images_per_second'] = self.length.images_per_step / seconds
+    scalars['learning_rate/critic'] = float(run.critic_optimizer.learning_rate.numpy())
+    if self.config.objective.algorithm.trains_generator:
+      scalars['learning_rate/generator'] = float(
+          run.generator_optimizer.learning_rate.numpy())
+    rampup_updates = self.config.objective.ipm_rampup_updates
+    if rampup_updates is not None:
+      scalars['ipm_weight'] = float(ipm_rampup.rampup_weight(
+          run.state.counters['critic_iteration'], rampup_updates))
+    return scalars
+
+  def log(self, step, values):
+    """TensorBoard scalars and the progress line, timed since the previous line."""
+    self.check_finite(step)
+    length = self.length
+    seconds = (time.time() - self.interval_start) / (step - self.interval_first_step)
+    scalars = self._scalars(values, seconds)
+    summaries.write_scalars(self.writer, step, scalars)
+    shown = {k: v for k, v in scalars.items()
+             if k in _SHOWN or k.startswith(('omega/', 'lambda/'))}
+    print(summaries.progress_line(step, length.total_steps, length.epoch(step),
+                                  scalars['images_per_second'],
+                                  seconds * (length.total_steps - step), shown,
+                                  self.final['validation_error']), flush=True)
+    self.interval_start, self.interval_first_step = time.time(), step
+
+  def patience_ran_out(self, step):
+    """Whether to stop early at this step (recorded in the metrics, announced)."""
+    patience = self.config.loop.early_stopping_patience
+    best_step = int(self.run.state.best['step'].numpy())
+    if not (patience is not None and best_step >= 0
+            and step >= self.config.loop.early_stopping_min_steps
+            and step - best_step >= patience):
+      return False
+    self.extra['stopped_early'] = step
+    print(f'Stopping early at step {step}: no validation improvement since step '
+          f'{best_step} (patience {patience})', flush=True)
+    return True
+
+  def save(self, step, finished):
+    self.check_finite(step)
+    self.run.manager.save(checkpoint_number=step)
+    run_files.write_metrics(self.model_dir, self.record(step, finished))
+
+
+def train_loop(loop, run_iteration, step, sigterm, training_done):
+  """Trains from `step` to the end (or an early stop); returns the last step (see the
+  module doc for Ctrl-C and SIGTERM)."""
+  length, every = loop.length, loop.config.loop
+  export = every.export_classifier
+  try:
+    while step < length.total_steps and not training_done:
+      loop.set_learning_rates(step)
+      values = run_iteration()
+      step += 1
+      loop.record_operative_config_once()
+      last = step == length.total_steps
+      # Evaluate first: the progress line then shows this step's validation error, and its
+      # time per step (and ETA) includes the evaluations.
+      if step % every.eval_every == 0 or last:
+        loop.evaluate(step, last)
+      if step % every.sample_every == 0 or last:
+        loop.write_samples(step)
+      if step % every.log_every == 0 or last:
+        loop.log(step, values)
+      stop = step % every.eval_every == 0 and not last and loop.patience_ran_out(step)
+      if stop:
+        loop.complete_final_evaluation(step)
+      saved = step % every.checkpoint_every == 0 or last or stop
+      if saved:  # Finished only once the export is complete (trainer).
+        loop.save(step, finished=(last or stop) and not export)
+      if stop:
+        break
+      if sigterm.requested and not last:
+        if not saved:
+          loop.save(step, finished=False)
+        raise errors.Terminated(
+            f'terminated (SIGTERM) at step {step}; checkpoint '
+            f'{loop.run.manager.latest_checkpoint} written: rerun the same command to resume')
+  except KeyboardInterrupt:
+    kept = loop.run.manager.latest_checkpoint or 'none yet'
+    raise errors.Interrupted(
+        f'interrupted at step {step}; rerun the same command to resume (latest checkpoint: '
+        f'{kept})') from None
+  return step

@@ -1,0 +1,66 @@
+"""What a run reports: metrics.json and the final line.
+
+metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the end:
+
+- `step`, `total_steps`: steps done and planned; `finished`: training (and the export, if
+  wanted) complete; `stopped_early`: the step of an early stop (absent otherwise);
+- `final`: {`step`, `validation_error`, `test_error`} of the latest evaluation (errors in
+  %; `test_error` is null at evaluations where it was not computed, see loop.Loop.evaluate);
+- `best`: {`step`, `validation_error`, `test_error`} at the best validation error so far
+  (step −1 and nulls without a validation split) — `best.test_error` is the number to report
+  (docs/algorithm.md#data-and-model-selection);
+- `multipliers`: λ per constraint; `exported`: {`checkpoint`: 'best' | 'latest', `step`}
+  once exported; `wall_seconds_this_session`: at the end; `diverged_before_step` when a
+  loss became NaN/Inf.
+"""
+import math
+
+from tf_ipmssl import run_files
+from tf_ipmssl.training import baseline as baseline_lib
+
+
+def run_data(data):
+  """The baseline.RunData (dataset, labels, split seed) of ssl_data.SSLData `data`."""
+  return baseline_lib.RunData(dataset=data.name, labels=data.num_labeled,
+                              split_seed=data.split_seed)
+
+
+def metrics_record(final, extra, state, step, total_steps, finished):
+  """metrics.json's content: `final` (the latest evaluation), `extra` (other keys of the
+  module doc) and the run state's best and multipliers."""
+  def number(v):
+    v = float(v.numpy())
+    return None if not math.isfinite(v) else v
+  out = dict(extra)
+  out.update({
+      'step': step, 'total_steps': total_steps, 'finished': finished,
+      'final': dict(final),
+      'best': {'step': int(state.best['step'].numpy()),
+               'validation_error': number(state.best['validation_error']),
+               'test_error': number(state.best['test_error'])},
+      'multipliers': {k: float(v.numpy()) for k, v in state.multipliers.items()},
+  })
+  return out
+
+
+def final_line(step, metrics, baseline=None, data=None):
+  """The run's result: the test error at the best validation step (the number to report,
+  docs/algorithm.md#data-and-model-selection) first, then the last step's; with `baseline`
+  (train.baseline) and `data` (baseline.RunData), the comparison of baseline.py."""
+  best, final = metrics['best'], metrics['final']
+  if best['step'] < 0 or best['test_error'] is None:
+    return (f'Finished {step} steps: test error {fmt(final["test_error"])} at the last step '
+            '(no validation split, so no model selection)')
+  line = (f'Finished {step} steps: test error {fmt(best["test_error"])} at the best '
+          f'validation step {best["step"]} (validation {fmt(best["validation_error"])}); '
+          f'last step: test error {fmt(final["test_error"])}')
+  exported = metrics.get('exported')
+  if baseline and data:
+    line += baseline_lib.comparison_text(baseline, data, best['test_error'])
+  if exported:
+    line += f'. {run_files.EXPORT_DIR}/ holds the classifier of step {exported["step"]}'
+  return line
+
+
+def fmt(value):
+  return 'n/a' if value is None else f'{value:.2f}%'

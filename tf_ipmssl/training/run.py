@@ -1,0 +1,201 @@
+"""One run's networks, optimizers, variables and checkpoints, built one way.
+
+`Run.build(config, ...)` and `Run.from_model_dir(model_dir)` are the only constructors: bin/train,
+evaluate, export, diagnose and the benchmark all get their critic, generator, multipliers and
+optimizers here. What each checkpoint directory holds:
+
+- checkpoints/ (`manager`): everything that continues training — `critic` (the trained
+  critic), `generator`, `critic_optimizer`, `generator_optimizer`, the counters `step`,
+  `critic_iteration`, `nonfinite`, `multipliers/lambda_<constraint>`, `best/` (best
+  validation error, its test error and step) and, with a weight average,
+  `averaged_critic`;
+- best/ (`best_manager`): `critic` = the *evaluated* critic of the best validation step
+  (the weight average when the run keeps one, else the trained critic).
+"""
+import dataclasses
+import os
+from typing import Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tf_ipmssl import errors
+from tf_ipmssl import run_files
+from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.networks import generator as generator_lib
+from tf_ipmssl.training import checkpoint_integrity
+from tf_ipmssl.training import optimizers
+from tf_ipmssl.training import run_config as run_config_lib
+from tf_ipmssl.training import run_record
+from tf_ipmssl.training import steps as steps_lib
+from tf_ipmssl.training import weight_averaging
+
+CHECKPOINTS = ('latest', 'best')
+WEIGHTS = ('evaluated', 'trained')
+
+
+class RunState:
+  """Every tf.Variable of a run besides the networks and optimizers (all checkpointed)."""
+
+  def __init__(self, constraints):
+    def counter(name, dtype=tf.int64, value=0):
+      return tf.Variable(value, dtype=dtype, trainable=False, name=name,
+                         aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    self.counters = {'step': counter('step'), 'critic_iteration': counter('critic_iteration'),
+                     'nonfinite': counter('nonfinite')}
+    self.multipliers = {c.name: counter(f'lambda_{c.name}', tf.float32, 0.0)
+                        for c in constraints if c.has_multiplier}
+    self.best = {'validation_error': counter('best_validation_error', tf.float32, np.inf),
+                 'test_error': counter('best_test_error', tf.float32, np.nan),
+                 'step': counter('best_step', tf.int64, -1)}
+
+
+@dataclasses.dataclass
+class Run:
+  """The networks, optimizers and variables of one run (see the module doc), and with a
+  model_dir its checkpoint managers."""
+  config: run_config_lib.RunConfig
+  critic: keras.Model
+  generator: keras.Model
+  averaged_critic: Optional[keras.Model]
+  critic_optimizer: keras.optimizers.Optimizer
+  generator_optimizer: keras.optimizers.Optimizer
+  state: RunState
+  loss_scaling: bool
+  manager: Optional[tf.train.CheckpointManager] = None
+  best_manager: Optional[tf.train.CheckpointManager] = None
+  # A run read from its model_dir: its dataset.json (name, num_classes, image_shape, source).
+  dataset: Optional[dict] = None
+
+  @property
+  def evaluated_critic(self):
+    """The critic that is evaluated, selected on validation and exported."""
+    return self.averaged_critic or self.critic
+
+  @classmethod
+  def build(cls, config, *, num_classes, image_shape, strategy=None, model_dir=None,
+            critic_options=None) -> 'Run':
+    """The networks, optimizers and run state of `config` (a RunConfig).
+
+    Variables are created under `strategy` (default: the current one) with the current
+    global dtype policy; the critic's other settings come from build_critic's gin bindings
+    or `critic_options` (its keyword arguments, e.g. normalization, width). With a
+    model_dir, the run gets its checkpoint managers (nothing is restored or written).
+    """
+    strategy = strategy or tf.distribute.get_strategy()
+    seed = config.numerics.seed
+    build_critic = lambda: critic_lib.build_critic(  # pylint: disable=unnecessary-lambda-assignment
+        num_classes=num_classes, input_channels=image_shape[-1], seed=seed,
+        **(critic_options or {}))
+    o = config.optimizers
+    make_optimizer = lambda rate: optimizers.make_optimizer(  # pylint: disable=unnecessary-lambda-assignment
+        o.optimizer, rate, o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.adam_epsilon_placement)
+    with strategy.scope():
+      critic = build_critic()
+      generator = generator_lib.build_generator(output_channels=image_shape[-1], seed=seed)
+      averaged_critic = None
+      if config.numerics.critic_ema_decay is not None:
+        averaged_critic = build_critic()
+        weight_averaging.copy_weights(weight_averaging.averaged_pairs(critic, averaged_critic))
+      critic_optimizer = make_optimizer(o.critic_rate)
+      generator_optimizer = make_optimizer(o.generator_rate)
+      loss_scaling = config.numerics.mixed_precision == 'mixed_float16'
+      if loss_scaling:
+        critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)
+        generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
+      # Optimizer slots exist before the first traced step and before a restore.
+      critic_optimizer.build(critic.trainable_variables)
+      generator_optimizer.build(generator.trainable_variables)
+      state = RunState(config.objective.constraints)
+    run = cls(config, critic, generator, averaged_critic, critic_optimizer, generator_optimizer,
+              state, loss_scaling)
+    if model_dir is not None:
+      run._add_checkpoint_managers(model_dir)
+    return run
+
+  @classmethod
+  def from_model_dir(cls, model_dir, skip_unknown=True) -> 'Run':
+    """The run recorded in model_dir (its config.gin and dataset.json), with its checkpoint
+    managers; nothing is restored yet (`restore`, `restore_critic`).
+
+    The caller registers the gin configurables first (the bin/ programs import
+    `tf_ipmssl.configurables`); skip_unknown ignores bindings of configurables this
+    process does not have.
+    """
+    run_record.parse_run_config(model_dir, skip_unknown=skip_unknown)
+    config = run_config_lib.RunConfig.from_gin()
+    dataset = run_record.read_dataset(model_dir)
+    run = cls.build(config, num_classes=dataset['num_classes'],
+                    image_shape=dataset['image_shape'], model_dir=model_dir)
+    run.dataset = dataset
+    return run
+
+  def _add_checkpoint_managers(self, model_dir):
+    state = self.state
+    averaged = {'averaged_critic': self.averaged_critic} if self.averaged_critic else {}
+    checkpoint = tf.train.Checkpoint(
+        critic=self.critic, generator=self.generator, critic_optimizer=self.critic_optimizer,
+        generator_optimizer=self.generator_optimizer, **state.counters,
+        multipliers=tf.train.Checkpoint(**state.multipliers),
+        best=tf.train.Checkpoint(**state.best), **averaged)
+    self.manager = tf.train.CheckpointManager(
+        checkpoint, os.path.join(model_dir, run_files.CHECKPOINT_DIR),
+        max_to_keep=self.config.loop.keep_checkpoints)
+    self.best_manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(critic=self.evaluated_critic),
+        os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR), max_to_keep=1)
+
+  def checkpoint_path(self, which='latest'):
+    """The newest checkpoint of checkpoints/ ('latest') or best/ ('best')."""
+    errors.check_choice(which, CHECKPOINTS, 'checkpoint')
+    manager = self.manager if which == 'latest' else self.best_manager
+    if manager.latest_checkpoint is None:
+      raise errors.UserError(f'no {which} checkpoint in {manager.directory}; train first '
+                             '(bin/train) or pick the other checkpoint')
+    return manager.latest_checkpoint
+
+  def restore(self, path):
+    """Restores every variable a training checkpoint (of checkpoints/) holds."""
+    self.manager.checkpoint.restore(path).expect_partial()
+
+  def restore_critic(self, which='latest', weights='evaluated'):
+    """A critic with the weights of the latest or best-on-validation checkpoint.
+
+    weights: 'evaluated' (what the run evaluates, selects and exports) or 'trained' (the
+    critic the optimizer updates; best/ keeps it only when the run has no weight average).
+    Returns (critic, checkpoint path).
+    """
+    errors.check_choice(weights, WEIGHTS, 'weights')
+    if weights == 'trained' and which == 'best' and self.averaged_critic is not None:
+      raise errors.UserError('the trained (not averaged) critic is kept only in the latest '
+                             'checkpoint of a run with train.critic_ema_decay; use '
+                             '--checkpoint=latest')
+    path = self.checkpoint_path(which)
+    checkpoint_integrity.check_readable(path)
+    if which == 'best':
+      self.best_manager.checkpoint.restore(path).expect_partial()
+      return self.evaluated_critic, path
+    self.restore(path)
+    return (self.critic if weights == 'trained' else self.evaluated_critic), path
+
+  def training_steps(self, strategy=None, **changes):
+    """The TrainingSteps that update this run; `changes`: steps.StepConfig fields to
+    override (the benchmark's n_c, XLA and forward variants)."""
+    objective, loop = self.config.objective, self.config.loop
+    config = steps_lib.StepConfig(
+        formulation=objective.formulation, constraints=objective.constraints,
+        lambda_ce=objective.lambda_ce, global_batch_size=loop.batch_size,
+        critic_iterations=loop.critic_iterations, seed=self.config.numerics.seed,
+        reference_pairwise_f=objective.reference_pairwise_f,
+        weight_decay_phi_s=objective.weight_decay_phi_s,
+        weight_decay_v=objective.weight_decay_v, jit_compile=self.config.numerics.jit_compile,
+        loss_scaling=self.loss_scaling, average_decay=self.config.numerics.critic_ema_decay,
+        ipm_rampup_updates=objective.ipm_rampup_updates,
+        generator_loss=objective.generator_loss)
+    return steps_lib.TrainingSteps(
+        dataclasses.replace(config, **changes),
+        strategy=strategy or tf.distribute.get_strategy(), critic=self.critic,
+        generator=self.generator, critic_optimizer=self.critic_optimizer,
+        generator_optimizer=self.generator_optimizer, multipliers=self.state.multipliers,
+        counters=self.state.counters, averaged_critic=self.averaged_critic)
