@@ -131,10 +131,13 @@ def train_task(run: plan_lib.Run, token: str, program: Sequence[str],
 
 def connect(ray, address: Optional[str], cpus: Optional[int] = None) -> bool:
   """Connects to the cluster at `address` ('auto', 'host:port', 'ray://...'), or starts a
-  local Ray for the sweep when None. Returns whether it started a local one.
+  local Ray for the sweep when None. Returns whether this call connected (and should
+  disconnect at the end): not when the process was connected already.
 
   Workers find this checkout through PYTHONPATH (every node needs it at the same path).
   """
+  if ray.is_initialized():
+    return False
   runtime_env = {'env_vars': {'PYTHONPATH': str(cells_lib.REPO_ROOT)}}
   kwargs = dict(runtime_env=runtime_env, log_to_driver=False, configure_logging=True,
                 logging_level='warning')
@@ -147,7 +150,7 @@ def connect(ray, address: Optional[str], cpus: Optional[int] = None) -> bool:
     message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     raise errors.ConfigError(f'cannot connect to the Ray cluster at --ray_address={address}: '
                              f'{message}') from None
-  return False
+  return True
 
 
 def parallel_slots(ray, cpus_per_run: float, gpus_per_run: float) -> int:
@@ -198,12 +201,12 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
   if cpus_per_run <= 0 or gpus_per_run < 0:
     raise errors.ConfigError('--cpus_per_run must be positive and --gpus_per_run at least 0')
   ray = import_ray()
-  started_ray = connect(ray, address)
+  connected = connect(ray, address)
   try:
     return _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program,
                       report, progress_seconds)
   finally:
-    if started_ray:
+    if connected:
       ray.shutdown()
 
 
