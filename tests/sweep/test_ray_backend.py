@@ -31,6 +31,7 @@ RAY = os.path.join(os.path.dirname(sys.executable), 'ray')
 SWEEP = str(cells_lib.REPO_ROOT / 'bin' / 'sweep')
 CELLS = ('table2/cifar10_fisher_f', 'table2/cifar10_fisher_fneg')
 STEPS = 8
+FAKE_TRAIN = (sys.executable, os.path.join(os.path.dirname(__file__), 'fake_train.py'))
 
 
 def _free_port():
@@ -75,39 +76,47 @@ def _kill_all(sessions, marker):
 
 @pytest.fixture(scope='module')
 def cluster():
-  """The address of a two-node Ray cluster (head + one worker node, 1 CPU each)."""
+  """The address of a two-node Ray cluster (head + one worker node, 1 CPU each).
+
+  Ray's token authentication is off for it (RAY_AUTH_MODE=disabled, for its nodes and this
+  module's drivers, whatever ~/.ray holds): this process imported ray before the fixture
+  could hand it a token.
+  """
   # Ray's unix sockets live under the temp dir: its path must be short.
   temp_dir = tempfile.mkdtemp(prefix='rt', dir='/tmp')
   port = _free_port()
   address = f'127.0.0.1:{port}'
-  env = dict(os.environ, RAY_USAGE_STATS_ENABLED='0')
   common = ['--num-cpus=1', '--node-ip-address=127.0.0.1', '--disable-usage-stats',
             '--object-store-memory=80000000']
   sessions = set()
-  try:
-    for arguments in (['--head', f'--port={port}', f'--temp-dir={temp_dir}',
-                       '--include-dashboard=false', f'--ray-client-server-port={_free_port()}'],
-                      [f'--address={address}']):
-      # Its own session: every Ray process it leaves running can be found and killed.
-      process = subprocess.Popen([RAY, 'start', *arguments, *common], env=env,
-                                 start_new_session=True, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True)
-      sessions.add(process.pid)
-      output, _ = process.communicate(timeout=180)
-      assert process.returncode == 0, output
-    ray.init(address=address, logging_level='warning', log_to_driver=False)
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setenv('RAY_USAGE_STATS_ENABLED', '0')
+    patch.setenv('RAY_AUTH_MODE', 'disabled')
     try:
-      deadline = time.time() + 60
-      while sum(node['Alive'] for node in ray.nodes()) < 2 and time.time() < deadline:
-        time.sleep(0.5)
-      assert sum(node['Alive'] for node in ray.nodes()) == 2
+      for arguments in (['--head', f'--port={port}', f'--temp-dir={temp_dir}',
+                         '--include-dashboard=false',
+                         f'--ray-client-server-port={_free_port()}'],
+                        [f'--address={address}']):
+        # Its own session: every Ray process it leaves running can be found and killed.
+        process = subprocess.Popen([RAY, 'start', *arguments, *common],
+                                   start_new_session=True, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+        sessions.add(process.pid)
+        output, _ = process.communicate(timeout=180)
+        assert process.returncode == 0, output
+      ray.init(address=address, logging_level='warning', log_to_driver=False)
+      try:
+        deadline = time.time() + 60
+        while sum(node['Alive'] for node in ray.nodes()) < 2 and time.time() < deadline:
+          time.sleep(0.5)
+        assert sum(node['Alive'] for node in ray.nodes()) == 2
+      finally:
+        ray.shutdown()
+      yield address
     finally:
-      ray.shutdown()
-    yield address
-  finally:
-    left = _kill_all(sessions, temp_dir)
-    subprocess.run(['rm', '-rf', temp_dir], check=False)
-    assert not left, f'Ray processes still running: {left}'
+      left = _kill_all(sessions, temp_dir)
+      subprocess.run(['rm', '-rf', temp_dir], check=False)
+      assert not left, f'Ray processes still running: {left}'
 
 
 @pytest.fixture(scope='module')
@@ -128,8 +137,7 @@ def _sweep(root, data_dir, *flags):
   command = [sys.executable, SWEEP, f'--cells={",".join(CELLS)}', '--seeds=2',
              f'--root={root}', *flags]
   command += [f'--gin_bindings={b}' for b in _bindings(data_dir)]
-  env = dict(os.environ, RAY_USAGE_STATS_ENABLED='0')
-  return subprocess.run(command, capture_output=True, text=True, timeout=900, env=env,
+  return subprocess.run(command, capture_output=True, text=True, timeout=900,
                         cwd=str(cells_lib.REPO_ROOT))
 
 
@@ -291,6 +299,22 @@ def test_a_failing_run_is_reported_and_the_others_finish(cluster, data_dir, tmp_
   with open(os.path.join(str(tmp_path), runner.SWEEP_LOG_FILE)) as f:
     logged = sorted((r['cell'], r['status']) for r in map(json.loads, f))
   assert logged == [(CELLS[0], 'succeeded'), (CELLS[1], 'failed')]
+
+
+def test_a_killed_trainer_is_retried_up_to_max_retries(cluster, tmp_path):
+  (run,) = plan_lib.make_plan([cells_lib.get_cell(CELLS[0])], (0,), str(tmp_path))
+  os.makedirs(run.model_dir)
+  open(os.path.join(run.model_dir, 'kill'), 'w').close()
+  reports = []
+  (outcome,) = ray_backend.run_plan([run], str(tmp_path), address=cluster, max_retries=1,
+                                    program=FAKE_TRAIN, report=reports.append)
+
+  assert outcome.status == runner.FAILED
+  with open(os.path.join(run.model_dir, 'calls.txt')) as f:
+    assert len(f.readlines()) == 2  # The first attempt and one retry.
+  assert 'killed or terminated' in outcome.log_tail
+  assert 'no retries left' in runner.last_error_line(outcome.log_tail)
+  assert 'the fake run kills itself' in outcome.log_tail
 
 
 # Without a cluster.

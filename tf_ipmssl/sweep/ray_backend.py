@@ -117,11 +117,15 @@ def begin_attempt(model_dir: str, token: str) -> int:
   return attempt
 
 
-def train_task(run: plan_lib.Run, token: str, program: Sequence[str],
+def train_task(run: plan_lib.Run, token: str, program: Optional[Sequence[str]],
                threads: Optional[int]) -> runner.Outcome:
   """The body of one run's Ray task: trains or resumes it; raises RunInterrupted when the
-  trainer was killed or terminated, so that Ray retries it."""
+  trainer was killed or terminated, so that Ray retries it.
+
+  `program` None: bin/train under the Python that runs the Ray worker on its node.
+  """
   begin_attempt(run.model_dir, token)
+  program = plan_lib.TRAIN_PROGRAM if program is None else program
   outcome = runner.run_one(run, program, threads, die_with_parent=True)
   if outcome.status == runner.FAILED and _interrupted(outcome.returncode):
     raise RunInterrupted(f'{run.name}: bin/train exited with status {outcome.returncode} '
@@ -189,12 +193,13 @@ def _failure(ray, task: _Task, error: Exception) -> runner.Outcome:
 def run_plan(runs: Sequence[plan_lib.Run], root: str,
              address: Optional[str] = None, cpus_per_run: float = 1,
              gpus_per_run: float = 0, max_retries: int = 3,
-             program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
+             program: Optional[Sequence[str]] = None,
              report: Callable[[str], None] = print,
              progress_seconds: float = PROGRESS_SECONDS) -> List[runner.Outcome]:
   """Runs every run as a Ray task; reports as the local runner does, plus a progress line
   (done / running / failed / left, ETA) every `progress_seconds` and at each outcome.
-  Returns the outcomes in plan order.
+  `program`: the trainer command (default: bin/train under each worker's Python). Returns
+  the outcomes in plan order.
   """
   if max_retries < 0:
     raise errors.ConfigError(f'--max_retries must be at least 0, got {max_retries}')
@@ -234,7 +239,7 @@ def _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program
       progress.finished(outcomes[index])
       report(runner.describe(prefix(index, run), outcomes[index]))
       continue
-    ref = task_function.remote(run, token, tuple(program), threads)
+    ref = task_function.remote(run, token, program and tuple(program), threads)
     pending[ref] = _Task(index, run, time.time())
 
   last_progress = time.time()
