@@ -295,6 +295,7 @@ def test_a_failing_run_is_reported_and_the_others_finish(cluster, data_dir, tmp_
   assert 'no_such_parameter' in error_line
   assert f'log: {runner.log_path(bad)}' in error_line
   assert any('FAILED (exit status 1)' in r for r in reports)
+  assert not any('retry' in r for r in reports)
   assert 'done 1 / running 0 / failed 1 / left 0' in reports[-1]
   with open(os.path.join(str(tmp_path), runner.SWEEP_LOG_FILE)) as f:
     logged = sorted((r['cell'], r['status']) for r in map(json.loads, f))
@@ -372,6 +373,11 @@ def test_bin_sweep_ray_flags(tmp_path):
                           capture_output=True, text=True, timeout=120)
   assert result.returncode == 1 and '--workers is for --backend=local' in result.stderr
   assert 'Traceback' not in result.stderr
+  result = subprocess.run([sys.executable, SWEEP, f'--cells={CELLS[0]}', '--seeds=1',
+                           f'--root={tmp_path}', '--gpus_per_run=1', '--dry_run'],
+                          capture_output=True, text=True, timeout=120)
+  assert result.returncode == 1
+  assert 'error: --gpus_per_run: only with --backend=ray' in result.stderr
 
 
 def test_progress_line():

@@ -183,8 +183,9 @@ def describe(prefix: str, outcome: Outcome) -> str:
     return f'{prefix}: already finished, skipped'
   if outcome.status == SUCCEEDED:
     return f'{prefix}: finished in {outcome.seconds:.0f} s'
-  return (f'{prefix}: FAILED (exit status {outcome.returncode}) after '
-          f'{outcome.seconds:.0f} s; the end of its log:\n{outcome.log_tail}')
+  status = '' if outcome.returncode is None else f' (exit status {outcome.returncode})'
+  return (f'{prefix}: FAILED{status} after {outcome.seconds:.0f} s; the end of its '
+          f'log:\n{outcome.log_tail}')
 
 
 def record(root: str, outcome: Outcome):
@@ -218,8 +219,8 @@ def summary(outcomes: Sequence[Outcome]) -> str:
   if failed:
     line += '\nfailed: ' + ', '.join(o.run.name for o in failed)
     for o in failed:
-      line += (f'\n  {o.run.name}: {last_error_line(o.log_tail)} (exit status '
-               f'{o.returncode}; log: {log_path(o.run)})')
+      status = '' if o.returncode is None else f'exit status {o.returncode}; '
+      line += f'\n  {o.run.name}: {last_error_line(o.log_tail)} ({status}log: {log_path(o.run)})'
   return line
 
 
