@@ -25,7 +25,6 @@ worker PID); the driver reads it to report where a run started and its retries. 
 go to `<root>/sweep_log.jsonl` as with the local runner. `ray` is imported only here.
 """
 import dataclasses
-import json
 import os
 import socket
 import time
@@ -34,6 +33,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
+from tf_ipmssl import run_files
 from tf_ipmssl.sweep import plan as plan_lib
 from tf_ipmssl.sweep import runner
 from tf_ipmssl.training import run_lock
@@ -69,51 +69,35 @@ def _interrupted(returncode: Optional[int]) -> bool:
   return returncode is not None and (returncode < -1 or returncode == TERMINATED_STATUS)
 
 
-def _read_attempt(model_dir: str) -> Optional[dict]:
-  try:
-    with open(os.path.join(model_dir, ATTEMPT_FILE)) as f:
-      return json.load(f)
-  except (OSError, ValueError):
-    return None
-
-
-def _release_lock_of_dead_attempt(model_dir: str, previous: dict, log: Callable[[str], None]):
+def _release_lock_of_dead_attempt(model_dir: str, previous: dict):
   """Removes train.lock when the dead previous attempt's trainer on another host holds it.
 
   Ray starts a retry only once the previous attempt's worker or node is gone, and the
   trainer died with its worker; bin/train itself cannot check a PID on another host.
   """
-  lock = os.path.join(model_dir, run_lock.LOCK_FILE)
-  try:
-    with open(lock) as f:
-      holder = json.load(f)
-  except (OSError, ValueError):
+  holder = run_files.read_json(model_dir, run_lock.LOCK_FILE, unreadable_ok=True)
+  if holder is None or holder.get('host') != previous.get('host'):
     return
-  host = socket.gethostname()
-  if holder.get('host') == previous.get('host') and holder.get('host') != host:
-    os.remove(lock)
-    log(f'removed {lock} of attempt {previous.get("attempt")} on host {holder.get("host")} '
-        '(its Ray worker or node died)')
+  if holder.get('host') == socket.gethostname():  # bin/train sees whether the PID lives.
+    return
+  lock = os.path.join(model_dir, run_lock.LOCK_FILE)
+  os.remove(lock)
+  with open(os.path.join(model_dir, runner.LOG_FILE), 'a') as log:
+    log.write(f'sweep: removed {lock} of attempt {previous.get("attempt")} on host '
+              f'{holder.get("host")} (its Ray worker or node died)\n')
 
 
 def begin_attempt(model_dir: str, token: str) -> int:
   """Records this attempt in the model dir; returns its number (1 for the first)."""
   os.makedirs(model_dir, exist_ok=True)
-  previous = _read_attempt(model_dir)
+  previous = run_files.read_json(model_dir, ATTEMPT_FILE, unreadable_ok=True)
   attempt = 1
   if previous is not None and previous.get('token') == token:
     attempt = int(previous.get('attempt', 0)) + 1
-
-    def log(message):
-      with open(os.path.join(model_dir, runner.LOG_FILE), 'a') as f:
-        f.write(f'sweep: {message}\n')
-
-    _release_lock_of_dead_attempt(model_dir, previous, log)
-  path = os.path.join(model_dir, ATTEMPT_FILE)
-  with open(path + '.tmp', 'w') as f:
-    json.dump({'token': token, 'attempt': attempt, 'host': socket.gethostname(),
-               'pid': os.getpid(), 'started': time.time()}, f)
-  os.replace(path + '.tmp', path)
+    _release_lock_of_dead_attempt(model_dir, previous)
+  run_files.write_json(model_dir, ATTEMPT_FILE, {
+      'token': token, 'attempt': attempt, 'host': socket.gethostname(), 'pid': os.getpid(),
+      'started': time.time()})
   return attempt
 
 
@@ -133,7 +117,7 @@ def train_task(run: plan_lib.Run, token: str, program: Optional[Sequence[str]],
   return outcome
 
 
-def connect(ray, address: Optional[str], cpus: Optional[int] = None) -> bool:
+def connect(ray, address: Optional[str]) -> bool:
   """Connects to the cluster at `address` ('auto', 'host:port', 'ray://...'), or starts a
   local Ray for the sweep when None. Returns whether this call connected (and should
   disconnect at the end): not when the process was connected already.
@@ -146,7 +130,7 @@ def connect(ray, address: Optional[str], cpus: Optional[int] = None) -> bool:
   kwargs = dict(runtime_env=runtime_env, log_to_driver=False, configure_logging=True,
                 logging_level='warning')
   if address is None:
-    ray.init(address='local', num_cpus=cpus, include_dashboard=False, **kwargs)
+    ray.init(address='local', include_dashboard=False, **kwargs)
     return True
   try:
     ray.init(address=address, **kwargs)
@@ -185,7 +169,7 @@ def _failure(ray, task: _Task, error: Exception) -> runner.Outcome:
     what = f'its Ray worker or node died: {type(error).__name__}'
   else:
     what = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
-  tail = runner._tail(runner.log_path(task.run))  # pylint: disable=protected-access
+  tail = runner.tail(runner.log_path(task.run))
   return runner.Outcome(task.run, runner.FAILED, None, time.time() - task.started,
                         (tail + '\n' if tail else '') + f'error: {what} (no retries left)')
 
@@ -266,7 +250,7 @@ def _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program
 
 def _report_attempt(task, token, progress, report, prefix):
   """Reports a run's attempt that started since the last look (from ray_attempt.json)."""
-  attempt = _read_attempt(task.run.model_dir)
+  attempt = run_files.read_json(task.run.model_dir, ATTEMPT_FILE, unreadable_ok=True)
   if attempt is None or attempt.get('token') != token or attempt.get('attempt', 0) <= task.attempt:
     return
   task.attempt = attempt['attempt']

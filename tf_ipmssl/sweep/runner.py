@@ -55,7 +55,7 @@ def run_state(model_dir: str) -> str:
   return PARTIAL if os.path.isdir(model_dir) else NEW
 
 
-def _tail(path: str, lines: int = 8) -> str:
+def tail(path: str, lines: int = 8) -> str:
   try:
     with open(path, errors='replace') as f:
       return ''.join(f.readlines()[-lines:]).rstrip()
@@ -138,7 +138,7 @@ def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
   seconds = time.time() - started
   if returncode == 0 and run_state(run.model_dir) == FINISHED:
     return Outcome(run, SUCCEEDED, returncode, seconds)
-  return Outcome(run, FAILED, returncode, seconds, _tail(log_file))
+  return Outcome(run, FAILED, returncode, seconds, tail(log_file))
 
 
 def run_plan(runs: Sequence[plan_lib.Run], root: str,
