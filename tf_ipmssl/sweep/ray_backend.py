@@ -42,7 +42,7 @@ ATTEMPT_FILE = 'ray_attempt.json'
 # bin/train's exit status after SIGTERM (it checkpoints and exits): a preempted run.
 TERMINATED_STATUS = 143
 # How often the driver looks at the runs and, every PROGRESS_SECONDS, prints the counts.
-POLL_SECONDS = 2.0
+POLL_SECONDS = 5.0
 PROGRESS_SECONDS = 60.0
 
 
@@ -163,7 +163,7 @@ class _Task:
 def _failure(ray, task: _Task, error: Exception) -> runner.Outcome:
   """The outcome of a task that raised (retries used up): a FAILED run."""
   cause = getattr(error, 'cause', None) or error
-  if isinstance(cause, RunInterrupted) or isinstance(error, RunInterrupted):
+  if isinstance(cause, RunInterrupted):
     what = str(cause)
   elif isinstance(error, (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError)):
     what = f'its Ray worker or node died: {type(error).__name__}'
@@ -214,8 +214,8 @@ def _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program
   outcomes: Dict[int, runner.Outcome] = {}
   pending: Dict[object, _Task] = {}
 
-  def prefix(task_or_index, run):
-    return f'[{task_or_index}/{len(runs)}] {run.name}'
+  def prefix(index, run):
+    return f'[{index}/{len(runs)}] {run.name}'
 
   for index, run in enumerate(runs, start=1):
     if runner.run_state(run.model_dir) == runner.FINISHED:
@@ -237,7 +237,6 @@ def _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program
         outcome = ray.get(ref)
       except Exception as e:  # pylint: disable=broad-except
         outcome = _failure(ray, task, e)
-      outcome = dataclasses.replace(outcome, run=task.run)
       outcomes[task.index] = outcome
       progress.finished(outcome)
       report(runner.describe(prefix(task.index, task.run), outcome))
@@ -261,4 +260,5 @@ def _report_attempt(task, token, progress, report, prefix):
            f'{runner.log_path(task.run)})')
   else:
     report(f'{prefix(task.index, task.run)}: retry {task.attempt - 1} {where}, resuming '
-           'from its latest checkpoint (the previous attempt was killed or its node died)')
+           'from its latest checkpoint (the previous attempt was killed or preempted, or its '
+           'node died)')
