@@ -6,6 +6,7 @@ The runs are real tiny bin/train runs on fake Fashion-MNIST files.
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ import tensorflow as tf
 from tests.training import runs as train_runs
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
+from tf_ipmssl import run_files
 from tf_ipmssl.sweep import plan as plan_lib
 from tf_ipmssl.sweep import ray_backend
 from tf_ipmssl.sweep import runner
@@ -274,32 +276,44 @@ def test_killed_worker_is_retried_and_resumes_to_the_uninterrupted_weights(
     np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
 
 
-def test_a_failing_run_is_reported_and_the_others_finish(cluster, data_dir, tmp_path):
+def test_failing_runs_are_reported_and_the_others_finish(cluster, data_dir, local_root,
+                                                         tmp_path):
   cells = [cells_lib.get_cell(c) for c in CELLS]
   bindings = _bindings(data_dir) + ['train.steps = 2']
   good = plan_lib.make_plan(cells[:1], (0,), str(tmp_path), (), bindings)[0]
   bad = plan_lib.make_plan(cells[1:], (0,), str(tmp_path), (),
                            bindings + ['train.no_such_parameter = 1'])[0]
+  # A model dir that holds an unfinished run of another configuration: bin/train refuses
+  # to resume it.
+  other = plan_lib.make_plan(cells[1:], (1,), str(tmp_path), (),
+                             bindings + ['train.lambda_ce = 5.0'])[0]
+  shutil.copytree(os.path.join(local_root, *CELLS[1].split('/'), 'seed_1'), other.model_dir)
+  os.remove(os.path.join(other.model_dir, run_files.METRICS_FILE))
   reports = []
-  outcomes = ray_backend.run_plan([bad, good], str(tmp_path), address=cluster,
+  outcomes = ray_backend.run_plan([bad, other, good], str(tmp_path), address=cluster,
                                   max_retries=2, report=reports.append)
 
-  assert [o.status for o in outcomes] == [runner.FAILED, runner.SUCCEEDED]
-  assert outcomes[0].returncode == 1
-  with open(os.path.join(bad.model_dir, ray_backend.ATTEMPT_FILE)) as f:
-    assert json.load(f)['attempt'] == 1  # A run that fails by itself is not retried.
-  summary = runner.summary(outcomes)
-  assert '1 trained, 0 already finished, 1 failed' in summary
-  error_line = next(line for line in summary.splitlines() if line.startswith('  '))
-  assert error_line.startswith(f'  {bad.name}: error: bad gin configuration')
-  assert 'no_such_parameter' in error_line
-  assert f'log: {runner.log_path(bad)}' in error_line
-  assert any('FAILED (exit status 1)' in r for r in reports)
+  assert [o.status for o in outcomes] == [runner.FAILED, runner.FAILED, runner.SUCCEEDED]
+  assert [o.returncode for o in outcomes[:2]] == [1, 1]
+  for run in (bad, other):  # A run that fails by itself is not retried.
+    with open(os.path.join(run.model_dir, ray_backend.ATTEMPT_FILE)) as f:
+      assert json.load(f)['attempt'] == 1
   assert not any('retry' in r for r in reports)
-  assert 'done 1 / running 0 / failed 1 / left 0' in reports[-1]
+  summary = runner.summary(outcomes)
+  assert '1 trained, 0 already finished, 2 failed' in summary
+  bad_line, other_line = [line for line in summary.splitlines() if line.startswith('  ')]
+  assert bad_line.startswith(f'  {bad.name}: error: bad gin configuration')
+  assert 'no_such_parameter' in bad_line
+  assert f'log: {runner.log_path(bad)}' in bad_line
+  assert other_line.startswith(f'  {other.name}: error: {other.model_dir} holds a run '
+                               'started with a different configuration')
+  assert 'now: train.lambda_ce = 5.0' in other_line
+  assert sum('FAILED (exit status 1)' in r for r in reports) == 2
+  assert 'done 1 / running 0 / failed 2 / left 0' in reports[-1]
   with open(os.path.join(str(tmp_path), runner.SWEEP_LOG_FILE)) as f:
-    logged = sorted((r['cell'], r['status']) for r in map(json.loads, f))
-  assert logged == [(CELLS[0], 'succeeded'), (CELLS[1], 'failed')]
+    logged = sorted((r['cell'], r['seed'], r['status']) for r in map(json.loads, f))
+  assert logged == [(CELLS[0], 0, 'succeeded'), (CELLS[1], 0, 'failed'),
+                    (CELLS[1], 1, 'failed')]
 
 
 def test_a_killed_trainer_is_retried_up_to_max_retries(cluster, tmp_path):
