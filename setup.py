@@ -33,7 +33,10 @@ setuptools.setup(
         "scipy>=1.10",  # SVHN's original .mat files
     ],
     extras_require={
-        "test": ["pytest>=7"],
+        # The tests start a two-node Ray cluster on this machine for the ray backend.
+        "test": ["pytest>=7", "ray>=2.9"],
         "plots": ["matplotlib>=3.7"],
+        # bin/sweep --backend=ray (docs/cluster.md).
+        "ray": ["ray>=2.9"],
     },
 )

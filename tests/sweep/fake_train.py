@@ -2,10 +2,12 @@
 
 It appends its arguments to MODEL_DIR/calls.txt and writes MODEL_DIR/process.json (start
 and end times, TensorFlow thread variables). With FAKE_TRAIN_SECONDS set it takes that long.
-If MODEL_DIR/fail exists, it prints an error and exits with status 3 instead of finishing.
+If MODEL_DIR/fail exists, it prints an error and exits with status 3 instead of finishing;
+if MODEL_DIR/kill exists, it kills itself with SIGKILL.
 """
 import json
 import os
+import signal
 import sys
 import time
 
@@ -21,6 +23,9 @@ def main(argv):
     json.dump({'start': started, 'end': time.time(),
                'intra': os.environ.get('TF_NUM_INTRAOP_THREADS'),
                'inter': os.environ.get('TF_NUM_INTEROP_THREADS')}, f)
+  if os.path.exists(os.path.join(model_dir, 'kill')):
+    print('the fake run kills itself', flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
   if os.path.exists(os.path.join(model_dir, 'fail')):
     print('error: the fake run failed on purpose', file=sys.stderr)
     return 3

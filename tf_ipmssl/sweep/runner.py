@@ -6,17 +6,20 @@
 - A failing run is reported (exit status and the end of its log) and the sweep goes on.
 
 Each run's output is appended to `<model_dir>/train.log`; one JSON line per run outcome is
-appended to `<root>/sweep_log.jsonl`.
+appended to `<root>/sweep_log.jsonl`. The reports, the log and the summary are shared with
+the Ray backend (`ray_backend`), which runs the same `run_one` as one Ray task per run.
 
 With several workers each run gets an equal share of the CPU cores as TensorFlow threads
 (TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS, unless already set): on a small machine,
 small models train faster as parallel single-threaded runs than one after another.
 """
 import concurrent.futures
+import ctypes
 import dataclasses
 import datetime
 import json
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -52,7 +55,7 @@ def run_state(model_dir: str) -> str:
   return PARTIAL if os.path.isdir(model_dir) else NEW
 
 
-def _tail(path: str, lines: int = 8) -> str:
+def tail(path: str, lines: int = 8) -> str:
   try:
     with open(path, errors='replace') as f:
       return ''.join(f.readlines()[-lines:]).rstrip()
@@ -86,29 +89,56 @@ def threads_per_run(workers: int) -> Optional[int]:
   return max(1, (os.cpu_count() or 1) // workers)
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _killed_with_parent():
+  """A subprocess preexec_fn that has the child SIGKILLed when its parent dies (Linux), so
+  that a trainer never outlives a killed sweep worker and races its retry on the same model
+  dir; None where prctl is unavailable."""
+  try:
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+  except (OSError, AttributeError):
+    return None
+  parent = os.getpid()
+
+  def preexec():
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # The parent died before prctl took effect.
+      os.kill(os.getpid(), signal.SIGKILL)
+
+  return preexec
+
+
 def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
-            threads: Optional[int] = None) -> Outcome:
-  """Trains (or resumes) one run to completion in a subprocess; never raises on failure."""
+            threads: Optional[int] = None, die_with_parent: bool = False) -> Outcome:
+  """Trains (or resumes) one run to completion in a subprocess; never raises on failure.
+
+  With `die_with_parent`, the subprocess is killed when the calling process dies (call it
+  from a thread that lives as long as the run: Linux ties this to the creating thread).
+  """
   if run_state(run.model_dir) == FINISHED:
     return Outcome(run, SKIPPED)
   os.makedirs(run.model_dir, exist_ok=True)
-  log_path = os.path.join(run.model_dir, LOG_FILE)
+  log_file = log_path(run)
   started = time.time()
-  with open(log_path, 'a') as log:
+  with open(log_file, 'a') as log:
     stamp = datetime.datetime.now().isoformat(timespec='seconds')
     log.write(f'\n==== {stamp} {run.command_line(program)}\n')
     log.flush()
     try:
       returncode = subprocess.call(run.command(program), stdout=log, stderr=subprocess.STDOUT,
                                    cwd=str(cells_lib.REPO_ROOT),
-                                   env=_environment(threads))
+                                   env=_environment(threads),
+                                   preexec_fn=_killed_with_parent() if die_with_parent
+                                   else None)
     except OSError as e:  # The program itself could not be started.
       log.write(f'could not start {program}: {e}\n')
       returncode = -1
   seconds = time.time() - started
   if returncode == 0 and run_state(run.model_dir) == FINISHED:
     return Outcome(run, SUCCEEDED, returncode, seconds)
-  return Outcome(run, FAILED, returncode, seconds, _tail(log_path))
+  return Outcome(run, FAILED, returncode, seconds, tail(log_file))
 
 
 def run_plan(runs: Sequence[plan_lib.Run], root: str,
@@ -128,22 +158,11 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
     if state != FINISHED:
       verb = 'resuming' if state == PARTIAL else 'starting'
       with lock:
-        report(f'{prefix}: {verb} (log: {os.path.join(run.model_dir, LOG_FILE)})')
+        report(f'{prefix}: {verb} (log: {log_path(run)})')
     outcome = run_one(run, program, threads)
     with lock:
-      if outcome.status == SKIPPED:
-        report(f'{prefix}: already finished, skipped')
-      elif outcome.status == SUCCEEDED:
-        report(f'{prefix}: finished in {outcome.seconds:.0f} s')
-      else:
-        report(f'{prefix}: FAILED (exit status {outcome.returncode}) after '
-               f'{outcome.seconds:.0f} s; the end of its log:\n{outcome.log_tail}')
-      if outcome.status != SKIPPED:
-        _append_jsonl(os.path.join(root, SWEEP_LOG_FILE), {
-            'cell': run.cell.id, 'seed': run.seed, 'model_dir': run.model_dir,
-            'status': outcome.status, 'returncode': outcome.returncode,
-            'seconds': round(outcome.seconds, 1),
-            'finished_at': datetime.datetime.now().isoformat(timespec='seconds')})
+      report(describe(prefix, outcome))
+      record(root, outcome)
     return outcome
 
   if workers == 1:
@@ -154,11 +173,108 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
     return [future.result() for future in futures]
 
 
+def log_path(run: plan_lib.Run) -> str:
+  return os.path.join(run.model_dir, LOG_FILE)
+
+
+def describe(prefix: str, outcome: Outcome) -> str:
+  """The report line(s) of one outcome, after `prefix` (e.g. '[3/8] <cell> seed 1')."""
+  if outcome.status == SKIPPED:
+    return f'{prefix}: already finished, skipped'
+  if outcome.status == SUCCEEDED:
+    return f'{prefix}: finished in {outcome.seconds:.0f} s'
+  status = '' if outcome.returncode is None else f' (exit status {outcome.returncode})'
+  return (f'{prefix}: FAILED{status} after {outcome.seconds:.0f} s; the end of its '
+          f'log:\n{outcome.log_tail}')
+
+
+def record(root: str, outcome: Outcome):
+  """Appends a trained or failed run's outcome to <root>/sweep_log.jsonl."""
+  if outcome.status == SKIPPED:
+    return
+  run = outcome.run
+  _append_jsonl(os.path.join(root, SWEEP_LOG_FILE), {
+      'cell': run.cell.id, 'seed': run.seed, 'model_dir': run.model_dir,
+      'status': outcome.status, 'returncode': outcome.returncode,
+      'seconds': round(outcome.seconds, 1),
+      'finished_at': datetime.datetime.now().isoformat(timespec='seconds')})
+
+
+def last_error_line(log_tail: str) -> str:
+  """The line of a log's end that says what went wrong: the last 'error: ...' line (the
+  one-line user errors of the bin/ programs), else the last non-empty line."""
+  lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
+  for line in reversed(lines):
+    if line.lower().startswith('error'):
+      return line
+  return lines[-1] if lines else '(no output)'
+
+
 def summary(outcomes: Sequence[Outcome]) -> str:
+  """Counts, then each failed run with its last error line and where its log is."""
   counts = {s: sum(o.status == s for o in outcomes) for s in (SUCCEEDED, SKIPPED, FAILED)}
   line = (f'{len(outcomes)} run(s): {counts[SUCCEEDED]} trained, {counts[SKIPPED]} already '
           f'finished, {counts[FAILED]} failed')
-  failed = [o.run.name for o in outcomes if o.status == FAILED]
+  failed = [o for o in outcomes if o.status == FAILED]
   if failed:
-    line += '\nfailed: ' + ', '.join(failed)
+    line += '\nfailed: ' + ', '.join(o.run.name for o in failed)
+    for o in failed:
+      status = '' if o.returncode is None else f'exit status {o.returncode}; '
+      line += f'\n  {o.run.name}: {last_error_line(o.log_tail)} ({status}log: {log_path(o.run)})'
   return line
+
+
+class Progress:
+  """Counts of a sweep's runs, and the line 'done d / running r / failed f / left l, ETA'.
+
+  The ETA is the mean wall time of the runs trained so far × the runs left (running ones
+  included) / the runs that can train at once.
+  """
+
+  def __init__(self, total: int, slots: int = 1):
+    self.total = total
+    self.slots = max(1, slots)
+    self.done = self.failed = 0
+    self.running = set()
+    self._seconds = []
+
+  def started(self, name: str):
+    self.running.add(name)
+
+  def finished(self, outcome: Outcome):
+    self.running.discard(outcome.run.name)
+    if outcome.status == FAILED:
+      self.failed += 1
+    else:
+      self.done += 1
+    if outcome.status == SUCCEEDED:
+      self._seconds.append(outcome.seconds)
+
+  @property
+  def left(self) -> int:
+    return self.total - self.done - self.failed
+
+  def eta_seconds(self) -> Optional[float]:
+    if not self._seconds:
+      return None
+    return sum(self._seconds) / len(self._seconds) * self.left / self.slots
+
+  def line(self) -> str:
+    eta = self.eta_seconds()
+    if not self.left:
+      eta_text = 'ETA 0 s'
+    elif eta is None:
+      eta_text = 'ETA after the first run'
+    else:
+      eta_text = f'ETA {_duration(eta)}'
+    return (f'done {self.done} / running {len(self.running)} / failed {self.failed} / '
+            f'left {self.left}, {eta_text}')
+
+
+def _duration(seconds: float) -> str:
+  seconds = int(round(seconds))
+  if seconds < 120:
+    return f'{seconds} s'
+  if seconds < 7200:
+    return f'{seconds // 60} min'
+  return f'{seconds // 3600} h {seconds % 3600 // 60:02d} min'
