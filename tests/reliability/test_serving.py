@@ -46,9 +46,8 @@ def images_and_expected(exported_run, tmp_path_factory):
   """Images, their .npy file, and the in-memory classifier's labels (what bin/evaluate uses)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.data import pipelines  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
   images, _ = fixtures.fake_images_and_labels('fashion_mnist', 16, seed=3)
-  critic, _ = run_lib.Run.from_model_dir(exported_run).restore_critic('best')
+  critic, _ = runs.restore_run(exported_run).restore_critic('best')
   logits = critic.classify(pipelines.to_model_input(tf.constant(images)), training=False)
   path = tmp_path_factory.mktemp('inputs') / 'images.npy'
   np.save(path, images)

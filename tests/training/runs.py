@@ -64,3 +64,15 @@ def checkpoint_values(checkpoint_prefix):
   reader = tf.train.load_checkpoint(checkpoint_prefix)
   return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
           if not name.startswith('_CHECKPOINTABLE_OBJECT_GRAPH')}
+
+
+def restore_run(model_dir):
+  """run.Run.from_model_dir(model_dir) with this process's gin configuration left empty
+  afterwards (reading a run parses its config.gin, which later tests must not inherit)."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
+  try:
+    return run_lib.Run.from_model_dir(model_dir)
+  finally:
+    gin.clear_config()

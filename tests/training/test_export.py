@@ -37,10 +37,9 @@ def exported_run(tmp_path_factory):
 def test_reloaded_export_predicts_like_in_memory_model(exported_run, tmp_path):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.data import pipelines  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
   _, model_dir = exported_run
   images, _ = fixtures.fake_images_and_labels('fashion_mnist', 24, seed=7)
-  run = run_lib.Run.from_model_dir(model_dir)
+  run = runs.restore_run(model_dir)
   critic, _ = run.restore_critic('best')
   dataset = run.dataset
   assert dataset['image_shape'] == [28, 28, 1]
@@ -58,7 +57,7 @@ def test_reloaded_export_predicts_like_in_memory_model(exported_run, tmp_path):
   # The best validation step (2 here) is exported, not the last step (4).
   metrics = json.load(open(os.path.join(model_dir, 'metrics.json')))
   assert metrics['exported']['step'] == metrics['best']['step'] < metrics['step']
-  latest, _ = run_lib.Run.from_model_dir(model_dir).restore_critic('latest')
+  latest, _ = runs.restore_run(model_dir).restore_critic('latest')
   last_step = tf.nn.softmax(latest.classify(pipelines.to_model_input(tf.constant(images)),
                                             training=False)).numpy()
   # Beyond the tolerance at which the export matched the best checkpoint (measured: 17x).

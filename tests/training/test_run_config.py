@@ -116,7 +116,7 @@ def test_invalid_configuration_leaves_the_model_dir_as_it_was(tmp_path):
   with open(os.path.join(existing, 'run_config.json')) as f:
     recorded = json.load(f)
   assert recorded['loop']['steps'] == 2 and recorded['loop']['batch_size'] == 16
-  assert recorded['bindings']['build_critic'] == {'width': 0.0625}
+  assert recorded['bindings']['build_critic']['width'] == 0.0625
   with open(os.path.join(existing, 'metrics.json')) as f:
     metrics = json.load(f)
   assert set(metrics) == {'step', 'total_steps', 'finished', 'final', 'best', 'multipliers',

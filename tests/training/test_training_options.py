@@ -63,14 +63,13 @@ def test_averaged_critic_is_evaluated_checkpointed_and_restored(tmp_path):
   # The trained critic itself on request (latest checkpoint only), the averaged by default.
   from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
   from tf_ipmssl import errors  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
   for weights, prefix in (('evaluated', 'averaged_critic'), ('trained', 'critic')):
-    critic, _ = run_lib.Run.from_model_dir(model_dir).restore_critic('latest', weights)
+    critic, _ = runs.restore_run(model_dir).restore_critic('latest', weights)
     kernel = critic.s_head.kernel.numpy()
     np.testing.assert_array_equal(
         kernel, values[f'{prefix}/s_head/_kernel/.ATTRIBUTES/VARIABLE_VALUE'])
   with pytest.raises(errors.UserError, match='only in the latest checkpoint'):
-    run_lib.Run.from_model_dir(model_dir).restore_critic('best', 'trained')
+    runs.restore_run(model_dir).restore_critic('best', 'trained')
 
 
 def test_training_length_in_critic_updates():
