@@ -131,13 +131,19 @@ def test_batch_norm_init_is_normal_one_two_percent():
   np.testing.assert_array_equal(layer.moving_variance.numpy(), 1.0)
 
 
-def test_batch_norm_training_uses_batch_statistics_and_updates_moving_ones():
+def _random_batch_norm(input_seed, rng_seed):
+  """A built batch-norm layer with random γ and β, a random input and the generator used."""
   layer = normalization.make_normalization('batch_norm')
-  x = random_input(5)
+  x = random_input(input_seed)
   layer.build(x.shape)
-  rng = np.random.default_rng(6)
+  rng = np.random.default_rng(rng_seed)
   randomize(layer.gamma, rng, 1.0)
   randomize(layer.beta, rng, 0.0)
+  return layer, x, rng
+
+
+def test_batch_norm_training_uses_batch_statistics_and_updates_moving_ones():
+  layer, x, rng = _random_batch_norm(input_seed=5, rng_seed=6)
   y = layer(x, training=True).numpy()
   a = x.astype(np.float64)
   mu = a.mean(axis=(0, 1, 2))
@@ -150,12 +156,7 @@ def test_batch_norm_training_uses_batch_statistics_and_updates_moving_ones():
 
 
 def test_batch_norm_inference_uses_moving_statistics():
-  layer = normalization.make_normalization('batch_norm')
-  x = random_input(7)
-  layer.build(x.shape)
-  rng = np.random.default_rng(8)
-  randomize(layer.gamma, rng, 1.0)
-  randomize(layer.beta, rng, 0.0)
+  layer, x, rng = _random_batch_norm(input_seed=7, rng_seed=8)
   randomize(layer.moving_mean, rng, 0.0)
   layer.moving_variance.assign(rng.uniform(0.5, 2.0, size=SHAPE[-1]).astype(np.float32))
   y = layer(x, training=False).numpy()

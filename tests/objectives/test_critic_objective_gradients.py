@@ -47,6 +47,13 @@ _CASES = {
 }
 
 
+def _case(case, critic_seed, batch_seed):
+  """A tiny critic (with batch norm where the case has it), random batches, the kwargs."""
+  has_batch_norm = _CASES[case][3]
+  critic = tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=critic_seed)
+  return critic, tiny_critics.random_batches(seed=batch_seed), _kwargs(case)
+
+
 def _kwargs(case):
   formulation, constraints, multipliers, _, pairwise = _CASES[case]
   return dict(formulation=formulation, constraints=constraints, multipliers=multipliers,
@@ -55,10 +62,7 @@ def _kwargs(case):
 
 @pytest.mark.parametrize('case', sorted(_CASES))
 def test_critic_loss_value_matches_numpy(case):
-  _, _, _, has_batch_norm, _ = _CASES[case]
-  critic = tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=11)
-  batches = tiny_critics.random_batches(seed=12)
-  kwargs = _kwargs(case)
+  critic, batches, kwargs = _case(case, critic_seed=11, batch_seed=12)
   result = gradient_checks.run_critic_objective(critic, batches, **kwargs)
   gps = [c for c in kwargs['constraints'] if c.kind == 'gp']
   alpha = gradient_penalty.interpolation_weights(
@@ -77,10 +81,7 @@ def test_critic_loss_value_matches_numpy(case):
 
 @pytest.mark.parametrize('case', sorted(_CASES))
 def test_surrogate_gradient_matches_finite_differences(case):
-  _, _, _, has_batch_norm, _ = _CASES[case]
-  critic = tiny_critics.MlpCritic(has_batch_norm=has_batch_norm, seed=13)
-  batches = tiny_critics.random_batches(seed=14)
-  kwargs = _kwargs(case)
+  critic, batches, kwargs = _case(case, critic_seed=13, batch_seed=14)
   _assert_gradients_match_finite_differences(critic, batches, kwargs)
 
 
