@@ -53,15 +53,6 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
   return sxy / math.sqrt(sxx * syy)
 
 
-def _mean_std(values: Sequence[float]) -> Tuple[Optional[float], Optional[float]]:
-  if not values:
-    return None, None
-  mean = sum(values) / len(values)
-  if len(values) < 2:
-    return mean, None
-  return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-
-
 @dataclasses.dataclass(frozen=True)
 class Row:
   """One compared cell."""
@@ -72,7 +63,7 @@ class Row:
 
   @property
   def paired_mean_std(self):
-    return _mean_std(self.paired)
+    return tables_lib.mean_std(self.paired)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +172,7 @@ def paired_verdict(first: tables_lib.CellResult, second: tables_lib.CellResult,
   Returns (verdict, the numbers as text)."""
   other = dict(zip(second.seeds, second.errors))
   diffs = [e - other[s] for s, e in zip(first.seeds, first.errors) if s in other]
-  mean, std = _mean_std(diffs)
+  mean, std = tables_lib.mean_std(diffs)
   if mean is None:
     return UNDECIDED, 'no shared seeds'
   text = (f'{first.cell.id} − {second.cell.id} = {mean:+.2f}'

@@ -68,15 +68,12 @@ class CellResult:
 
   @property
   def mean(self) -> Optional[float]:
-    return sum(self.errors) / self.n if self.errors else None
+    return mean_std(self.errors)[0]
 
   @property
   def std(self) -> Optional[float]:
     """Sample standard deviation; None for fewer than two runs."""
-    if self.n < 2:
-      return None
-    mean = self.mean
-    return math.sqrt(sum((e - mean) ** 2 for e in self.errors) / (self.n - 1))
+    return mean_std(self.errors)[1]
 
   @property
   def text(self) -> str:
@@ -84,6 +81,17 @@ class CellResult:
     if not self.errors:
       return '–'
     return f'{cells_lib.format_error(self.mean, self.std)} (n={self.n})'
+
+
+def mean_std(values: Sequence[float]) -> Tuple[Optional[float], Optional[float]]:
+  """(mean, sample standard deviation) of values; None for a mean of none and for the std
+  of fewer than two."""
+  if not values:
+    return None, None
+  mean = sum(values) / len(values)
+  if len(values) < 2:
+    return mean, None
+  return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
 def run_error(metrics: dict) -> Optional[float]:
