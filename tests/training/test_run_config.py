@@ -63,10 +63,8 @@ def test_groups_scales_and_algorithm():
   assert [c.rho for c in config.objective.constraints[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
   assert config.objective.constraints[2].weight == 10.0
   assert config.loop.critic_iterations == 5
-  # The bindings it came from, unscaled: replace() validates and rescales from them.
-  assert config.bindings()['constraints'][0].penalty_weight == 1e-7
-  again = config.replace(steps=7)
-  assert again.loop.steps == 7 and again.objective == config.objective
+  # The bindings it came from, unscaled (recorded as bound_constraints).
+  assert config.source['constraints'][0].penalty_weight == 1e-7
   supervised = run_config.RunConfig.create(mode='supervised', constraints=FISHER, steps=3)
   assert supervised.objective.constraints == ()
   assert supervised.objective.algorithm.iterations_per_step(5) == 1

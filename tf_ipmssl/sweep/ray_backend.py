@@ -215,7 +215,7 @@ def _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program
   pending: Dict[object, _Task] = {}
 
   def prefix(index, run):
-    return f'[{index}/{len(runs)}] {run.name}'
+    return runner.report_prefix(index, len(runs), run)
 
   for index, run in enumerate(runs, start=1):
     if runner.run_state(run.model_dir) == runner.FINISHED:

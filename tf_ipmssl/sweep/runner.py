@@ -153,7 +153,7 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
   lock = threading.Lock()
 
   def run_and_report(index: int, run: plan_lib.Run) -> Outcome:
-    prefix = f'[{index}/{len(runs)}] {run.name}'
+    prefix = report_prefix(index, len(runs), run)
     state = run_state(run.model_dir)
     if state != FINISHED:
       verb = 'resuming' if state == PARTIAL else 'starting'
@@ -171,6 +171,11 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
     futures = [pool.submit(run_and_report, index, run)
                for index, run in enumerate(runs, start=1)]
     return [future.result() for future in futures]
+
+
+def report_prefix(index: int, total: int, run: plan_lib.Run) -> str:
+  """'[3/8] <cell> seed 1': how a report line names run `index` of `total`."""
+  return f'[{index}/{total}] {run.name}'
 
 
 def log_path(run: plan_lib.Run) -> str:

@@ -52,12 +52,19 @@ class TorchAdam(keras.optimizers.Adam):
 def make_optimizer(name, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8,
                    epsilon_placement='bias_corrected'):
   """Adam (PyTorch's ε placement by default) or RMSprop (the WGAN paper's, Keras defaults)."""
+  check_optimizer(name, epsilon_placement)
   if name == 'adam':
-    if epsilon_placement not in EPSILON_PLACEMENTS:
-      raise errors.ConfigError(f'train.adam_epsilon_placement = {epsilon_placement!r} is not '
-                               f'one of {list(EPSILON_PLACEMENTS)}')
     cls = TorchAdam if epsilon_placement == 'bias_corrected' else keras.optimizers.Adam
     return cls(learning_rate=learning_rate, beta_1=beta1, beta_2=beta2, epsilon=epsilon)
-  if name == 'rmsprop':  # The WGAN paper's optimizer (weight clipping).
-    return keras.optimizers.RMSprop(learning_rate=learning_rate)
-  raise errors.ConfigError(f"unknown optimizer '{name}'; use one of {list(OPTIMIZERS)}")
+  # RMSprop: the WGAN paper's optimizer (weight clipping).
+  return keras.optimizers.RMSprop(learning_rate=learning_rate)
+
+
+def check_optimizer(name, epsilon_placement='bias_corrected'):
+  """A ConfigError for an unknown optimizer or Adam ε placement (train.optimizer,
+  train.adam_epsilon_placement)."""
+  if name not in OPTIMIZERS:
+    raise errors.ConfigError(f"unknown optimizer '{name}'; use one of {list(OPTIMIZERS)}")
+  if epsilon_placement not in EPSILON_PLACEMENTS:
+    raise errors.ConfigError(f'train.adam_epsilon_placement = {epsilon_placement!r} is not '
+                             f'one of {list(EPSILON_PLACEMENTS)}')

@@ -243,13 +243,7 @@ def _check(b):
   if b['mixed_precision'] not in MIXED_PRECISION_POLICIES:
     raise errors.ConfigError(f'train.mixed_precision = {b["mixed_precision"]!r} is not one '
                              f'of {list(MIXED_PRECISION_POLICIES)}')
-  if b['optimizer'] not in optimizers_lib.OPTIMIZERS:
-    raise errors.ConfigError(f"unknown optimizer '{b['optimizer']}'; use one of "
-                             f'{list(optimizers_lib.OPTIMIZERS)}')
-  if b['adam_epsilon_placement'] not in optimizers_lib.EPSILON_PLACEMENTS:
-    raise errors.ConfigError(
-        f'train.adam_epsilon_placement = {b["adam_epsilon_placement"]!r} is not one of '
-        f'{list(optimizers_lib.EPSILON_PLACEMENTS)}')
+  optimizers_lib.check_optimizer(b['optimizer'], b['adam_epsilon_placement'])
   baseline_lib.check_spec(b['baseline'])
   decay_start = b['learning_rate_linear_decay_start']
   if decay_start is not None and not decay_start < 1.0:
@@ -306,14 +300,6 @@ class RunConfig:
   @property
   def mode(self) -> str:
     return self.objective.algorithm.name
-
-  def replace(self, **changes) -> 'RunConfig':
-    """A copy with train bindings changed, validated again (e.g. replace(steps=10))."""
-    return self.from_bindings({**self.bindings(), **changes})
-
-  def bindings(self) -> dict:
-    """The train bindings this configuration was made from (scales not applied)."""
-    return dict(self.source)
 
   def to_json(self) -> dict:
     """The configuration as JSON-ready values, with the recorded configurables' bindings."""
