@@ -1,6 +1,7 @@
 """Tables laid out as the paper's, from synthetic metrics.json files with known errors."""
 import csv
 import io
+import json
 import math
 import os
 
@@ -102,6 +103,22 @@ def test_csv_has_the_paper_layout(table1_root):
           fisher['CIFAR-10 (4k) plain ⟨v,Φ(x)⟩ n']) == ('', '0')
   assert rows[0]['CIFAR-10 (4k) K+1 paper'] == ''  # WGAN clip K+1: no cell.
   assert rows[0]['SVHN (1k) plain ⟨v,Φ(x)⟩ paper std'] == ''  # 28.65 has no std.
+
+
+def test_runs_csv_wall_time_sums_the_sessions(tmp_path):
+  """runs.csv's wall time is metrics.json's `wall_seconds` (all sessions); a run written
+  before that key existed gives its last session's."""
+  root = str(tmp_path / 'sweep')
+  cell = cells_lib.get_cell('table1/cifar10_fisher_kplus1')
+  for seed, wall in ((0, {'wall_seconds': 300.4, 'wall_seconds_this_session': 100.0}),
+                     (1, {'wall_seconds_this_session': 50.2})):
+    path = os.path.join(fake_results.write_run(root, cell, seed, 10.0), 'metrics.json')
+    with open(path) as f:
+      metrics = json.load(f)
+    with open(path, 'w') as f:
+      json.dump({**metrics, **wall}, f)
+  rows = list(csv.DictReader(io.StringIO(tables.runs_csv(tables.collect(root, [cell])))))
+  assert [(r['seed'], r['wall_seconds']) for r in rows] == [('0', '300'), ('1', '50')]
 
 
 def test_write_tables_and_plots(tmp_path):

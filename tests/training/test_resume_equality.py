@@ -1,4 +1,6 @@
-"""A run killed (SIGKILL) mid-way and resumed ends with the weights of an uninterrupted run."""
+"""A run killed (SIGKILL) mid-way and resumed ends with the weights of an uninterrupted run,
+and its metrics.json's wall time counts both sessions."""
+import json
 import os
 import signal
 import subprocess
@@ -38,10 +40,18 @@ def test_kill_and_resume_matches_uninterrupted_run(tmp_path):
   process.wait()
   killed_at = int(tf.train.latest_checkpoint(checkpoint_dir).rsplit('-', 1)[1])
   assert killed_at < 8
+  with open(os.path.join(killed_dir, 'metrics.json')) as f:
+    wall_before = json.load(f)['wall_seconds']
+  assert wall_before > 0.5  # start-up, tracing and three checkpoints
 
   resumed = runs.run_train(killed_dir, _bindings(data_dir))
   assert resumed.returncode == 0, resumed.stderr
   assert 'Resuming from' in resumed.stdout
+  with open(os.path.join(killed_dir, 'metrics.json')) as f:
+    metrics = json.load(f)
+  # The first session's time up to its last metrics.json plus the whole second session's.
+  assert abs(metrics['wall_seconds']
+             - (wall_before + metrics['wall_seconds_this_session'])) < 1e-6, metrics
 
   expected = runs.checkpoint_values(tf.train.latest_checkpoint(
       os.path.join(reference_dir, 'checkpoints')))

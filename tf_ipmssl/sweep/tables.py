@@ -148,8 +148,15 @@ def collect_cell(root: str, cell: cells_lib.Cell,
     runs.append(RunResult(seed=_seed_of(model_dir), test_error=error, model_dir=model_dir,
                           dataset=_dataset_of(model_dir), labels=_labels_of(model_dir),
                           steps=metrics.get('step'),
-                          wall_seconds=metrics.get('wall_seconds_this_session')))
+                          wall_seconds=_wall_seconds(metrics)))
   return CellResult(cell, tuple(runs), unfinished)
+
+
+def _wall_seconds(metrics):
+  """The run's wall time over all its sessions; for a run written before metrics.json had
+  `wall_seconds`, that of its last session."""
+  wall = metrics.get('wall_seconds')
+  return metrics.get('wall_seconds_this_session') if wall is None else wall
 
 
 def collect(root: str, cells: Sequence[cells_lib.Cell],
@@ -245,8 +252,9 @@ def csv_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
 def runs_csv(results: Dict[str, CellResult]) -> str:
   """One line per finished run: cell, seed, test error, dataset, labels, steps, wall time.
 
-  The run's directory is <root>/<cell>/seed_<seed>; wall_seconds is that of its last
-  bin/train session.
+  The run's directory is <root>/<cell>/seed_<seed>; wall_seconds is the run's wall time
+  summed over its bin/train sessions (metrics.json's `wall_seconds`; for runs written before
+  that key existed, that of the last session).
   """
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')

@@ -28,13 +28,18 @@ _SHOWN = ('ce', 'ipm', 'critic_loss', 'generator_loss')
 class Loop:
   """The periodic work of one run's training (see the module doc)."""
 
-  def __init__(self, model_dir, data, run, length, metrics, step):
-    """metrics: metrics.json's content so far ({} for a new run); step: the first step."""
+  def __init__(self, model_dir, data, run, length, metrics, step, started=None):
+    """metrics: metrics.json's content so far ({} for a new run); step: the first step;
+    started: time.time() at the start of this bin/train session (default: now)."""
     self.model_dir, self.data, self.run, self.length = model_dir, data, run, length
     self.config = run.config
     final = metrics.get('final') or {}
     self.final = {key: final.get(key) for key in ('step', 'validation_error', 'test_error')}
     self.extra = {k: v for k, v in metrics.items() if k == 'stopped_early'}
+    self.started = time.time() if started is None else started
+    # The earlier sessions' wall time; unknown (None) for a run resumed from a metrics.json
+    # written before `wall_seconds` existed.
+    self.wall_before = metrics.get('wall_seconds') if step else 0.0
     self.writer = tf.summary.create_file_writer(
         os.path.join(model_dir, run_files.TRAIN_SUMMARY_DIR))
     self.eval_writer = tf.summary.create_file_writer(
@@ -47,10 +52,13 @@ class Loop:
     self.interval_start, self.interval_first_step = time.time(), step
     self.wrote_operative_config = False
 
-  def record(self, step, finished):
-    """metrics.json's content at `step`."""
-    return reporting.metrics_record(self.final, self.extra, self.run.state, step,
-                                    self.length.total_steps, finished)
+  def record(self, step, finished, now=None):
+    """metrics.json's content at `step`; `now`: the time.time() its wall time ends at."""
+    record = reporting.metrics_record(self.final, self.extra, self.run.state, step,
+                                      self.length.total_steps, finished)
+    if self.wall_before is not None:
+      record['wall_seconds'] = self.wall_before + (now or time.time()) - self.started
+    return record
 
   def set_learning_rates(self, step):
     o = self.config.optimizers

@@ -10,8 +10,11 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   (step −1 and nulls without a validation split) — `best.test_error` is the number to report
   (docs/algorithm.md#data-and-model-selection);
 - `multipliers`: λ per constraint; `exported`: {`checkpoint`: 'best' | 'latest', `step`}
-  once exported; `wall_seconds_this_session`: at the end; `diverged_before_step` when a
-  loss became NaN/Inf.
+  once exported; `wall_seconds_this_session`: at the end, this bin/train session's wall time;
+  `wall_seconds`: the run's wall time over all its sessions, each counted from its start to
+  its latest metrics.json (a killed session's work after its last checkpoint, which the next
+  session redoes, is not counted; absent for a run resumed from a metrics.json written
+  before this key existed); `diverged_before_step` when a loss became NaN/Inf.
 """
 import math
 

@@ -72,7 +72,7 @@ def train(model_dir, config=None):
   # Training done but the export missing or partial (killed while exporting): export again.
   training_done = step >= length.total_steps or bool(metrics.get('stopped_early'))
   run_iteration = _iteration_fn(run, data, strategy)
-  loop = loop_lib.Loop(model_dir, data, run, length, metrics, step)
+  loop = loop_lib.Loop(model_dir, data, run, length, metrics, step, started)
   _print_start(config, data, length, strategy, model_dir)
   with termination.on_sigterm() as sigterm:
     step = loop_lib.train_loop(loop, run_iteration, step, sigterm, training_done)
@@ -146,9 +146,10 @@ def _finish(loop, step, started):
   exported = None
   if config.loop.export_classifier:
     exported = _export_selected_classifier(run, loop.data, loop.model_dir, step)
-  metrics = loop.record(step, finished=True)
+  now = time.time()
+  metrics = loop.record(step, finished=True, now=now)
   metrics['exported'] = exported
-  metrics['wall_seconds_this_session'] = time.time() - started
+  metrics['wall_seconds_this_session'] = now - started
   run_files.write_metrics(loop.model_dir, metrics)
   print(reporting.final_line(step, metrics, config.loop.baseline,
                              reporting.run_data(loop.data)), flush=True)
