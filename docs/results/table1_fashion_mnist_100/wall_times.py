@@ -1,0 +1,54 @@
+"""Wall time per run of the miniature Table 1, summed over the bin/train sessions.
+
+  python docs/results/table1_fashion_mnist_100/wall_times.py ROOT
+
+The sweep's runs were trained before metrics.json summed a run's sessions (`wall_seconds`),
+so runs.csv's wall_seconds of a resumed run is its last session's. This script adds up, per
+finished run, the span of each session's TensorBoard log (`train/`, one events file per
+session: first to last scalar; a session's start-up before its first logged step is not
+counted) and prints a markdown table: cell, seed, sessions, spans, total.
+"""
+import glob
+import os
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
+from tf_ipmssl import run_files  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.sweep import tables  # pylint: disable=g-import-not-at-top
+
+BASELINE = 'appendix_c/cifar10_none_4k'
+
+
+def session_spans(model_dir):
+  """Seconds from the first to the last scalar of each events file of the run's train/."""
+  spans = []
+  pattern = os.path.join(model_dir, run_files.TRAIN_SUMMARY_DIR, 'events.out.tfevents.*')
+  for path in sorted(glob.glob(pattern)):
+    times = [event.wall_time for event in tf.compat.v1.train.summary_iterator(path)
+             if event.summary.value]
+    if times:
+      spans.append(max(times) - min(times))
+  return spans
+
+
+def main(root):
+  cells = (cells_lib.select_cells(tables=['table1'], datasets=['cifar10'])
+           + (cells_lib.get_cell(BASELINE),))
+  print('| cell | seed | sessions | span of each (s) | total (s) |')
+  print('|---|---:|---:|---|---:|')
+  for result in tables.collect(root, cells).values():
+    for run in result.runs:
+      spans = session_spans(run.model_dir)
+      print(f'| {result.cell.id} | {run.seed} | {len(spans)} | '
+            f'{", ".join(f"{s:,.0f}" for s in spans)} | {sum(spans):,.0f} |')
+
+
+if __name__ == '__main__':
+  if len(sys.argv) != 2:
+    sys.exit(__doc__)
+  main(sys.argv[1])
