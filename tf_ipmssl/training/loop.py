@@ -57,7 +57,8 @@ class Loop:
     record = reporting.metrics_record(self.final, self.extra, self.run.state, step,
                                       self.length.total_steps, finished)
     if self.wall_before is not None:
-      record['wall_seconds'] = self.wall_before + (now or time.time()) - self.started
+      now = time.time() if now is None else now
+      record['wall_seconds'] = self.wall_before + now - self.started
     return record
 
   def set_learning_rates(self, step):

@@ -76,7 +76,7 @@ def train(model_dir, config=None):
   _print_start(config, data, length, strategy, model_dir)
   with termination.on_sigterm() as sigterm:
     step = loop_lib.train_loop(loop, run_iteration, step, sigterm, training_done)
-  return _finish(loop, step, started)
+  return _finish(loop, step)
 
 
 def _check_data(config, data):
@@ -140,7 +140,7 @@ def _print_start(config, data, length, strategy, model_dir):
           flush=True)
 
 
-def _finish(loop, step, started):
+def _finish(loop, step):
   """Exports the selected classifier, writes the final metrics.json and the result line."""
   run, config = loop.run, loop.config
   exported = None
@@ -149,7 +149,7 @@ def _finish(loop, step, started):
   now = time.time()
   metrics = loop.record(step, finished=True, now=now)
   metrics['exported'] = exported
-  metrics['wall_seconds_this_session'] = now - started
+  metrics['wall_seconds_this_session'] = now - loop.started
   run_files.write_metrics(loop.model_dir, metrics)
   print(reporting.final_line(step, metrics, config.loop.baseline,
                              reporting.run_data(loop.data)), flush=True)
