@@ -30,10 +30,6 @@ def _text(result):
   return f'{result.cell.id.split("/")[1]} {result.text}'
 
 
-def _mean_std(result):
-  return f'{result.mean:.2f}' + ('' if result.std is None else f' ± {result.std:.2f}')
-
-
 def _ssl_vs_supervised(best, baseline):
   """Whether the best SSL row beats supervised training: mean at least MARGIN points lower,
   and mean + std below the supervised mean − std (std 0 for n = 1)."""
@@ -44,9 +40,8 @@ def _ssl_vs_supervised(best, baseline):
     verdict += ' so far (n < 3)'
   _, paired = paper_comparison.paired_verdict(best, baseline, True)
   return (f'- **Best SSL row ≥ {MARGIN:.0f} points below supervised, mean + std below '
-          f'supervised mean − std**: {verdict} — {best.cell.id.split("/")[1]} '
-          f'{_mean_std(best)} (n={best.n}), supervised {_mean_std(baseline)} '
-          f'(n={baseline.n}), gap {gap:.2f} points; {paired}.')
+          f'supervised mean − std**: {verdict} — {_text(best)}, supervised '
+          f'{baseline.text}, gap {gap:.2f} points; {paired}.')
 
 
 def main(root):
