@@ -44,7 +44,8 @@ def _ssl_vs_supervised(best, baseline):
           f'{baseline.text}, gap {gap:.2f} points; {paired}.')
 
 
-def main(root):
+def verdicts(root):
+  """One markdown line per take-away: its verdict and the numbers behind it."""
   cells = cells_lib.select_cells(tables=['table1'], datasets=['cifar10'])
   results = tables.collect(root, cells)
   baseline = tables.collect(root, cells_lib.select_cells([BASELINE]))[BASELINE]
@@ -90,7 +91,11 @@ def main(root):
                  f'the best other cell — {numbers}.')
   if finished and baseline.n:
     lines.append(_ssl_vs_supervised(min(finished, key=lambda r: r.mean), baseline))
-  print('\n'.join(lines))
+  return lines
+
+
+def main(root):
+  print('\n'.join(verdicts(root)))
 
 
 if __name__ == '__main__':

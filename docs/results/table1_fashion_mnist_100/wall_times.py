@@ -36,16 +36,22 @@ def session_spans(model_dir):
   return spans
 
 
-def main(root):
+def table(root):
+  """The markdown table's lines: per finished run, its sessions' spans and their total."""
   cells = (cells_lib.select_cells(tables=['table1'], datasets=['cifar10'])
            + (cells_lib.get_cell(BASELINE),))
-  print('| cell | seed | sessions | span of each (s) | total (s) |')
-  print('|---|---:|---:|---|---:|')
+  lines = ['| cell | seed | sessions | span of each (s) | total (s) |',
+           '|---|---:|---:|---|---:|']
   for result in tables.collect(root, cells).values():
     for run in result.runs:
       spans = session_spans(run.model_dir)
-      print(f'| {result.cell.id} | {run.seed} | {len(spans)} | '
-            f'{", ".join(f"{s:,.0f}" for s in spans)} | {sum(spans):,.0f} |')
+      lines.append(f'| {result.cell.id} | {run.seed} | {len(spans)} | '
+                   f'{", ".join(f"{s:,.0f}" for s in spans)} | {sum(spans):,.0f} |')
+  return lines
+
+
+def main(root):
+  print('\n'.join(table(root)))
 
 
 if __name__ == '__main__':
