@@ -32,9 +32,12 @@ def _wrapped(item):
 def splice(text, name, body):
   """`text` with the lines between the markers of `name` replaced by `body`."""
   pattern = re.compile(rf'(<!-- begin {name} -->\n).*?(<!-- end {name} -->)', re.DOTALL)
-  if not pattern.search(text):
-    raise SystemExit(f'{PAGE} has no markers <!-- begin {name} --> / <!-- end {name} -->')
-  return pattern.sub(lambda m: m.group(1) + body.rstrip('\n') + '\n' + m.group(2), text)
+  text, count = pattern.subn(
+      lambda m: m.group(1) + body.rstrip('\n') + '\n' + m.group(2), text)
+  if count != 1:
+    raise SystemExit(f'{PAGE} needs one pair of markers <!-- begin {name} --> / '
+                     f'<!-- end {name} -->; it has {count}')
+  return text
 
 
 def main(root):
