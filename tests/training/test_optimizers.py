@@ -1,4 +1,5 @@
-"""Adam with PyTorch's ε placement (the released code's optimizer) against a NumPy Adam."""
+"""Adam with PyTorch's ε placement (the released code's optimizer) and PyTorch's RMSprop (the
+WGAN code's) against NumPy references."""
 import keras
 import numpy as np
 import pytest
@@ -96,6 +97,47 @@ def test_the_placements_differ_for_small_gradients():
   assert keras_step == pytest.approx(1e-7 / (1e-7 + 1e-7 / np.sqrt(1 - B2)), rel=1e-4)
   got = -run_keras(optimizers.make_optimizer('adam', LR, B1, B2), np.zeros(1), g)[0] / LR
   assert got == pytest.approx(torch_step, rel=RTOL)
+
+
+RMS_LR = 5e-5
+RMS_LR32 = float(np.float32(RMS_LR))
+
+
+def numpy_rmsprop(theta, gradients, alpha=0.99, epsilon=1e-8, epsilon_under_root=False):
+  """torch.optim.RMSprop's update (defaults: α 0.99, ε 1e-8 on √v), or Keras's (ε under the
+  root), float64."""
+  v = np.zeros_like(theta)
+  for g in gradients:
+    v = alpha * v + (1 - alpha) * g * g
+    denominator = np.sqrt(v + epsilon) if epsilon_under_root else np.sqrt(v) + epsilon
+    theta = theta - RMS_LR32 * g / denominator
+  return theta
+
+
+@pytest.mark.parametrize('steps', [1, 2, 1000])
+def test_rmsprop_equals_float64_pytorch_rmsprop(steps):
+  """On float64 variables every step equals PyTorch's RMSprop (its defaults) to 1e-12."""
+  rng = np.random.default_rng(100 + steps)
+  theta = rng.normal(size=64)
+  scales = 10.0 ** rng.uniform(-9, 0, size=64)
+  gradients = [scales * rng.normal(size=64) for _ in range(steps)]
+  got = run_keras(optimizers.make_optimizer('rmsprop', RMS_LR), theta, gradients)
+  want = numpy_rmsprop(theta, gradients)
+  np.testing.assert_allclose(got - theta, want - theta, rtol=1e-12, atol=0)
+
+
+def test_rmsprop_moves_small_gradients_as_pytorch_does():
+  """A gradient of 1e-7 at step 1: PyTorch moves lr·g/(√0.01·|g| + 1e-8) ≈ 9.9 lr whatever
+  the size of g; Keras's RMSprop (ρ 0.9, ε = 1e-7 under the root) moves
+  lr·g/√(0.1 g² + 1e-7) ≈ 3.2e-4 lr. A clipped critic's gradients are this small."""
+  g = [np.array([1e-7])]
+  got = -run_keras(optimizers.make_optimizer('rmsprop', RMS_LR), np.zeros(1), g)[0] / RMS_LR32
+  assert got == pytest.approx(1e-7 / (0.1 * 1e-7 + 1e-8), rel=1e-12)
+  keras_step = -run_keras(keras.optimizers.RMSprop(RMS_LR), np.zeros(1), g)[0] / RMS_LR32
+  want_keras = -numpy_rmsprop(np.zeros(1), g, alpha=0.9, epsilon=1e-7,
+                              epsilon_under_root=True)[0] / RMS_LR32
+  assert keras_step == pytest.approx(want_keras, rel=1e-6)
+  assert keras_step < 1e-3 * got
 
 
 def test_bad_choices_are_config_errors():

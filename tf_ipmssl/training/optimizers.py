@@ -1,4 +1,4 @@
-"""The run's optimizers: Adam with the authors' (PyTorch's) ε placement, and RMSprop.
+"""The run's optimizers, computed as PyTorch's (the released code's and the WGAN code's).
 
 PyTorch's Adam, which the released code uses, adds ε to the *bias-corrected* √v̂:
 
@@ -9,6 +9,17 @@ Keras's Adam adds ε to the *uncorrected* √v, which is the same update with th
 gradients smaller than that move the weights much less than in the release (the paper's
 Appendix B gives the optimizer). `TorchAdam` computes the update as PyTorch does, bias
 corrections from the float64 βs included.
+
+RMSprop (weight clipping, the WGAN paper's optimizer, whose code uses PyTorch's defaults):
+PyTorch's averages the squared gradient with α = 0.99 and adds ε = 1e-8 to its root,
+
+  v ← α v + (1 − α) g²,   θ ← θ − lr · g / (√v + ε),
+
+so that at step 1 every weight moves by ~10·lr whatever the size of its gradient. Keras's
+RMSprop (ρ = 0.9) adds ε = 1e-7 *under* the root, lr · g / √(v + ε): a gradient much
+smaller than √ε ≈ 3.2e-4 moves its weight by ~lr · g / 3.2e-4 instead. A weight-clipped
+critic's gradients are of that size (its weights are at most 0.01), so Keras's RMSprop barely
+moves it. `TorchRMSprop` computes PyTorch's update.
 """
 import keras
 from keras import ops
@@ -49,15 +60,35 @@ class TorchAdam(keras.optimizers.Adam):
     self.assign_sub(variable, ops.multiply(step_size, ops.divide(m, denominator)))
 
 
+class TorchRMSprop(keras.optimizers.RMSprop):
+  """keras.optimizers.RMSprop computed as torch.optim.RMSprop computes it (no momentum, not
+  centered): v ← ρ v + (1 − ρ) g², θ ← θ − lr · g / (√v + ε), with PyTorch's defaults
+  ρ (PyTorch's α) = 0.99 and ε = 1e-8."""
+
+  def __init__(self, learning_rate, rho=0.99, epsilon=1e-8, **kwargs):
+    super().__init__(learning_rate=learning_rate, rho=rho, epsilon=epsilon, **kwargs)
+
+  def update_step(self, gradient, variable, learning_rate):
+    dtype = variable.dtype
+    gradient = ops.cast(gradient, dtype)
+    lr = ops.cast(learning_rate, dtype)
+    v = self._velocities[self._get_variable_index(variable)]
+    self.assign(v, ops.add(ops.multiply(v, self.rho),
+                           ops.multiply(ops.square(gradient), 1 - self.rho)))
+    denominator = ops.add(ops.sqrt(v), ops.convert_to_tensor(self.epsilon, dtype))
+    self.assign_sub(variable, ops.divide(ops.multiply(lr, gradient), denominator))
+
+
 def make_optimizer(name, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8,
                    epsilon_placement='bias_corrected'):
-  """Adam (PyTorch's ε placement by default) or RMSprop (the WGAN paper's, Keras defaults)."""
+  """Adam (PyTorch's ε placement by default) or RMSprop (PyTorch's, as the WGAN code uses:
+  α = 0.99, ε = 1e-8 on √v; Adam's βs and ε do not apply to it)."""
   check_optimizer(name, epsilon_placement)
   if name == 'adam':
     cls = TorchAdam if epsilon_placement == 'bias_corrected' else keras.optimizers.Adam
     return cls(learning_rate=learning_rate, beta_1=beta1, beta_2=beta2, epsilon=epsilon)
   # RMSprop: the WGAN paper's optimizer (weight clipping).
-  return keras.optimizers.RMSprop(learning_rate=learning_rate)
+  return TorchRMSprop(learning_rate=learning_rate)
 
 
 def check_optimizer(name, epsilon_placement='bias_corrected'):
