@@ -7,7 +7,8 @@
   bindings.
 - operative_config.gin: the gin parameters actually used, written once the first step ran.
 - versions.json: (of the first start; each resume appended under 'resumes') library,
-  TensorFlow, Keras, Python, NumPy versions, the command line and
+  TensorFlow, Keras, Python, NumPy versions, the command line, the library's source (its git
+  commit and whether tracked files differ from it, where it runs from a git checkout) and
   what else decides the float results: threads and kernels (`numerics`). The same config
   and seeds on another thread count give another (equally valid) run: summation order
   changes in the last bits and a GAN's trajectory amplifies it. `train.deterministic_ops`
@@ -19,6 +20,7 @@ The file names and their reading and writing are `tf_ipmssl.run_files`'s.
 import datetime
 import os
 import platform
+import subprocess
 import sys
 
 import gin
@@ -78,6 +80,7 @@ def record_start(model_dir, resuming, config):
       'started': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
       'devices': [d.name for d in tf.config.list_logical_devices()],
       'numerics': _numerics(),
+      'source': source(os.path.dirname(os.path.abspath(tf_ipmssl.__file__))),
   }
   versions = session
   previous = run_files.read_json(model_dir, run_files.VERSIONS_FILE) if resuming else None
@@ -97,6 +100,20 @@ def remove_partial_checkpoints(directories):
     for path in tf.io.gfile.glob(os.path.join(directory, '*_temp*')):
       if tf.io.gfile.isdir(path):
         tf.io.gfile.rmtree(path)
+
+
+def source(directory):
+  """{'commit': the HEAD of the git checkout holding `directory`, 'dirty': whether tracked
+  files differ from it}, or None where there is none (an installed wheel, no git)."""
+  def git(*args):
+    return subprocess.run(['git', '-C', directory, *args], capture_output=True, text=True,
+                          timeout=30, check=True).stdout.strip()
+  try:
+    commit = git('rev-parse', 'HEAD')
+    dirty = bool(git('status', '--porcelain', '--untracked-files=no'))
+  except (OSError, subprocess.SubprocessError):
+    return None
+  return {'commit': commit, 'dirty': dirty}
 
 
 def _numerics():

@@ -1,0 +1,29 @@
+"""run_record.source: the git commit a run's library comes from, and whether it was edited."""
+import subprocess
+
+from tf_ipmssl.training import run_record
+
+
+def _git(directory, *args):
+  return subprocess.run(['git', '-C', str(directory), *args], capture_output=True, text=True,
+                        check=True).stdout.strip()
+
+
+def test_source_names_the_commit_and_tracked_edits(tmp_path):
+  _git(tmp_path, 'init', '-q')
+  package = tmp_path / 'pkg'
+  package.mkdir()
+  (package / 'a.py').write_text('x = 1\n')
+  _git(tmp_path, 'add', '.')
+  _git(tmp_path, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'one')
+  head = _git(tmp_path, 'rev-parse', 'HEAD')
+  assert run_record.source(str(package)) == {'commit': head, 'dirty': False}
+  (tmp_path / 'scratch.txt').write_text('untracked files do not count\n')
+  assert run_record.source(str(package)) == {'commit': head, 'dirty': False}
+  (package / 'a.py').write_text('x = 2\n')
+  assert run_record.source(str(package)) == {'commit': head, 'dirty': True}
+
+
+def test_source_outside_a_checkout_is_none(tmp_path):
+  assert run_record.source(str(tmp_path)) is None
+  assert run_record.source(str(tmp_path / 'missing')) is None
