@@ -4,6 +4,8 @@
   one line per row, ours (mean ± std) solid and the paper's dashed.
 - Every other table: one horizontal bar chart per paper column, its rows as bar pairs:
   ours (mean, std as error bar) and the paper's (ours alone for a study; each seed a dot).
+- The comparison (paper_comparison): ours against the paper's error, one labelled point per
+  cell; the labels are placed where they overlap no other label or point.
 
 matplotlib is imported only here and only when a plot is made; without it, `plot_table`
 raises a UserError that says how to install it (`pip install -e '.[plots]'`).
@@ -132,19 +134,60 @@ def plot_tables(results: Dict[str, 'tables_lib.CellResult'], tables_dir: str) ->
           for table in tables_lib.tables_with_results(results)]
 
 
-def plot_comparison(comparison, path: str) -> str:
-  """Ours against the paper's error, one point per cell (mean ± std), the baseline's mean as
-  a horizontal line and Spearman's ρ in the title (paper_comparison.Comparison)."""
-  plt = _pyplot()
-  figure, axes = plt.subplots(figsize=(7.5, 5.5))
+# Where a point's label may go, in points from the point, tried in this order: right, then
+# left of it, a row lower, a row higher, and so on; the first place free is taken.
+_LABEL_OFFSETS = tuple((side * 6, dy) for dy in (2, -10, 12, -20, 22, -30, 32, -40, 42)
+                       for side in (1, -1))
+_MARKER_RADIUS_POINTS = 3.5
+
+
+def place_labels(figure, axes, labelled_points, fontsize=7):
+  """Annotates each (x, y, text) of `labelled_points` beside its point where the label's box
+  overlaps no label placed before it and no point (the first such place of _LABEL_OFFSETS;
+  the first place when none is free), joined to its point by a thin line when it sits a row
+  or more away. Place the labels after the layout is final. Returns the annotations in the
+  order of `labelled_points`."""
+  from matplotlib import transforms  # pylint: disable=g-import-not-at-top
+  figure.canvas.draw()
+  renderer = figure.canvas.get_renderer()
+  radius = _MARKER_RADIUS_POINTS * figure.dpi / 72.0
+  taken = []
+  for x, y, _ in labelled_points:
+    px, py = axes.transData.transform((x, y))
+    taken.append(transforms.Bbox.from_extents(px - radius, py - radius, px + radius,
+                                              py + radius))
+  def annotate(x, y, text, dx, dy, line):
+    return axes.annotate(
+        text, (x, y), textcoords='offset points', xytext=(dx, dy), fontsize=fontsize,
+        ha='left' if dx > 0 else 'right', va='bottom',
+        arrowprops=dict(arrowstyle='-', color='0.6', linewidth=0.5) if line else None)
+  annotations = {}
+  # Bottom to top, left to right: a crowded cluster fans out the same way every time.
+  order = sorted(range(len(labelled_points)), key=lambda i: labelled_points[i][1::-1])
+  for index in order:
+    x, y, text = labelled_points[index]
+    for dx, dy in _LABEL_OFFSETS + (_LABEL_OFFSETS[0],):
+      probe = annotate(x, y, text, dx, dy, line=False)
+      box = probe.get_window_extent(renderer)
+      probe.remove()
+      if not any(box.overlaps(other) for other in taken):
+        break
+    taken.append(box)
+    annotations[index] = annotate(x, y, text, dx, dy, line=abs(dy) > 2)
+  return [annotations[i] for i in range(len(labelled_points))]
+
+
+def _comparison_figure(plt, comparison):
+  figure, axes = plt.subplots(figsize=(7.5, 5.5), dpi=120)
+  labelled = []
   for row in comparison.rows:
     result = row.result
     if not result.n or result.cell.paper_error is None:
       continue
     axes.errorbar(result.cell.paper_error, result.mean, yerr=result.std or 0.0, fmt='o',
                   color='tab:blue', capsize=3)
-    axes.annotate(result.cell.id.split('/', 1)[1].split('_', 1)[1], (result.cell.paper_error,
-                  result.mean), textcoords='offset points', xytext=(5, 3), fontsize=7)
+    labelled.append((result.cell.paper_error, result.mean,
+                     result.cell.id.split('/', 1)[1].split('_', 1)[1]))
   base = comparison.baseline
   if base.n:
     axes.axhline(base.mean, color='tab:red', linestyle='--',
@@ -156,6 +199,16 @@ def plot_comparison(comparison, path: str) -> str:
   axes.set_ylabel('our test error % (mean ± std over seeds)')
   axes.grid(alpha=0.3)
   figure.tight_layout()
-  figure.savefig(path, dpi=120)
+  place_labels(figure, axes, labelled)
+  return figure
+
+
+def plot_comparison(comparison, path: str) -> str:
+  """Ours against the paper's error, one point per cell (mean ± std) labelled without
+  overlaps, the baseline's mean as a horizontal line and Spearman's ρ in the title
+  (paper_comparison.Comparison)."""
+  plt = _pyplot()
+  figure = _comparison_figure(plt, comparison)
+  figure.savefig(path, bbox_inches='tight')
   plt.close(figure)
   return path
