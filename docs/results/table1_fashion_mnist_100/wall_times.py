@@ -20,8 +20,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl import run_files  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables  # pylint: disable=g-import-not-at-top
-
-BASELINE = 'appendix_c/cifar10_none_4k'
+from takeaways import BASELINE  # pylint: disable=g-import-not-at-top
 
 
 def session_spans(model_dir):
