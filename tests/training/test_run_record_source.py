@@ -24,6 +24,18 @@ def test_source_names_the_commit_and_tracked_edits(tmp_path):
   assert run_record.source(str(package)) == {'commit': head, 'dirty': True}
 
 
+def test_source_of_a_copy_inside_another_checkout_is_none(tmp_path):
+  """A copy installed into a project's (ignored) venv is not that project's commit."""
+  _git(tmp_path, 'init', '-q')
+  (tmp_path / '.gitignore').write_text('venv/\n')
+  _git(tmp_path, 'add', '.')
+  _git(tmp_path, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'one')
+  installed = tmp_path / 'venv' / 'site-packages' / 'pkg'
+  installed.mkdir(parents=True)
+  (installed / 'a.py').write_text('x = 1\n')
+  assert run_record.source(str(installed)) is None
+
+
 def test_source_outside_a_checkout_is_none(tmp_path):
   assert run_record.source(str(tmp_path)) is None
   assert run_record.source(str(tmp_path / 'missing')) is None

@@ -103,12 +103,15 @@ def remove_partial_checkpoints(directories):
 
 
 def source(directory):
-  """{'commit': the HEAD of the git checkout holding `directory`, 'dirty': whether tracked
-  files differ from it}, or None where there is none (an installed wheel, no git)."""
+  """{'commit': the HEAD of the git checkout that tracks the files of `directory`, 'dirty':
+  whether tracked files differ from it}, or None where there is none (no git; a copy
+  installed elsewhere, even inside another project's checkout, e.g. its ignored venv)."""
   def git(*args):
     return subprocess.run(['git', '-C', directory, *args], capture_output=True, text=True,
                           timeout=30, check=True).stdout.strip()
   try:
+    if not git('ls-files', '--', '.'):  # Not this checkout's own files.
+      return None
     commit = git('rev-parse', 'HEAD')
     dirty = bool(git('status', '--porcelain', '--untracked-files=no'))
   except (OSError, subprocess.SubprocessError):
