@@ -9,14 +9,19 @@ def _git(directory, *args):
                         check=True).stdout.strip()
 
 
+def _commit_all(directory):
+  """Commits every file under `directory` that is not ignored; returns the new HEAD."""
+  _git(directory, 'add', '.')
+  _git(directory, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'one')
+  return _git(directory, 'rev-parse', 'HEAD')
+
+
 def test_source_names_the_commit_and_tracked_edits(tmp_path):
   _git(tmp_path, 'init', '-q')
   package = tmp_path / 'pkg'
   package.mkdir()
   (package / 'a.py').write_text('x = 1\n')
-  _git(tmp_path, 'add', '.')
-  _git(tmp_path, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'one')
-  head = _git(tmp_path, 'rev-parse', 'HEAD')
+  head = _commit_all(tmp_path)
   assert run_record.source(str(package)) == {'commit': head, 'dirty': False}
   (tmp_path / 'scratch.txt').write_text('untracked files do not count\n')
   assert run_record.source(str(package)) == {'commit': head, 'dirty': False}
@@ -28,8 +33,7 @@ def test_source_of_a_copy_inside_another_checkout_is_none(tmp_path):
   """A copy installed into a project's (ignored) venv is not that project's commit."""
   _git(tmp_path, 'init', '-q')
   (tmp_path / '.gitignore').write_text('venv/\n')
-  _git(tmp_path, 'add', '.')
-  _git(tmp_path, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'one')
+  _commit_all(tmp_path)
   installed = tmp_path / 'venv' / 'site-packages' / 'pkg'
   installed.mkdir(parents=True)
   (installed / 'a.py').write_text('x = 1\n')
