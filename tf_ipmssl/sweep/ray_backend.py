@@ -179,9 +179,11 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
              gpus_per_run: float = 0, max_retries: int = 3,
              program: Optional[Sequence[str]] = None,
              report: Callable[[str], None] = print,
-             progress_seconds: float = PROGRESS_SECONDS) -> List[runner.Outcome]:
-  """Runs every run as a Ray task; reports as the local runner does, plus a progress line
-  (done / running / failed / left, ETA) every `progress_seconds` and at each outcome.
+             progress_seconds: float = PROGRESS_SECONDS,
+             archive: Optional[str] = None) -> List[runner.Outcome]:
+  """Runs every run as a Ray task; reports (and archives) as the local runner does, plus a
+  progress line (done / running / failed / left, ETA) every `progress_seconds` and at each
+  outcome.
   `program`: the trainer command (default: bin/train under each worker's Python). Returns
   the outcomes in plan order.
   """
@@ -193,14 +195,14 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
   connected = connect(ray, address)
   try:
     return _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program,
-                      report, progress_seconds)
+                      report, progress_seconds, archive)
   finally:
     if connected:
       ray.shutdown()
 
 
 def _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program, report,
-               progress_seconds):
+               progress_seconds, archive):
   """run_plan on a connected Ray."""
   token = uuid.uuid4().hex
   threads = max(1, int(cpus_per_run))
@@ -240,7 +242,7 @@ def _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program
       outcomes[task.index] = outcome
       progress.finished(outcome)
       report(runner.describe(prefix(task.index, task.run), outcome))
-      runner.record(root, outcome)
+      runner.record(root, outcome, archive)
     if ready or time.time() - last_progress >= progress_seconds:
       report(progress.line())
       last_progress = time.time()

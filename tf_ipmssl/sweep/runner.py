@@ -6,7 +6,8 @@
 - A failing run is reported (exit status and the end of its log) and the sweep goes on.
 
 Each run's output is appended to `<model_dir>/train.log`; one JSON line per run outcome is
-appended to `<root>/sweep_log.jsonl`. The reports, the log and the summary are shared with
+appended to `<root>/sweep_log.jsonl`; with an archive directory, each run that finishes has
+its record copied there at once (`archive`). The reports, the log and the summary are shared with
 the Ray backend (`ray_backend`), which runs the same `run_one` as one Ray task per run.
 
 With several workers each run gets an equal share of the CPU cores as TensorFlow threads
@@ -27,6 +28,7 @@ from typing import Callable, List, Optional, Sequence
 
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import run_files
+from tf_ipmssl.sweep import archive as archive_lib
 from tf_ipmssl.sweep import plan as plan_lib
 
 LOG_FILE = run_files.LOG_FILE
@@ -143,9 +145,11 @@ def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
 
 def run_plan(runs: Sequence[plan_lib.Run], root: str,
              program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
-             report: Callable[[str], None] = print, workers: int = 1) -> List[Outcome]:
+             report: Callable[[str], None] = print, workers: int = 1,
+             archive: Optional[str] = None) -> List[Outcome]:
   """Runs every run, `workers` at a time, in plan order; reports each outcome with
-  `report` and logs it under root. Returns the outcomes in plan order.
+  `report`, logs it under root and archives each run that finishes into `archive` (if
+  given). Returns the outcomes in plan order.
   """
   if workers < 1:
     raise ValueError(f'workers must be at least 1, got {workers}')
@@ -162,7 +166,7 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
     outcome = run_one(run, program, threads)
     with lock:
       report(describe(prefix, outcome))
-      record(root, outcome)
+      record(root, outcome, archive)
     return outcome
 
   if workers == 1:
@@ -193,11 +197,14 @@ def describe(prefix: str, outcome: Outcome) -> str:
           f'log:\n{outcome.log_tail}')
 
 
-def record(root: str, outcome: Outcome):
-  """Appends a trained or failed run's outcome to <root>/sweep_log.jsonl."""
+def record(root: str, outcome: Outcome, archive: Optional[str] = None):
+  """Appends a trained or failed run's outcome to <root>/sweep_log.jsonl, and copies the
+  record of a run that finished into `archive` (if given)."""
   if outcome.status == SKIPPED:
     return
   run = outcome.run
+  if archive and outcome.status == SUCCEEDED:
+    archive_lib.save(run, archive)
   _append_jsonl(os.path.join(root, SWEEP_LOG_FILE), {
       'cell': run.cell.id, 'seed': run.seed, 'model_dir': run.model_dir,
       'status': outcome.status, 'returncode': outcome.returncode,

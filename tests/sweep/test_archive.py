@@ -1,0 +1,156 @@
+"""A sweep's archive keeps each finished run's record and restores it into a lost root."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.sweep import fake_results
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl import errors
+from tf_ipmssl.sweep import archive
+from tf_ipmssl.sweep import plan as plan_lib
+from tf_ipmssl.sweep import runner
+from tf_ipmssl.sweep import tables as tables_lib
+
+FAKE_TRAIN = (sys.executable, os.path.join(os.path.dirname(__file__), 'fake_train.py'))
+SWEEP = str(cells_lib.REPO_ROOT / 'bin' / 'sweep')
+CELL = cells_lib.get_cell('table2/cifar10_fisher_f')
+
+
+def _read(directory, name):
+  with open(os.path.join(directory, name), 'rb') as f:
+    return f.read()
+
+
+def _finished_run(root, seed, error, bindings=()):
+  """A plan run of CELL with a finished record (metrics, dataset, operative config) in root,
+  plus a checkpoint file that an archive must not copy."""
+  (run,) = plan_lib.make_plan([CELL], (seed,), root, extra_gin_bindings=bindings)
+  fake_results.write_run(root, CELL, seed, error, num_labeled=100)
+  os.makedirs(os.path.join(run.model_dir, 'checkpoints'))
+  with open(os.path.join(run.model_dir, 'checkpoints', 'ckpt-1.index'), 'w') as f:
+    f.write('weights')
+  return run
+
+
+def test_save_then_restore_into_a_lost_root(tmp_path):
+  root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
+  run = _finished_run(root, 0, 21.5)
+  assert archive.save(run, store)
+  kept = archive.archived_dir(run, store)
+  assert kept == os.path.join(store, 'table2', 'cifar10_fisher_f', 'seed_0')
+  assert sorted(os.listdir(kept)) == ['dataset.json', 'metrics.json', 'operative_config.gin',
+                                      archive.RUN_FILE]
+  with open(os.path.join(kept, archive.RUN_FILE)) as f:
+    assert json.load(f) == {'cell': CELL.id, 'seed': 0,
+                            'gin_files': ['gin/table2/cifar10_fisher_f.gin'],
+                            'gin_bindings': ['train.seed = 0',
+                                             'build_ssl_data.split_seed = 0']}
+  assert not archive.save(run, store)  # Archived already: saved again, not new.
+
+  fresh = str(tmp_path / 'fresh_root')
+  (again,) = plan_lib.make_plan([CELL], (0,), fresh)
+  assert runner.run_state(again.model_dir) == runner.NEW
+  assert archive.restore(again, store)
+  assert runner.run_state(again.model_dir) == runner.FINISHED
+  for name in ('metrics.json', 'dataset.json', 'operative_config.gin'):
+    assert _read(again.model_dir, name) == _read(run.model_dir, name)
+  # The runner skips the restored run, and the tables read it as the original.
+  (outcome,) = runner.run_plan([again], fresh, program=FAKE_TRAIN, report=lambda _: None)
+  assert outcome.status == runner.SKIPPED
+  restored = tables_lib.collect_cell(fresh, CELL)
+  assert restored.errors == (21.5,) and restored.seeds == (0,)
+  # The archive is a root of its own for the tables.
+  assert tables_lib.collect_cell(store, CELL).errors == (21.5,)
+
+
+def test_restore_never_writes_into_a_started_run(tmp_path):
+  root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
+  archive.save(_finished_run(root, 0, 21.5), store)
+  fresh = str(tmp_path / 'fresh')
+  (run,) = plan_lib.make_plan([CELL], (0,), fresh)
+  os.makedirs(run.model_dir)  # Started here, not finished: its own checkpoints win.
+  assert not archive.restore(run, store)
+  assert os.listdir(run.model_dir) == []
+  (other,) = plan_lib.make_plan([CELL], (1,), fresh)  # Not archived.
+  assert not archive.restore(other, store)
+  assert not os.path.exists(other.model_dir)
+
+
+def test_unfinished_runs_are_not_archived(tmp_path):
+  root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
+  (run,) = plan_lib.make_plan([CELL], (0,), root)
+  fake_results.write_run(root, CELL, 0, 30.0, finished=False)
+  with pytest.raises(ValueError, match='not finished'):
+    archive.save(run, store)
+  assert archive.sync([run], store) == (0, 0)
+  assert not os.path.exists(store)
+
+
+def test_an_archive_of_other_settings_is_refused_and_kept(tmp_path):
+  root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
+  run = _finished_run(root, 0, 21.5)
+  archive.save(run, store)
+  kept = archive.archived_dir(run, store)
+  before = {name: _read(kept, name) for name in os.listdir(kept)}
+
+  other_root = str(tmp_path / 'other')
+  other = _finished_run(other_root, 0, 40.0, bindings=('train.lambda_ce = 3.0',))
+  with pytest.raises(errors.ConfigError, match='give this sweep its own --archive'):
+    archive.save(other, store)
+  with pytest.raises(errors.ConfigError, match="'train.lambda_ce = 3.0'"):
+    archive.sync([other], store)
+  (fresh,) = plan_lib.make_plan([CELL], (0,), str(tmp_path / 'fresh'),
+                                extra_gin_bindings=('train.lambda_ce = 3.0',))
+  with pytest.raises(errors.ConfigError, match='trained with gin files'):
+    archive.restore(fresh, store)
+  assert not os.path.exists(fresh.model_dir)
+  assert {name: _read(kept, name) for name in os.listdir(kept)} == before
+
+
+def test_sync_archives_finished_runs_and_restores_missing_ones(tmp_path):
+  root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
+  runs = plan_lib.make_plan([CELL], (0, 1, 2), root)
+  _finished_run(root, 0, 20.0)
+  _finished_run(root, 1, 22.0)
+  assert archive.sync(runs, store) == (2, 0)
+  assert archive.sync(runs, store) == (0, 0)  # Nothing new.
+  fresh_runs = plan_lib.make_plan([CELL], (0, 1, 2), str(tmp_path / 'fresh'))
+  assert archive.sync(fresh_runs, store) == (0, 2)
+  assert [runner.run_state(r.model_dir) for r in fresh_runs] == [
+      runner.FINISHED, runner.FINISHED, runner.NEW]
+
+
+def test_the_runner_archives_each_run_as_it_finishes(tmp_path):
+  root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
+  runs = plan_lib.make_plan([CELL], (0, 1), root)
+  os.makedirs(runs[1].model_dir)
+  open(os.path.join(runs[1].model_dir, 'fail'), 'w').close()
+  outcomes = runner.run_plan(runs, root, program=FAKE_TRAIN, report=lambda _: None,
+                             archive=store)
+  assert [o.status for o in outcomes] == [runner.SUCCEEDED, runner.FAILED]
+  assert archive.finished(archive.archived_dir(runs[0], store))
+  assert _read(archive.archived_dir(runs[0], store), 'metrics.json') == _read(
+      runs[0].model_dir, 'metrics.json')
+  assert not os.path.exists(archive.archived_dir(runs[1], store))
+
+
+def test_bin_sweep_continues_from_the_archive_alone(tmp_path):
+  root, store = str(tmp_path / 'lost'), str(tmp_path / 'archive')
+  for seed, error in ((0, 17.0), (1, 19.0)):
+    archive.save(_finished_run(root, seed, error), store)
+  fresh = str(tmp_path / 'fresh')
+  flags = ['--cells=table2/cifar10_fisher_f', '--seeds=2', f'--root={fresh}',
+           f'--archive={store}']
+  dry = subprocess.run([sys.executable, SWEEP, *flags, '--dry_run'], capture_output=True,
+                       text=True, timeout=120, check=True)
+  assert 'table2/cifar10_fisher_f seed 1 [archived]: ' in dry.stdout
+  assert not os.path.exists(fresh)
+  result = subprocess.run([sys.executable, SWEEP, *flags], capture_output=True, text=True,
+                          timeout=120, check=True)
+  assert f'Archive {store}: 0 finished run(s) archived, 2 restored into the root' in (
+      result.stdout)
+  assert '2 run(s): 0 trained, 2 already finished, 0 failed' in result.stdout
+  assert '| Ω_F(f) | 18.00 ± 1.41 (n=2) |' in result.stdout

@@ -1,0 +1,114 @@
+"""A sweep's durable record: each finished run's small files, kept outside the sweep root.
+
+A sweep root holds checkpoints, summaries and logs, often on a scratch disk that a job or a
+machine does not keep. With an archive (`bin/sweep --archive=DIR`) each finished run's
+record — its results (metrics.json), its data (dataset.json), its configuration and
+versions — is copied to DIR/<cell id>/seed_<s>/ as soon as it finishes, beside the
+sweep's own identity of the run (sweep_run.json: cell, seed, gin files and bindings).
+Before a sweep starts, each run missing from ROOT whose finished record is archived is
+restored from it, so a sweep restarted on a fresh disk skips what it has trained already.
+
+DIR has ROOT's layout, so `bin/sweep --tables_only --root=DIR` builds the tables from the
+archive alone. A record is only ever written for a run whose identity matches the archived
+one: an archive holding the same cell and seed trained with other gin files or bindings is
+refused with a message, never overwritten or mixed into the tables.
+"""
+import json
+import os
+import shutil
+from typing import Sequence, Tuple
+
+from tf_ipmssl import errors
+from tf_ipmssl import run_files
+from tf_ipmssl.sweep import plan as plan_lib
+
+RUN_FILE = 'sweep_run.json'
+# metrics.json last: a copy cut short leaves no finished record behind.
+RECORD_FILES = (run_files.CONFIG_FILE, run_files.RUN_CONFIG_FILE,
+                run_files.OPERATIVE_CONFIG_FILE, run_files.VERSIONS_FILE,
+                run_files.DATASET_FILE, run_files.METRICS_FILE)
+
+
+def finished(model_dir: str) -> bool:
+  metrics = run_files.read_metrics(model_dir, unreadable_ok=True)
+  return bool(metrics and metrics.get('finished'))
+
+
+def identity(run: plan_lib.Run) -> dict:
+  """What makes two runs the same run: the cell, the seed and bin/train's gin arguments."""
+  return {'cell': run.cell.id, 'seed': run.seed, 'gin_files': list(run.gin_files),
+          'gin_bindings': list(run.gin_bindings)}
+
+
+def archived_dir(run: plan_lib.Run, archive: str) -> str:
+  return plan_lib.run_dir(archive, run.cell, run.seed)
+
+
+def _copy(source_dir: str, target_dir: str):
+  """The record files that exist in source_dir, each written whole (temporary + rename)."""
+  os.makedirs(target_dir, exist_ok=True)
+  for name in RECORD_FILES:
+    source = os.path.join(source_dir, name)
+    if os.path.exists(source):
+      temporary = os.path.join(target_dir, f'.{name}.partial')
+      shutil.copyfile(source, temporary)
+      os.replace(temporary, os.path.join(target_dir, name))
+
+
+def _check_identity(run: plan_lib.Run, archive: str):
+  """Raises ConfigError if the archive holds this cell and seed as a different run."""
+  path = os.path.join(archived_dir(run, archive), RUN_FILE)
+  if not os.path.exists(path):
+    return
+  with open(path, encoding='utf-8') as f:
+    archived = json.load(f)
+  if archived != identity(run):
+    raise errors.ConfigError(
+        f'the archive {archive} holds {run.name} trained with gin files '
+        f'{archived.get("gin_files")} and bindings {archived.get("gin_bindings")}, not '
+        f'{list(run.gin_files)} and {list(run.gin_bindings)}; give this sweep its own '
+        '--archive directory')
+
+
+def save(run: plan_lib.Run, archive: str) -> bool:
+  """Copies a finished run's record into the archive; True if it was not archived yet."""
+  if not finished(run.model_dir):
+    raise ValueError(f'{run.name} is not finished: nothing to archive from {run.model_dir}')
+  _check_identity(run, archive)
+  target = archived_dir(run, archive)
+  new = not finished(target)
+  os.makedirs(target, exist_ok=True)
+  with open(os.path.join(target, RUN_FILE), 'w', encoding='utf-8') as f:
+    json.dump(identity(run), f, indent=2)
+  _copy(run.model_dir, target)
+  return new
+
+
+def restore(run: plan_lib.Run, archive: str) -> bool:
+  """Writes the archived finished record into the run's directory if the run has none
+  there yet (never over a started or finished run); True if it did."""
+  source = archived_dir(run, archive)
+  if not finished(source) or os.path.exists(run.model_dir):
+    return False
+  _check_identity(run, archive)
+  if not os.path.exists(os.path.join(source, RUN_FILE)):
+    raise errors.ConfigError(f'{source} holds a finished run but no {RUN_FILE}: it was not '
+                             'written by bin/sweep --archive; give this sweep its own '
+                             '--archive directory')
+  _copy(source, run.model_dir)
+  return True
+
+
+def sync(runs: Sequence[plan_lib.Run], archive: str) -> Tuple[int, int]:
+  """Before a sweep: archives each finished run of ROOT not archived yet, and restores each
+  archived run that ROOT lacks. Returns (archived, restored) counts."""
+  archived = restored = 0
+  for run in runs:
+    if finished(run.model_dir):
+      if not finished(archived_dir(run, archive)):
+        archived += save(run, archive)
+      else:
+        _check_identity(run, archive)
+    else:
+      restored += restore(run, archive)
+  return archived, restored
