@@ -110,6 +110,20 @@ def test_an_archive_of_other_settings_is_refused_and_kept(tmp_path):
   assert {name: _read(kept, name) for name in os.listdir(kept)} == before
 
 
+def test_a_directory_not_written_as_an_archive_is_refused(tmp_path):
+  other_sweep = str(tmp_path / 'other_sweep')  # A sweep root given as --archive by mistake.
+  fake_results.write_run(other_sweep, CELL, 0, 55.0)
+  kept = _read(plan_lib.run_dir(other_sweep, CELL, 0), 'metrics.json')
+  run = _finished_run(str(tmp_path / 'root'), 0, 21.5)
+  with pytest.raises(errors.ConfigError, match='did not write'):
+    archive.save(run, other_sweep)
+  (fresh,) = plan_lib.make_plan([CELL], (0,), str(tmp_path / 'fresh'))
+  with pytest.raises(errors.ConfigError, match='did not write'):
+    archive.restore(fresh, other_sweep)
+  assert _read(plan_lib.run_dir(other_sweep, CELL, 0), 'metrics.json') == kept
+  assert not os.path.exists(fresh.model_dir)
+
+
 def test_sync_archives_finished_runs_and_restores_missing_ones(tmp_path):
   root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
   runs = plan_lib.make_plan([CELL], (0, 1, 2), root)
@@ -154,3 +168,6 @@ def test_bin_sweep_continues_from_the_archive_alone(tmp_path):
       result.stdout)
   assert '2 run(s): 0 trained, 2 already finished, 0 failed' in result.stdout
   assert '| Ω_F(f) | 18.00 ± 1.41 (n=2) |' in result.stdout
+  same = subprocess.run([sys.executable, SWEEP, *flags[:3], f'--root={store}',
+                         f'--archive={store}'], capture_output=True, text=True, timeout=120)
+  assert same.returncode == 1 and 'another directory than --root' in same.stderr

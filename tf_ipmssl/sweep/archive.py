@@ -56,9 +56,14 @@ def _copy(source_dir: str, target_dir: str):
 
 
 def _check_identity(run: plan_lib.Run, archive: str):
-  """Raises ConfigError if the archive holds this cell and seed as a different run."""
-  path = os.path.join(archived_dir(run, archive), RUN_FILE)
+  """Raises ConfigError if the archive holds this cell and seed as a different run, or
+  holds its files without the identity that bin/sweep --archive writes beside them."""
+  target = archived_dir(run, archive)
+  path = os.path.join(target, RUN_FILE)
   if not os.path.exists(path):
+    if any(os.path.exists(os.path.join(target, name)) for name in RECORD_FILES):
+      raise errors.ConfigError(f'{target} holds a run that bin/sweep --archive did not write '
+                               f'(no {RUN_FILE}); give this sweep its own --archive directory')
     return
   with open(path, encoding='utf-8') as f:
     archived = json.load(f)
@@ -91,10 +96,6 @@ def restore(run: plan_lib.Run, archive: str) -> bool:
   if not finished(source) or os.path.exists(run.model_dir):
     return False
   _check_identity(run, archive)
-  if not os.path.exists(os.path.join(source, RUN_FILE)):
-    raise errors.ConfigError(f'{source} holds a finished run but no {RUN_FILE}: it was not '
-                             'written by bin/sweep --archive; give this sweep its own '
-                             '--archive directory')
   _copy(source, run.model_dir)
   return True
 
