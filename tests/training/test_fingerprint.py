@@ -35,15 +35,35 @@ BINDINGS = ['train.steps = 20', 'train.deterministic_ops = True',
 STEPS = 20
 
 
-def cpu_signature():
-  """What decides the float results besides the code: CPU kernels and TensorFlow version."""
+def _cpuinfo():
+  """The first processor's fields of /proc/cpuinfo ({} where there is none)."""
+  fields = {}
   try:
     with open('/proc/cpuinfo') as f:
-      avx512 = any(line.startswith('flags') and ' avx512f' in line for line in f)
+      for line in f:
+        if not line.strip():
+          break
+        key, _, value = line.partition(':')
+        fields[key.strip()] = value.strip()
   except OSError:
-    avx512 = False
+    pass
+  return fields
+
+
+def cpu_signature():
+  """What decides the float results besides the code: CPU kernels and TensorFlow version.
+
+  AVX-512 CPUs differ in the extensions the kernels may pick (AVX512_BF16, AMX, ...), so
+  their signature also names the CPU (vendor, family, model): a fingerprint recorded on
+  one such CPU is checked on the same model only, and skipped elsewhere.
+  """
+  info = _cpuinfo()
+  avx512 = 'avx512f' in info.get('flags', '').split()
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return f'{"avx512f" if avx512 else "no-avx512f"} tensorflow-{tf.__version__}'
+  if not avx512:
+    return f'no-avx512f tensorflow-{tf.__version__}'
+  cpu = '-'.join(info.get(k, '?') for k in ('vendor_id', 'cpu family', 'model'))
+  return f'avx512f {cpu} tensorflow-{tf.__version__}'
 
 
 def fingerprint(model_dir):
