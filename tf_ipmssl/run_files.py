@@ -98,5 +98,11 @@ def read_metrics(model_dir: str, unreadable_ok: bool = False) -> Optional[dict]:
   return read_json(model_dir, METRICS_FILE, unreadable_ok)
 
 
+def finished(model_dir: str) -> bool:
+  """Whether the run's metrics.json says it finished (False while missing or unreadable)."""
+  metrics = read_metrics(model_dir, unreadable_ok=True)
+  return bool(metrics and metrics.get('finished'))
+
+
 def write_metrics(model_dir: str, metrics: dict):
   write_json(model_dir, METRICS_FILE, metrics)

@@ -145,7 +145,7 @@ def test_the_runner_archives_each_run_as_it_finishes(tmp_path):
   outcomes = runner.run_plan(runs, root, program=FAKE_TRAIN, report=lambda _: None,
                              archive=store)
   assert [o.status for o in outcomes] == [runner.SUCCEEDED, runner.FAILED]
-  assert archive.finished(archive.archived_dir(runs[0], store))
+  assert runner.run_state(archive.archived_dir(runs[0], store)) == runner.FINISHED
   assert _read(archive.archived_dir(runs[0], store), 'metrics.json') == _read(
       runs[0].model_dir, 'metrics.json')
   assert not os.path.exists(archive.archived_dir(runs[1], store))

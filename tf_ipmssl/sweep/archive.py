@@ -13,9 +13,7 @@ archive alone. A record is only ever written for a run whose identity matches th
 one: an archive holding the same cell and seed trained with other gin files or bindings is
 refused with a message, never overwritten or mixed into the tables.
 """
-import json
 import os
-import shutil
 from typing import Sequence, Tuple
 
 from tf_ipmssl import errors
@@ -29,11 +27,6 @@ RECORD_FILES = (run_files.CONFIG_FILE, run_files.RUN_CONFIG_FILE,
                 run_files.DATASET_FILE, run_files.METRICS_FILE)
 
 
-def finished(model_dir: str) -> bool:
-  metrics = run_files.read_metrics(model_dir, unreadable_ok=True)
-  return bool(metrics and metrics.get('finished'))
-
-
 def identity(run: plan_lib.Run) -> dict:
   """What makes two runs the same run: the cell, the seed and bin/train's gin arguments."""
   return {'cell': run.cell.id, 'seed': run.seed, 'gin_files': list(run.gin_files),
@@ -45,28 +38,24 @@ def archived_dir(run: plan_lib.Run, archive: str) -> str:
 
 
 def _copy(source_dir: str, target_dir: str):
-  """The record files that exist in source_dir, each written whole (temporary + rename)."""
+  """The record files that exist in source_dir, each written whole (run_files.write_text)."""
   os.makedirs(target_dir, exist_ok=True)
   for name in RECORD_FILES:
     source = os.path.join(source_dir, name)
     if os.path.exists(source):
-      temporary = os.path.join(target_dir, f'.{name}.partial')
-      shutil.copyfile(source, temporary)
-      os.replace(temporary, os.path.join(target_dir, name))
+      run_files.write_text(os.path.join(target_dir, name), run_files.read_text(source))
 
 
 def _check_identity(run: plan_lib.Run, archive: str):
   """Raises ConfigError if the archive holds this cell and seed as a different run, or
   holds its files without the identity that bin/sweep --archive writes beside them."""
   target = archived_dir(run, archive)
-  path = os.path.join(target, RUN_FILE)
-  if not os.path.exists(path):
+  archived = run_files.read_json(target, RUN_FILE)
+  if archived is None:
     if any(os.path.exists(os.path.join(target, name)) for name in RECORD_FILES):
       raise errors.ConfigError(f'{target} holds a run that bin/sweep --archive did not write '
                                f'(no {RUN_FILE}); give this sweep its own --archive directory')
     return
-  with open(path, encoding='utf-8') as f:
-    archived = json.load(f)
   if archived != identity(run):
     raise errors.ConfigError(
         f'the archive {archive} holds {run.name} trained with gin files '
@@ -77,14 +66,13 @@ def _check_identity(run: plan_lib.Run, archive: str):
 
 def save(run: plan_lib.Run, archive: str) -> bool:
   """Copies a finished run's record into the archive; True if it was not archived yet."""
-  if not finished(run.model_dir):
+  if not run_files.finished(run.model_dir):
     raise ValueError(f'{run.name} is not finished: nothing to archive from {run.model_dir}')
   _check_identity(run, archive)
   target = archived_dir(run, archive)
-  new = not finished(target)
+  new = not run_files.finished(target)
   os.makedirs(target, exist_ok=True)
-  with open(os.path.join(target, RUN_FILE), 'w', encoding='utf-8') as f:
-    json.dump(identity(run), f, indent=2)
+  run_files.write_json(target, RUN_FILE, identity(run))
   _copy(run.model_dir, target)
   return new
 
@@ -93,7 +81,7 @@ def restore(run: plan_lib.Run, archive: str) -> bool:
   """Writes the archived finished record into the run's directory if the run has none
   there yet (never over a started or finished run); True if it did."""
   source = archived_dir(run, archive)
-  if not finished(source) or os.path.exists(run.model_dir):
+  if not run_files.finished(source) or os.path.exists(run.model_dir):
     return False
   _check_identity(run, archive)
   _copy(source, run.model_dir)
@@ -105,8 +93,8 @@ def sync(runs: Sequence[plan_lib.Run], archive: str) -> Tuple[int, int]:
   archived run that ROOT lacks. Returns (archived, restored) counts."""
   archived = restored = 0
   for run in runs:
-    if finished(run.model_dir):
-      if not finished(archived_dir(run, archive)):
+    if run_files.finished(run.model_dir):
+      if not run_files.finished(archived_dir(run, archive)):
         archived += save(run, archive)
       else:
         _check_identity(run, archive)

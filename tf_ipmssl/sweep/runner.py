@@ -51,8 +51,7 @@ class Outcome:
 
 def run_state(model_dir: str) -> str:
   """NEW (no directory), PARTIAL (started, not finished) or FINISHED."""
-  metrics = run_files.read_metrics(model_dir, unreadable_ok=True)
-  if metrics is not None and metrics.get('finished'):
+  if run_files.finished(model_dir):
     return FINISHED
   return PARTIAL if os.path.isdir(model_dir) else NEW
 
