@@ -34,7 +34,7 @@ class Loop:
     self.model_dir, self.data, self.run, self.length = model_dir, data, run, length
     self.config = run.config
     final = metrics.get('final') or {}
-    self.final = {key: final.get(key) for key in ('step', 'validation_error', 'test_error')}
+    self.final = {key: final.get(key) for key in reporting.EVALUATION_KEYS}
     self.extra = {k: v for k, v in metrics.items() if k == 'stopped_early'}
     self.started = time.time() if started is None else started
     # The earlier sessions' wall time; unknown (None) for a run resumed from a metrics.json
@@ -91,9 +91,9 @@ class Loop:
         'Lower the learning rates or check the constraint weights (ρ, λ_GP).')
 
   def evaluate(self, step, last):
-    """The validation error; a new best saves the best critic. The test error is computed
-    only where it can be reported: at a new best validation error, at the last step, and at
-    every evaluation of a run without a validation split."""
+    """The validation error and the labeled-set error; a new best saves the best critic.
+    The test error is computed only where it can be reported: at a new best validation
+    error, at the last step, and at every evaluation of a run without a validation split."""
     self.check_finite(step)
     data, best = self.data, self.run.state.best
     val_error = None
@@ -101,6 +101,10 @@ class Loop:
       val_error = evaluation.error_rate(self.predict, data.validation_images,
                                         data.validation_labels,
                                         self.config.loop.eval_batch_size)
+    # The labeled images the critic trains on: how well it fits them (underfitting shows
+    # here, docs/algorithm.md#data-and-model-selection).
+    labeled_error = evaluation.error_rate(self.predict, data.labeled_images,
+                                          data.labeled_labels, self.config.loop.eval_batch_size)
     # Model selection uses the validation split only
     # (docs/algorithm.md#data-and-model-selection); without one there is no best.
     improved = val_error is not None and val_error < float(best['validation_error'].numpy())
@@ -110,13 +114,16 @@ class Loop:
     if improved:
       best['validation_error'].assign(val_error)
       best['test_error'].assign(test_error)
+      best['labeled_error'].assign(labeled_error)
       best['step'].assign(step)
       self.run.best_manager.save(checkpoint_number=step)
     scalars = {} if test_error is None else {'eval/test_error': test_error}
     if val_error is not None:
       scalars['eval/validation_error'] = val_error
+    scalars['eval/labeled_error'] = labeled_error
     summaries.write_scalars(self.eval_writer, step, scalars)
-    self.final = {'step': step, 'validation_error': val_error, 'test_error': test_error}
+    self.final = {'step': step, 'validation_error': val_error, 'test_error': test_error,
+                  'labeled_error': labeled_error}
 
   def test_error(self):
     return evaluation.error_rate(self.predict, self.data.test_images, self.data.test_labels,

@@ -4,10 +4,13 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
 
 - `step`, `total_steps`: steps done and planned; `finished`: training (and the export, if
   wanted) complete; `stopped_early`: the step of an early stop (absent otherwise);
-- `final`: {`step`, `validation_error`, `test_error`} of the latest evaluation (errors in
-  %; `test_error` is null at evaluations where it was not computed, see loop.Loop.evaluate);
-- `best`: {`step`, `validation_error`, `test_error`} at the best validation error so far
-  (step −1 and nulls without a validation split) — `best.test_error` is the number to report
+- `final`: {`step`, `validation_error`, `test_error`, `labeled_error`} of the latest
+  evaluation (errors in %; `test_error` is null at evaluations where it was not computed,
+  see loop.Loop.evaluate; `labeled_error`: the error on the labeled training images, with
+  the evaluated weights);
+- `best`: the same keys at the best validation error so far (step −1 and nulls without a
+  validation split; `labeled_error` null for a run resumed from a checkpoint written before
+  it was recorded) — `best.test_error` is the number to report
   (docs/algorithm.md#data-and-model-selection);
 - `multipliers`: λ per constraint; `exported`: {`checkpoint`: 'best' | 'latest', `step`}
   once exported; `wall_seconds_this_session`: at the end, this bin/train session's wall time;
@@ -20,6 +23,9 @@ import math
 
 from tf_ipmssl import run_files
 from tf_ipmssl.training import baseline as baseline_lib
+
+# The keys of an evaluation's record (metrics.json's `final` and `best`).
+EVALUATION_KEYS = ('step', 'validation_error', 'test_error', 'labeled_error')
 
 
 def run_data(data):
@@ -40,7 +46,8 @@ def metrics_record(final, extra, state, step, total_steps, finished):
       'final': dict(final),
       'best': {'step': int(state.best['step'].numpy()),
                'validation_error': number(state.best['validation_error']),
-               'test_error': number(state.best['test_error'])},
+               'test_error': number(state.best['test_error']),
+               'labeled_error': number(state.best['labeled_error'])},
       'multipliers': {k: float(v.numpy()) for k, v in state.multipliers.items()},
   })
   return out

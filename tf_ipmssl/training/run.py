@@ -7,7 +7,7 @@ optimizers here. What each checkpoint directory holds:
 - checkpoints/ (`manager`): everything that continues training — `critic` (the trained
   critic), `generator`, `critic_optimizer`, `generator_optimizer`, the counters `step`,
   `critic_iteration`, `nonfinite`, `multipliers/lambda_<constraint>`, `best/` (best
-  validation error, its test error and step) and, with a weight average,
+  validation error, its test error, labeled-set error and step) and, with a weight average,
   `averaged_critic`;
 - best/ (`best_manager`): `critic` = the *evaluated* critic of the best validation step
   (the weight average when the run keeps one, else the trained critic).
@@ -48,7 +48,10 @@ class RunState:
                         for c in constraints if c.has_multiplier}
     self.best = {'validation_error': counter('best_validation_error', tf.float32, np.inf),
                  'test_error': counter('best_test_error', tf.float32, np.nan),
-                 'step': counter('best_step', tf.int64, -1)}
+                 'step': counter('best_step', tf.int64, -1),
+                 # The error on the labeled training images at the best step (NaN in a
+                 # checkpoint written before it was recorded).
+                 'labeled_error': counter('best_labeled_error', tf.float32, np.nan)}
 
 
 @dataclasses.dataclass
