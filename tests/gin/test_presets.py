@@ -1,8 +1,8 @@
 """The 100-label CPU preset keeps what makes each paper cell and replaces only what it says.
 
-Each Table 1 cell, and the supervised baseline, parsed with the preset appended: every
-binding the paper's cell must give (tests/gin/expected.py, derived from the paper) still
-holds except the dataset, widths and training length that the preset replaces, and the
+Each CIFAR-10 cell of Tables 1, 2 and 3, and the supervised baseline, parsed with the preset
+appended: every binding the paper's cell must give (tests/gin/expected.py, derived from the
+paper), its constraints and where they act, still hold except the dataset, widths and training length that the preset replaces, and the
 preset's rule (learning rates x 5, ρ x 1000, weight average, IPM ramp-up) is bound as
 scales and options, so each cell's own values and their ratios stay as they are.
 """
@@ -32,8 +32,23 @@ def _bound(name):
   return run_record.bound_value(name)
 
 
-@pytest.mark.parametrize('cell', cells_lib.select_cells(tables=['table1'], datasets=['cifar10']),
-                         ids=lambda c: c.id)
+def _constraints():
+  """{kind: component} of the bound train.constraints."""
+  built = [reference.scoped_configurable_fn()
+           for reference in run_record.bound_value('train.constraints', [])]
+  return {c.kind: c.component for c in built}
+
+
+PRESET_CELLS = cells_lib.select_cells(tables=['table1', 'table2', 'table3'],
+                                      datasets=['cifar10'])
+
+
+def test_preset_covers_the_three_tables():
+  assert [len([c for c in PRESET_CELLS if c.table == t]) for t in ('table1', 'table2',
+                                                                   'table3')] == [13, 12, 11]
+
+
+@pytest.mark.parametrize('cell', PRESET_CELLS, ids=lambda c: c.id)
 def test_preset_keeps_the_cell(cell):
   try:
     _parse(str(cell.gin_path), PRESET)
@@ -41,6 +56,7 @@ def test_preset_keeps_the_cell(cell):
       if name in REPLACED or name == 'train.epochs':
         continue
       assert _bound(name) == pytest.approx(value), name
+    assert _constraints() == expected.constraints(cell)
     for name, value in {**REPLACED, **RULE}.items():
       assert _bound(name) == value, name
     # The length: 1,800 critic updates whatever n_c is; no steps bound.
