@@ -27,6 +27,7 @@ if __name__ == '__main__':  # Run as a script: the repository root on sys.path.
   sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
 from tests.training import runs  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 FASHION_DIR = '/usr/share/datasets/fashion-mnist'
 FINGERPRINTS = pathlib.Path(__file__).with_name('fingerprints.json')
@@ -38,37 +39,6 @@ STEPS = 20
 # Recorded beside the training, not part of what it computes (see the module doc).
 OBSERVED_VARIABLES = ('best/labeled_error/',)
 FINGERPRINTED_ERRORS = ('step', 'validation_error', 'test_error')
-
-
-def _cpuinfo():
-  """The first processor's fields of /proc/cpuinfo ({} where there is none)."""
-  fields = {}
-  try:
-    with open('/proc/cpuinfo') as f:
-      for line in f:
-        if not line.strip():
-          break
-        key, _, value = line.partition(':')
-        fields[key.strip()] = value.strip()
-  except OSError:
-    pass
-  return fields
-
-
-def cpu_signature():
-  """What decides the float results besides the code: CPU kernels and TensorFlow version.
-
-  AVX-512 CPUs differ in the extensions the kernels may pick (AVX512_BF16, AMX, ...), so
-  their signature also names the CPU (vendor, family, model): a fingerprint recorded on
-  one such CPU is checked on the same model only, and skipped elsewhere.
-  """
-  info = _cpuinfo()
-  avx512 = 'avx512f' in info.get('flags', '').split()
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if not avx512:
-    return f'no-avx512f tensorflow-{tf.__version__}'
-  cpu = '-'.join(info.get(k, '?') for k in ('vendor_id', 'cpu family', 'model'))
-  return f'avx512f {cpu} tensorflow-{tf.__version__}'
 
 
 def fingerprint(model_dir):
@@ -109,7 +79,7 @@ def recorded():
 @pytest.mark.skipif(not os.path.isfile(os.path.join(FASHION_DIR, 'train-images-idx3-ubyte.gz')),
                     reason="needs Debian's dataset-fashion-mnist (bin/setup installs it)")
 def test_quickstart_fingerprint_unchanged(tmp_path):
-  signature = cpu_signature()
+  signature = cpu_info.signature()
   expected = recorded().get(signature)
   if expected is None:
     pytest.skip(f'no fingerprint recorded for this CPU signature ({signature}) in '
@@ -126,7 +96,7 @@ def main(argv):
     sys.exit(f'usage: {argv[0]} --record')
   with tempfile.TemporaryDirectory() as directory:
     value = run_quickstart(os.path.join(directory, 'quickstart'))
-  signature = cpu_signature()
+  signature = cpu_info.signature()
   fingerprints = recorded()
   fingerprints[signature] = value
   FINGERPRINTS.write_text(json.dumps(fingerprints, indent=2, sort_keys=True) + '\n')

@@ -31,6 +31,7 @@ import tensorflow as tf
 import tf_ipmssl
 from tf_ipmssl import errors
 from tf_ipmssl import run_files
+from tf_ipmssl.training import cpu_info
 
 # Bindings that may differ on resume: how a run is observed, how long it goes on, where
 # the (same) data files are read from, and what its final line compares with.
@@ -123,6 +124,7 @@ def _numerics():
   """Settings that change float results without changing the configuration."""
   return {
       'cpu_count': os.cpu_count(),
+      'cpu': cpu_info.description(),
       'intra_op_threads': tf.config.threading.get_intra_op_parallelism_threads(),
       'inter_op_threads': tf.config.threading.get_inter_op_parallelism_threads(),
       **{name: os.environ.get(name) for name in (

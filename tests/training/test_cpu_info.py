@@ -1,0 +1,31 @@
+"""The CPU record: its signature (the fingerprints' key) and what versions.json holds."""
+import tensorflow as tf
+
+from tf_ipmssl.training import cpu_info
+from tf_ipmssl.training import run_record
+
+_AVX2 = {'vendor_id': 'AuthenticAMD', 'cpu family': '25', 'model': '1',
+         'model name': 'AMD EPYC 7B13', 'flags': 'fpu sse avx avx2 fma'}
+_AVX512 = {'vendor_id': 'GenuineIntel', 'cpu family': '6', 'model': '207',
+           'model name': 'Intel(R) Xeon(R) Processor',
+           'flags': 'fpu avx2 avx512f avx512_bf16 amx_tile'}
+
+
+def test_signature_names_an_avx512_cpu_only():
+  assert cpu_info.signature(_AVX2) == f'no-avx512f tensorflow-{tf.__version__}'
+  assert cpu_info.signature(_AVX512) == f'avx512f GenuineIntel-6-207 tensorflow-{tf.__version__}'
+
+
+def test_cpuinfo_reads_the_first_processor(tmp_path):
+  path = tmp_path / 'cpuinfo'
+  path.write_text('processor\t: 0\nmodel name\t: First CPU\nflags\t\t: a avx512f\n\n'
+                  'processor\t: 1\nmodel name\t: Second CPU\n')
+  info = cpu_info.cpuinfo(str(path))
+  assert info['model name'] == 'First CPU' and info['flags'] == 'a avx512f'
+  assert cpu_info.cpuinfo(str(tmp_path / 'missing')) == {}
+
+
+def test_versions_record_this_cpu():
+  recorded = run_record._numerics()['cpu']  # pylint: disable=protected-access
+  assert recorded == {'model_name': cpu_info.cpuinfo().get('model name'),
+                      'signature': cpu_info.signature()}
