@@ -121,6 +121,27 @@ def test_runs_csv_wall_time_sums_the_sessions(tmp_path):
   assert [(r['seed'], r['wall_seconds']) for r in rows] == [('0', '300'), ('1', '50')]
 
 
+def test_runs_csv_has_the_labeled_errors_and_the_cpu(tmp_path):
+  """Each run's labeled-set error at its best validation step and at the end, and the CPU
+  of versions.json; blank for a run that did not record them."""
+  root = str(tmp_path / 'sweep')
+  cell = cells_lib.get_cell('table2/cifar10_sobolev_f')
+  new = fake_results.write_run(root, cell, 0, 30.0)
+  with open(os.path.join(new, 'metrics.json')) as f:
+    metrics = json.load(f)
+  metrics['best']['labeled_error'], metrics['final']['labeled_error'] = 45.0, 12.5
+  with open(os.path.join(new, 'metrics.json'), 'w') as f:
+    json.dump(metrics, f)
+  with open(os.path.join(new, 'versions.json'), 'w') as f:
+    json.dump({'numerics': {'cpu': {'model_name': 'Some CPU', 'signature': 'x'}}}, f)
+  fake_results.write_run(root, cell, 1, 31.0)
+  results = tables.collect(root, [cell])
+  assert [r.labeled_error for r in results[cell.id].runs] == [45.0, None]
+  rows = list(csv.DictReader(io.StringIO(tables.runs_csv(results))))
+  assert [(r['labeled_error'], r['final_labeled_error'], r['cpu']) for r in rows] == [
+      ('45.00', '12.50', 'Some CPU'), ('', '', '')]
+
+
 def test_write_tables_and_plots(tmp_path):
   root = str(tmp_path / 'sweep')
   errors = {'1k': (21.0, 23.0), '4k': (16.0, 17.0)}

@@ -34,6 +34,11 @@ class RunResult:
   labels: Optional[str] = None  # Its label count, or 'all' (operative_config.gin).
   steps: Optional[int] = None
   wall_seconds: Optional[float] = None  # Of its last bin/train session (metrics.json).
+  # The error (%) on its labeled training images at the best validation step and at the
+  # last evaluation (None for runs written before the trainer recorded it).
+  labeled_error: Optional[float] = None
+  final_labeled_error: Optional[float] = None
+  cpu: Optional[str] = None  # The CPU it trained on (versions.json; None if not recorded).
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,8 +153,22 @@ def collect_cell(root: str, cell: cells_lib.Cell,
     runs.append(RunResult(seed=_seed_of(model_dir), test_error=error, model_dir=model_dir,
                           dataset=_dataset_of(model_dir), labels=_labels_of(model_dir),
                           steps=metrics.get('step'),
-                          wall_seconds=_wall_seconds(metrics)))
+                          wall_seconds=_wall_seconds(metrics),
+                          labeled_error=_labeled_error(metrics, 'best'),
+                          final_labeled_error=_labeled_error(metrics, 'final'),
+                          cpu=_cpu_of(model_dir)))
   return CellResult(cell, tuple(runs), unfinished)
+
+
+def _labeled_error(metrics, which):
+  value = (metrics.get(which) or {}).get('labeled_error')
+  return None if value is None else float(value)
+
+
+def _cpu_of(model_dir: str) -> Optional[str]:
+  versions = run_files.read_json(model_dir, run_files.VERSIONS_FILE, unreadable_ok=True)
+  cpu = ((versions or {}).get('numerics') or {}).get('cpu')
+  return None if cpu is None else cpu.get('model_name')
 
 
 def _wall_seconds(metrics):
@@ -250,24 +269,33 @@ def csv_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
 
 
 def runs_csv(results: Dict[str, CellResult]) -> str:
-  """One line per finished run: cell, seed, test error, dataset, labels, steps, wall time.
+  """One line per finished run: cell, seed, test error, dataset, labels, steps, wall time,
+  labeled-set errors and CPU.
 
   The run's directory is <root>/<cell>/seed_<seed>; wall_seconds is the run's wall time
   summed over its bin/train sessions (metrics.json's `wall_seconds`; for runs written before
-  that key existed, that of the last session).
+  that key existed, that of the last session); labeled_error and final_labeled_error: the
+  error on its labeled training images at the best validation step and at the end; cpu:
+  the CPU's model name (versions.json); each blank where the run did not record it.
   """
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')
   writer.writerow(['cell', 'seed', 'test_error', 'paper_error', 'dataset', 'labels', 'steps',
-                   'wall_seconds'])
+                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'cpu'])
   for result in results.values():
     for run in result.runs:
       wall = '' if run.wall_seconds is None else f'{run.wall_seconds:.0f}'
       paper = result.cell.paper_error
       writer.writerow([result.cell.id, run.seed, f'{run.test_error:.4f}',
                        '' if paper is None else f'{paper:.2f}', run.dataset or '',
-                       run.labels or '', '' if run.steps is None else run.steps, wall])
+                       run.labels or '', '' if run.steps is None else run.steps, wall,
+                       _blank(run.labeled_error), _blank(run.final_labeled_error),
+                       run.cpu or ''])
   return out.getvalue()
+
+
+def _blank(value):
+  return '' if value is None else f'{value:.2f}'
 
 
 def write_tables(results: Dict[str, CellResult], tables_dir: str) -> List[str]:
