@@ -8,45 +8,23 @@ finished run, the span of each session's TensorBoard log (`train/`, one events f
 session: first to last scalar; a session's start-up before its first logged step is not
 counted) and prints a markdown table: cell, seed, sessions, spans, total.
 """
-import glob
 import os
 import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
-import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
-from tf_ipmssl import run_files  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.sweep import results_page  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables  # pylint: disable=g-import-not-at-top
 from takeaways import BASELINE  # pylint: disable=g-import-not-at-top
-
-
-def session_spans(model_dir):
-  """Seconds from the first to the last scalar of each events file of the run's train/."""
-  spans = []
-  pattern = os.path.join(model_dir, run_files.TRAIN_SUMMARY_DIR, 'events.out.tfevents.*')
-  for path in sorted(glob.glob(pattern)):
-    times = [event.wall_time for event in tf.compat.v1.train.summary_iterator(path)
-             if event.summary.value]
-    if times:
-      spans.append(max(times) - min(times))
-  return spans
 
 
 def table(root):
   """The markdown table's lines: per finished run, its sessions' spans and their total."""
   cells = (cells_lib.select_cells(tables=['table1'], datasets=['cifar10'])
            + (cells_lib.get_cell(BASELINE),))
-  lines = ['| cell | seed | sessions | span of each (s) | total (s) |',
-           '|---|---:|---:|---|---:|']
-  for result in tables.collect(root, cells).values():
-    for run in result.runs:
-      spans = session_spans(run.model_dir)
-      lines.append(f'| {result.cell.id} | {run.seed} | {len(spans)} | '
-                   f'{", ".join(f"{s:,.0f}" for s in spans)} | {sum(spans):,.0f} |')
-  return lines
+  return results_page.wall_time_table(tables.collect(root, cells))
 
 
 def main(root):
