@@ -140,6 +140,23 @@ def test_runs_csv_has_the_labeled_errors_and_the_cpu(tmp_path):
   rows = list(csv.DictReader(io.StringIO(tables.runs_csv(results))))
   assert [(r['labeled_error'], r['final_labeled_error'], r['cpu']) for r in rows] == [
       ('45.00', '12.50', 'Some CPU'), ('', '', '')]
+  # Read back: the same numbers per cell and seed.
+  path = tmp_path / 'runs.csv'
+  path.write_text(tables.runs_csv(results))
+  read = tables.read_runs_csv(str(path))[cell.id]
+  assert read.cell == cell and read.seeds == (0, 1) and read.errors == (30.0, 31.0)
+  assert [(r.labeled_error, r.final_labeled_error, r.cpu, r.steps) for r in read.runs] == [
+      (45.0, 12.5, 'Some CPU', 10), (None, None, None, 10)]
+
+
+def test_read_runs_csv_of_the_committed_table1():
+  """The committed miniature Table 1 (written before runs.csv had labeled errors)."""
+  path = os.path.join(os.path.dirname(__file__), '..', '..', 'docs', 'results',
+                      'table1_fashion_mnist_100', 'runs.csv')
+  results = tables.read_runs_csv(path)
+  assert len(results) == 14 and all(r.n == 3 for r in results.values())
+  baseline = results['appendix_c/cifar10_none_4k']
+  assert baseline.mean == pytest.approx(31.35, abs=0.005)
 
 
 def test_write_tables_and_plots(tmp_path):

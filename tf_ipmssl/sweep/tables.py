@@ -294,6 +294,26 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
   return out.getvalue()
 
 
+def read_runs_csv(path: str) -> Dict[str, CellResult]:
+  """{cell id: CellResult} from a runs.csv that `runs_csv` wrote (a committed table's runs,
+  whose run directories are gone); each run's model_dir is '' and unknown columns blank."""
+  def number(row, key, kind=float):
+    value = row.get(key)
+    return None if value in (None, '') else kind(value)
+  by_cell: Dict[str, List[RunResult]] = {}
+  with open(path, newline='') as f:
+    for row in csv.DictReader(f):
+      by_cell.setdefault(row['cell'], []).append(RunResult(
+          seed=int(row['seed']), test_error=float(row['test_error']), model_dir='',
+          dataset=row.get('dataset') or None, labels=row.get('labels') or None,
+          steps=number(row, 'steps', int), wall_seconds=number(row, 'wall_seconds'),
+          labeled_error=number(row, 'labeled_error'),
+          final_labeled_error=number(row, 'final_labeled_error'), cpu=row.get('cpu') or None))
+  return {cell_id: CellResult(cells_lib.get_cell(cell_id),
+                              tuple(sorted(runs, key=lambda r: r.seed)))
+          for cell_id, runs in by_cell.items()}
+
+
 def _blank(value):
   return '' if value is None else f'{value:.2f}'
 
