@@ -15,7 +15,7 @@ runs known only from a results table.
 """
 import os
 import re
-from typing import Optional, Sequence
+from typing import Sequence
 
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
@@ -121,7 +121,12 @@ def metrics_of(metrics: dict) -> dict:
   }
 
 
-def session(logdir: str, hparams: dict, metrics: dict, trial_id: Optional[str] = None):
+def trial_id(hparams: dict) -> str:
+  """The dashboard's name of a run: <cell>/seed_<seed>, as bin/sweep names its directory."""
+  return f"{hparams['cell'] or 'run'}/seed_{hparams['seed']}"
+
+
+def session(logdir: str, hparams: dict, metrics: dict):
   """Writes one HParams session (the experiment's columns, its values, its metrics) to logdir.
 
   Values that are None are left out (an empty cell in the dashboard).
@@ -129,7 +134,7 @@ def session(logdir: str, hparams: dict, metrics: dict, trial_id: Optional[str] =
   writer = tf.summary.create_file_writer(logdir)
   with writer.as_default(step=0):
     experiment_config()
-    hp.hparams({k: v for k, v in hparams.items() if v is not None}, trial_id=trial_id)
+    hp.hparams({k: v for k, v in hparams.items() if v is not None}, trial_id=trial_id(hparams))
     for name, value in metrics.items():
       if value is not None:
         tf.summary.scalar(name, float(value))
