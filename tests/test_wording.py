@@ -46,3 +46,41 @@ def test_no_issue_numbers_or_talk_of_the_environment(place):
       for match in pattern.finditer(text):
         found.append(f'{path.relative_to(REPO)}: ...{text[max(0, match.start() - 40):match.end() + 20]}...')
   assert not found, '\n'.join(found)
+
+
+def _section(text, heading):
+  """The lines of a markdown section, from its heading to the next heading of its level."""
+  lines = text.splitlines()
+  start = lines.index(heading)
+  level = heading.split(' ')[0]
+  end = next((i for i in range(start + 1, len(lines))
+              if lines[i].split(' ')[0] == level), len(lines))
+  return lines[start:end]
+
+
+def _prose_numbers(paragraph):
+  """Numbers a reader sees in a paragraph: code, inline code and link targets left out."""
+  text = re.sub(r'`[^`]*`', '', paragraph)
+  text = re.sub(r'\]\([^)]*\)', ']', text)
+  return re.findall(r'\d+(?:[.,–]\d+)*', text)
+
+
+def test_readme_results_fit_on_one_screen():
+  lines = _section((REPO / 'README.md').read_text(), '## What is reproduced')
+  while lines and not lines[-1].strip():
+    lines.pop()
+  assert len(lines) <= 25, len(lines)
+  text = re.sub(r'```.*?```', '', '\n'.join(lines), flags=re.DOTALL)
+  for paragraph in re.split(r'\n\s*\n', text):
+    assert len(_prose_numbers(paragraph)) <= 10, paragraph
+
+
+def test_the_quickstart_time_is_one_figure_everywhere():
+  """README, the quickstart's gin file, the preset and the results page give the measured 427 s."""
+  figure = '427 s on an AMD EPYC with AVX-512'
+  for name in ('README.md', 'gin/quickstart.gin', 'gin/presets/cpu_fashion_mnist_100.gin'):
+    assert figure in ' '.join((REPO / name).read_text().replace('#', ' ').split()), name
+  page = (REPO / 'docs/results/table1_fashion_mnist_100.md').read_text()
+  assert '**427 s**' in page
+  assert not re.search(r'quickstart[^.]*\b(\d+ min(ute)?s?|\d[\d,]* s)\b',
+                       ' '.join(page.split()).replace('427 s', ''))
