@@ -44,7 +44,8 @@ def test_no_issue_numbers_or_talk_of_the_environment(place):
     text = ' '.join(path.read_text(errors='replace').split())
     for pattern in FORBIDDEN:
       for match in pattern.finditer(text):
-        found.append(f'{path.relative_to(REPO)}: ...{text[max(0, match.start() - 40):match.end() + 20]}...')
+        context = text[max(0, match.start() - 40):match.end() + 20]
+        found.append(f'{path.relative_to(REPO)}: ...{context}...')
   assert not found, '\n'.join(found)
 
 

@@ -54,7 +54,8 @@ def run_program(name: str):
   path = REPO_ROOT / 'bin' / name
   if not path.is_file():
     sys.exit(f'error: ipmssl-{name} runs bin/{name} of a tf_ipmssl checkout, and {path} does '
-             "not exist: install the checkout in editable mode (bin/setup, or pip install -e '.[cpu]')")
+             'not exist: install the checkout in editable mode (bin/setup, or '
+             "pip install -e '.[cpu]')")
   sys.argv[0] = f'ipmssl-{name}'
   runpy.run_path(str(path), run_name='__main__')
 

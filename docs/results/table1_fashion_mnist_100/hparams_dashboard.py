@@ -1,7 +1,7 @@
 """Writes the miniature Table 1's runs (runs.csv) as HParams sessions for TensorBoard.
 
   python docs/results/table1_fashion_mnist_100/hparams_dashboard.py LOGDIR
-  tensorboard --logdir LOGDIR        # the HParams tab: one row per run
+  .venv/bin/tensorboard --logdir LOGDIR      # the HParams tab: one row per run
 
 A run trained now writes its own MODEL_DIR/hparams/ (tf_ipmssl/training/hparams.py). The
 runs of this page were trained before that, and only their results table is kept here, so
