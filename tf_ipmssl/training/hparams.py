@@ -13,6 +13,7 @@ line, metrics.json), so the trainer writes it after its final metrics.json and n
 writes here feeds back into training. `session(...)` takes the same values directly, for
 runs known only from a results table.
 """
+import inspect
 import os
 import re
 from typing import Sequence
@@ -21,6 +22,7 @@ import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
 from tf_ipmssl import run_files
+from tf_ipmssl.data import ssl_data
 
 # The hyperparameters (the dashboard sorts its columns by name), with what each one is.
 HPARAMS = (
@@ -54,6 +56,10 @@ METRICS = (
     ('steps', 'steps trained'),
     ('wall_seconds', "the run's wall time (s)"),
 )
+# What a run records only where its gin files bind it.
+_DATA_DEFAULTS = {name: p.default for name, p in
+                  inspect.signature(ssl_data.build_ssl_data).parameters.items()
+                  if name in ('num_labeled', 'split_seed')}
 # How the dashboard names each constraint type's IPM.
 _IPM_NAMES = {'Fisher': 'Fisher', 'Sobolev': 'Sobolev', 'GradientPenalty': 'WGAN-GP',
               'WeightClipping': 'WGAN clip'}
@@ -78,7 +84,7 @@ def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
   objective, numerics = run_config['objective'], run_config['numerics']
   loop, optimizers = run_config['loop'], run_config['optimizers']
   bindings = run_config.get('bindings', {})
-  data = bindings.get('build_ssl_data', {})
+  data = {**_DATA_DEFAULTS, **bindings.get('build_ssl_data', {})}
   critic = bindings.get('build_critic', {})
   constraints = objective.get('constraints', [])
   cell, preset = cell_and_preset(gin_files)
@@ -87,7 +93,7 @@ def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
       'cell': cell,
       'preset': preset,
       'dataset': data.get('dataset'),
-      'labels': data.get('num_labeled', 4000),
+      'labels': data['num_labeled'],
       'algorithm': objective['algorithm'],
       'formulation': objective['formulation'] if objective['algorithm'] == 'ssl' else None,
       'ipm': ' + '.join(dict.fromkeys(ipms)) or 'none',
@@ -96,7 +102,7 @@ def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
       'normalization': critic.get('normalization', 'none'),
       'lambda_ce': objective['lambda_ce'],
       'seed': numerics['seed'],
-      'split_seed': data.get('split_seed', 0),
+      'split_seed': data['split_seed'],
       'critic_iterations': loop['critic_iterations'],
       'critic_updates': loop.get('critic_updates'),
       'width': critic.get('width', 1.0),
