@@ -45,6 +45,20 @@ def test_cell_and_preset_from_gin_files():
   assert hparams.cell_and_preset([]) == ('', '')
 
 
+def test_values_a_run_leaves_unbound_are_the_builders_defaults():
+  config = {'objective': {'algorithm': 'ssl', 'formulation': 'kplus1', 'lambda_ce': 1.5,
+                          'constraints': [{'type': 'Sobolev', 'component': 'f_neg'},
+                                          {'type': 'GradientPenalty', 'component': 'f'}]},
+            'numerics': {'seed': 3}, 'loop': {'critic_iterations': 2}, 'optimizers': {}}
+  values = hparams.hparams_of(config, ['gin/table2/cifar10_sobolev_fneg.gin'])
+  assert values['labels'] == 4000 and values['split_seed'] == 0
+  assert values['normalization'] == 'none' and values['width'] == 1.0
+  assert values['constraints'] == 'Sobolev(f_neg) + GradientPenalty(f)'
+  assert values['ipm'] == 'Sobolev + WGAN-GP'
+  assert values['cell'] == 'table2/cifar10_sobolev_fneg' and values['seed'] == 3
+  assert hparams.trial_id(values) == 'table2/cifar10_sobolev_fneg/seed_3'
+
+
 def test_the_trainer_writes_the_session(sweep_root):
   listing = os.listdir(os.path.join(sweep_root, 'cell', 'seed_0', run_files.HPARAMS_DIR))
   assert len(listing) == 1 and 'tfevents' in listing[0]

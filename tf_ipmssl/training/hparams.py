@@ -23,6 +23,7 @@ from tensorboard.plugins.hparams import api as hp
 
 from tf_ipmssl import run_files
 from tf_ipmssl.data import ssl_data
+from tf_ipmssl.networks import critic as critic_lib
 
 # The hyperparameters (the dashboard sorts its columns by name), with what each one is.
 HPARAMS = (
@@ -56,10 +57,16 @@ METRICS = (
     ('steps', 'steps trained'),
     ('wall_seconds', "the run's wall time (s)"),
 )
-# What a run records only where its gin files bind it.
-_DATA_DEFAULTS = {name: p.default for name, p in
-                  inspect.signature(ssl_data.build_ssl_data).parameters.items()
-                  if name in ('num_labeled', 'split_seed')}
+
+
+def _defaults(builder, names):
+  return {name: p.default for name, p in inspect.signature(builder).parameters.items()
+          if name in names}
+
+
+# What a run records only where its gin files bind it: the builders' defaults.
+_DATA_DEFAULTS = _defaults(ssl_data.build_ssl_data, ('num_labeled', 'split_seed'))
+_CRITIC_DEFAULTS = _defaults(critic_lib.build_critic, ('normalization', 'width'))
 # How the dashboard names each constraint type's IPM.
 _IPM_NAMES = {'Fisher': 'Fisher', 'Sobolev': 'Sobolev', 'GradientPenalty': 'WGAN-GP',
               'WeightClipping': 'WGAN clip'}
@@ -85,7 +92,7 @@ def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
   loop, optimizers = run_config['loop'], run_config['optimizers']
   bindings = run_config.get('bindings', {})
   data = {**_DATA_DEFAULTS, **bindings.get('build_ssl_data', {})}
-  critic = bindings.get('build_critic', {})
+  critic = {**_CRITIC_DEFAULTS, **bindings.get('build_critic', {})}
   constraints = objective.get('constraints', [])
   cell, preset = cell_and_preset(gin_files)
   ipms = [_IPM_NAMES.get(c['type'], c['type']) for c in constraints]
@@ -99,13 +106,13 @@ def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
       'ipm': ' + '.join(dict.fromkeys(ipms)) or 'none',
       'constraints': ' + '.join(f"{c['type']}({c['component']})" if 'component' in c
                                 else c['type'] for c in constraints) or 'none',
-      'normalization': critic.get('normalization', 'none'),
+      'normalization': critic['normalization'],
       'lambda_ce': objective['lambda_ce'],
       'seed': numerics['seed'],
       'split_seed': data['split_seed'],
       'critic_iterations': loop['critic_iterations'],
       'critic_updates': loop.get('critic_updates'),
-      'width': critic.get('width', 1.0),
+      'width': critic['width'],
       'learning_rate_scale': optimizers.get('learning_rate_scale', 1.0),
       'constraint_penalty_scale': objective.get('constraint_penalty_scale', 1.0),
       'critic_rate': optimizers.get('critic_rate'),
