@@ -17,13 +17,15 @@ setuptools.setup(
     license="Apache-2.0",
     python_requires=">=3.11",
     packages=setuptools.find_packages(include=["tf_ipmssl", "tf_ipmssl.*"]),
-    # The absl programs; bin/setup is the shell bootstrap of a checkout, not a program.
-    scripts=[str(p.relative_to(ROOT)) for p in sorted((ROOT / "bin").glob("*"))
-             if p.is_file() and p.name != "setup"],
+    # The absl programs as ipmssl-<program> commands (tf_ipmssl/programs.py); bin/setup is
+    # the shell bootstrap of a checkout, not a program.
+    entry_points={"console_scripts": [
+        f"ipmssl-{p.name} = tf_ipmssl.programs:{p.name}"
+        for p in sorted((ROOT / "bin").glob("*")) if p.is_file() and p.name != "setup"]},
+    # TensorFlow comes from one extra, `cpu` or `gpu` (bin/setup takes `cpu`; bin/setup --gpu
+    # takes `gpu`): tensorflow-cpu and tensorflow both own the `tensorflow` package, so an
+    # environment must hold exactly one of them.
     install_requires=[
-        # The CPU wheel keeps the default install light; GPU users install `tensorflow[and-cuda]`
-        # on top (BUILD.md).
-        "tensorflow-cpu>=2.16",
         "keras>=3.0",
         "tensorboard>=2.16",  # tf.summary needs it; tensorflow-cpu does not pull it in
         "tensorflow-datasets>=4.9",
@@ -33,6 +35,9 @@ setuptools.setup(
         "scipy>=1.10",  # SVHN's original .mat files
     ],
     extras_require={
+        "cpu": ["tensorflow-cpu>=2.16"],
+        # TensorFlow with the CUDA libraries it needs, from PyPI (BUILD.md, "GPU").
+        "gpu": ["tensorflow[and-cuda]>=2.16"],
         # The tests start a two-node Ray cluster on this machine for the ray backend.
         "test": ["pytest>=7", "ray>=2.9"],
         "plots": ["matplotlib>=3.7"],

@@ -11,6 +11,8 @@ A run directory holds
 - checkpoints/: the training checkpoints; best/: the critic of the best validation step;
 - export/: the SavedModel classifier;
 - train/, eval/: TensorBoard summaries;
+- hparams/: the run's hyperparameters and final metrics for TensorBoard's HParams dashboard
+  (training/hparams.py);
 - train.log: the run's output under bin/sweep;
 - diagnosis.json: bin/diagnose's gradient split (by default).
 
@@ -33,6 +35,7 @@ BEST_CHECKPOINT_DIR = 'best'
 EXPORT_DIR = 'export'
 TRAIN_SUMMARY_DIR = 'train'
 EVAL_SUMMARY_DIR = 'eval'
+HPARAMS_DIR = 'hparams'
 LOG_FILE = 'train.log'
 DIAGNOSIS_FILE = 'diagnosis.json'
 

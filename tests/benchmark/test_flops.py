@@ -76,7 +76,7 @@ def test_paper_critic_and_generator_forward(paper_networks):
   critic, generator = paper_networks
   assert critic.forward == sum(CRITIC_LAYERS_WIDTH_1)
   assert critic.first_layer == CRITIC_LAYERS_WIDTH_1[0]
-  assert critic.forward == pytest.approx(0.61e9, rel=0.01)  # The issue's ≈0.61 GFLOP.
+  assert critic.forward == pytest.approx(0.61e9, rel=0.01)  # The expected ≈0.61 GFLOP.
   assert generator.forward == sum(GENERATOR_LAYERS)
   assert generator.first_layer == GENERATOR_LAYERS[0]
 
@@ -117,7 +117,7 @@ def test_pass_multipliers():
 
 
 def test_paper_iteration_counts(paper_networks):
-  """The issue's ≈450 GFLOP is one n_c = 1 iteration; ≈690 is Sobolev's required count."""
+  """The expected ≈450 GFLOP is one n_c = 1 iteration; ≈690 is Sobolev's required count."""
   critic, generator = paper_networks
   fisher = flops.ssl_iteration_flops(critic, generator, configs.CONFIGS['fisher'].constraints,
                                      64, 1)

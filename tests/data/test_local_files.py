@@ -276,8 +276,8 @@ def test_not_found_lists_every_searched_place(tmp_path, monkeypatch, name):
   with pytest.raises(errors.DatasetNotFoundError) as e:
     datasets.load_dataset(name, source='local', data_dir=str(data_dir))
   message = str(e.value)
-  # A named data_dir is the only place searched (issue 12): not $TF_IPMSSL_DATA_DIR, the
-  # cache or the system's copy.
+  # A named data_dir is the only place searched: not $TF_IPMSSL_DATA_DIR, the cache or the
+  # system's copy.
   searched = [data_dir] + [data_dir / sub for sub in dataset_specs.REGISTRY[name].subdirs]
   for place in searched:
     assert f'  - {place} (' in message

@@ -1,4 +1,4 @@
-"""bin/train end to end on tiny fake data, in subprocesses (issue: trainer and command line)."""
+"""bin/train end to end on tiny fake data, in subprocesses: the trainer and its command line."""
 import json
 import os
 

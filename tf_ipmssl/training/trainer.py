@@ -27,6 +27,7 @@ from tf_ipmssl.data import ssl_data
 from tf_ipmssl.training import checkpoint_integrity
 from tf_ipmssl.training import distribution
 from tf_ipmssl.training import export
+from tf_ipmssl.training import hparams
 from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import reporting
 from tf_ipmssl.training import run as run_lib
@@ -151,6 +152,7 @@ def _finish(loop, step):
   metrics['exported'] = exported
   metrics['wall_seconds_this_session'] = now - loop.started
   run_files.write_metrics(loop.model_dir, metrics)
+  hparams.write_run(loop.model_dir)  # Summaries only, after training: no number changes.
   print(reporting.final_line(step, metrics, config.loop.baseline,
                              reporting.run_data(loop.data)), flush=True)
   return metrics

@@ -1,0 +1,140 @@
+"""A finished run's hyperparameters and metrics, as a real TensorBoard's HParams dashboard
+serves them: a TensorBoard on localhost over a root of two runs lists both with their values."""
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.training import runs
+from tf_ipmssl import run_files
+from tf_ipmssl.training import hparams
+
+
+@pytest.fixture(scope='module')
+def sweep_root(tmp_path_factory):
+  """ROOT/cell/seed_0 trained by bin/train; ROOT/cell/seed_1 its records with seed 1, its
+  hparams/ written from them."""
+  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
+  root = tmp_path_factory.mktemp('root')
+  trained = str(root / 'cell' / 'seed_0')
+  result = runs.run_train(trained, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stdout + result.stderr
+  copied = str(root / 'cell' / 'seed_1')
+  os.makedirs(copied)
+  for name in (run_files.VERSIONS_FILE, run_files.METRICS_FILE):
+    shutil.copy(os.path.join(trained, name), copied)
+  run_config = run_files.read_json(trained, run_files.RUN_CONFIG_FILE)
+  run_config['numerics']['seed'] = 1
+  run_files.write_json(copied, run_files.RUN_CONFIG_FILE, run_config)
+  hparams.write_run(copied)
+  return str(root)
+
+
+def test_cell_and_preset_from_gin_files():
+  assert hparams.cell_and_preset(['gin/table1/cifar10_fisher_kplus1.gin',
+                                  '/x/gin/presets/cpu_fashion_mnist_100.gin']) == (
+                                      'table1/cifar10_fisher_kplus1',
+                                      'presets/cpu_fashion_mnist_100')
+  assert hparams.cell_and_preset([]) == ('', '')
+
+
+def test_values_a_run_leaves_unbound_are_the_builders_defaults():
+  config = {'objective': {'algorithm': 'ssl', 'formulation': 'kplus1', 'lambda_ce': 1.5,
+                          'constraints': [{'type': 'Sobolev', 'component': 'f_neg'},
+                                          {'type': 'GradientPenalty', 'component': 'f'}]},
+            'numerics': {'seed': 3}, 'loop': {'critic_iterations': 2}, 'optimizers': {}}
+  values = hparams.hparams_of(config, ['gin/table2/cifar10_sobolev_fneg.gin'])
+  assert values['labels'] == 4000 and values['split_seed'] == 0
+  assert values['normalization'] == 'none' and values['width'] == 1.0
+  assert values['constraints'] == 'Sobolev(f_neg) + GradientPenalty(f)'
+  assert values['ipm'] == 'Sobolev + WGAN-GP'
+  assert values['cell'] == 'table2/cifar10_sobolev_fneg' and values['seed'] == 3
+  assert hparams.trial_id(values) == 'table2/cifar10_sobolev_fneg/seed_3'
+
+
+def test_the_trainer_writes_the_session(sweep_root):
+  listing = os.listdir(os.path.join(sweep_root, 'cell', 'seed_0', run_files.HPARAMS_DIR))
+  assert len(listing) == 1 and 'tfevents' in listing[0]
+
+
+def _free_port():
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _tensorboard(logdir):
+  """A TensorBoard on localhost over logdir; yields its URL; stopped by its PID."""
+  port = _free_port()
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'tensorboard.main', f'--logdir={logdir}', '--host=127.0.0.1',
+       f'--port={port}', '--load_fast=false', '--reload_interval=1'],
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  try:
+    yield f'http://127.0.0.1:{port}'
+  finally:
+    process.terminate()
+    try:
+      process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+      process.kill()
+      process.wait()
+
+
+def _post(url, body):
+  request = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                   headers={'Content-Type': 'application/json'})
+  with urllib.request.urlopen(request, timeout=10) as response:
+    return json.loads(response.read())
+
+
+def _session_groups(url, deadline=90):
+  """The HParams plugin's session groups, once it lists two (it loads the logdir at start)."""
+  request = {'startIndex': 0, 'sliceSize': 100,
+             'allowedStatuses': ['STATUS_UNKNOWN', 'STATUS_SUCCESS', 'STATUS_FAILURE',
+                                 'STATUS_RUNNING']}
+  end = time.time() + deadline
+  while True:
+    try:
+      groups = _post(url + '/data/plugin/hparams/session_groups', request)
+      if groups.get('totalSize', 0) >= 2 or time.time() > end:
+        return groups
+    except OSError:  # Not listening yet.
+      if time.time() > end:
+        raise
+    time.sleep(1)
+
+
+def test_tensorboard_lists_the_runs_with_their_values(sweep_root):
+  trained = run_files.read_json(os.path.join(sweep_root, 'cell', 'seed_0'),
+                                run_files.METRICS_FILE)
+  with _tensorboard(sweep_root) as url:
+    groups = _session_groups(url)
+    experiment = _post(url + '/data/plugin/hparams/experiment', {'experimentName': ''})
+  columns = {h['name'] for h in experiment['hparamInfos']}
+  assert columns == {name for name, _ in hparams.HPARAMS}
+  assert {m['name']['tag'] for m in experiment['metricInfos']} == {
+      name for name, _ in hparams.METRICS}
+  sessions = {}
+  for group in groups['sessionGroups']:
+    (session,) = group['sessions']
+    sessions[session['name']] = (group['hparams'], {
+        m['name']['tag']: m['value'] for m in session['metricValues']})
+  assert set(sessions) == {'cell/seed_0/hparams', 'cell/seed_1/hparams'}
+  for name, seed in (('cell/seed_0/hparams', 0), ('cell/seed_1/hparams', 1)):
+    values, metrics = sessions[name]
+    assert values['seed'] == seed
+    assert values['cell'] == 'bases/ssl' and values['preset'] == ''
+    assert values['constraints'] == 'Fisher(f)' and values['ipm'] == 'Fisher'
+    assert values['labels'] == 20 and values['algorithm'] == 'ssl'
+    assert values['formulation'] == 'kplus1' and values['lambda_ce'] == 1.5
+    assert metrics['test_error'] == pytest.approx(trained['best']['test_error'])
+    assert metrics['steps'] == trained['step']

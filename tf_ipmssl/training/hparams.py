@@ -1,0 +1,183 @@
+"""A run's hyperparameters and final metrics in TensorBoard's HParams dashboard.
+
+A finished run writes one HParams session into MODEL_DIR/hparams/: the hyperparameters
+that tell the paper's cells and seeds apart (the cell and preset gin files, the algorithm,
+formulation, IPM, its constraints and the critic output each acts on, normalization, λ_CE,
+the seeds, the label count and the preset's scales) and the run's final numbers as
+scalars. `tensorboard --logdir SWEEP_ROOT` then shows every finished run of a sweep as one
+row of the HParams dashboard's table (sortable by any column) and as a line of its parallel
+coordinates view.
+
+Everything is read from the run's own records (run_config.json, versions.json's command
+line, metrics.json), so the trainer writes it after its final metrics.json and nothing it
+writes here feeds back into training. `session(...)` takes the same values directly, for
+runs known only from a results table.
+"""
+import inspect
+import os
+import re
+from typing import Sequence
+
+import tensorflow as tf
+from tensorboard.plugins.hparams import api as hp
+
+from tf_ipmssl import run_files
+from tf_ipmssl.data import ssl_data
+from tf_ipmssl.networks import critic as critic_lib
+
+# The hyperparameters (the dashboard sorts its columns by name), with what each one is.
+HPARAMS = (
+    ('cell', "the paper cell's gin file (gin/<cell>.gin)"),
+    ('preset', 'the gin files applied after the cell (a preset)'),
+    ('dataset', 'build_ssl_data.dataset'),
+    ('labels', 'labeled examples (build_ssl_data.num_labeled; absent: all)'),
+    ('algorithm', "train.mode: 'ssl' or 'supervised'"),
+    ('formulation', 'plain, kplus1 or kplus1_entropy'),
+    ('ipm', 'the constraints\' IPMs, e.g. Fisher + Sobolev'),
+    ('constraints', 'each constraint and the critic output it acts on, e.g. Fisher(f)'),
+    ('normalization', 'build_critic.normalization'),
+    ('lambda_ce', 'weight of the labeled cross-entropy'),
+    ('seed', 'train.seed (init, shuffling, noise, dropout)'),
+    ('split_seed', 'build_ssl_data.split_seed (which examples are labeled)'),
+    ('critic_iterations', 'n_c, critic iterations per generator iteration'),
+    ('critic_updates', 'training length in critic updates'),
+    ('width', "the critic's width multiplier"),
+    ('learning_rate_scale', 'multiplies both learning rates (a preset\'s scale)'),
+    ('constraint_penalty_scale', 'multiplies every ρ (a preset\'s scale)'),
+    ('critic_rate', "the critic's learning rate as used"),
+    ('critic_ema_decay', "the critic's weight average (absent: none)"),
+    ('ipm_rampup_updates', 'critic updates of the IPM ramp-up (absent: none)'),
+)
+# The metrics: scalar tags of the session's events, with what each one is.
+METRICS = (
+    ('test_error', 'test error (%) at the best validation step: the number to report'),
+    ('validation_error', 'best validation error (%)'),
+    ('final_test_error', 'test error (%) at the last step'),
+    ('labeled_error', 'error (%) on the labeled training images at the best step'),
+    ('steps', 'steps trained'),
+    ('wall_seconds', "the run's wall time (s)"),
+)
+
+
+def _defaults(builder, names):
+  return {name: p.default for name, p in inspect.signature(builder).parameters.items()
+          if name in names}
+
+
+# What a run records only where its gin files bind it: the builders' defaults.
+_DATA_DEFAULTS = _defaults(ssl_data.build_ssl_data, ('num_labeled', 'split_seed'))
+_CRITIC_DEFAULTS = _defaults(critic_lib.build_critic, ('normalization', 'width'))
+# How the dashboard names each constraint type's IPM.
+_IPM_NAMES = {'Fisher': 'Fisher', 'Sobolev': 'Sobolev', 'GradientPenalty': 'WGAN-GP',
+              'WeightClipping': 'WGAN clip'}
+
+
+def experiment_config():
+  """The experiment summary: the columns above."""
+  return hp.hparams_config(
+      hparams=[hp.HParam(name, description=text) for name, text in HPARAMS],
+      metrics=[hp.Metric(name, display_name=name, description=text)
+               for name, text in METRICS])
+
+
+def cell_and_preset(gin_files: Sequence[str]):
+  """(cell, preset) from a run's gin files: the first relative to gin/, without .gin."""
+  names = [re.sub(r'^(.*/)?gin/', '', f).removesuffix('.gin') for f in gin_files]
+  return (names[0] if names else ''), ' + '.join(names[1:])
+
+
+def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
+  """The hyperparameters of a run from its run_config.json and gin files (None: absent)."""
+  objective, numerics = run_config['objective'], run_config['numerics']
+  loop, optimizers = run_config['loop'], run_config['optimizers']
+  bindings = run_config.get('bindings', {})
+  data = {**_DATA_DEFAULTS, **bindings.get('build_ssl_data', {})}
+  critic = {**_CRITIC_DEFAULTS, **bindings.get('build_critic', {})}
+  constraints = objective.get('constraints', [])
+  cell, preset = cell_and_preset(gin_files)
+  ipms = [_IPM_NAMES.get(c['type'], c['type']) for c in constraints]
+  return {
+      'cell': cell,
+      'preset': preset,
+      'dataset': data.get('dataset'),
+      'labels': data['num_labeled'],
+      'algorithm': objective['algorithm'],
+      'formulation': objective['formulation'] if objective['algorithm'] == 'ssl' else None,
+      'ipm': ' + '.join(dict.fromkeys(ipms)) or 'none',
+      'constraints': ' + '.join(f"{c['type']}({c['component']})" if 'component' in c
+                                else c['type'] for c in constraints) or 'none',
+      'normalization': critic['normalization'],
+      'lambda_ce': objective['lambda_ce'],
+      'seed': numerics['seed'],
+      'split_seed': data['split_seed'],
+      'critic_iterations': loop['critic_iterations'],
+      'critic_updates': loop.get('critic_updates'),
+      'width': critic['width'],
+      'learning_rate_scale': optimizers.get('learning_rate_scale', 1.0),
+      'constraint_penalty_scale': objective.get('constraint_penalty_scale', 1.0),
+      'critic_rate': optimizers.get('critic_rate'),
+      'critic_ema_decay': numerics.get('critic_ema_decay'),
+      'ipm_rampup_updates': objective.get('ipm_rampup_updates'),
+  }
+
+
+def metrics_of(metrics: dict) -> dict:
+  """The final metrics of a run from its metrics.json (None: not measured)."""
+  best, final = metrics.get('best') or {}, metrics.get('final') or {}
+  return {
+      'test_error': best.get('test_error', final.get('test_error')),
+      'validation_error': best.get('validation_error'),
+      'final_test_error': final.get('test_error'),
+      'labeled_error': best.get('labeled_error', final.get('labeled_error')),
+      'steps': metrics.get('step'),
+      'wall_seconds': metrics.get('wall_seconds'),
+  }
+
+
+def trial_id(hparams: dict) -> str:
+  """The dashboard's name of a run: <cell>/seed_<seed>, as bin/sweep names its directory."""
+  return f"{hparams['cell'] or 'run'}/seed_{hparams['seed']}"
+
+
+def session(logdir: str, hparams: dict, metrics: dict):
+  """Writes one HParams session (the experiment's columns, its values, its metrics) to logdir.
+
+  Values that are None are left out (an empty cell in the dashboard).
+  """
+  writer = tf.summary.create_file_writer(logdir)
+  with writer.as_default(step=0):
+    experiment_config()
+    hp.hparams({k: v for k, v in hparams.items() if v is not None}, trial_id=trial_id(hparams))
+    for name, value in metrics.items():
+      if value is not None:
+        tf.summary.scalar(name, float(value))
+  writer.close()
+
+
+def gin_files_of(model_dir: str) -> list:
+  """The --gin_file arguments of the command that started the run (versions.json)."""
+  versions = run_files.read_json(model_dir, run_files.VERSIONS_FILE, unreadable_ok=True) or {}
+  command = versions.get('command') or []
+  files, take_next = [], False
+  for arg in command:
+    if take_next:
+      files.append(arg)
+    take_next = arg == '--gin_file'
+    if arg.startswith('--gin_file='):
+      files.append(arg.split('=', 1)[1])
+  return files
+
+
+def write_run(model_dir: str):
+  """Writes MODEL_DIR/hparams/ from the run's records (run_config.json, metrics.json).
+
+  Replaces what an earlier call wrote there, so the dashboard shows one session per run.
+  """
+  run_config = run_files.read_json(model_dir, run_files.RUN_CONFIG_FILE)
+  metrics = run_files.read_json(model_dir, run_files.METRICS_FILE)
+  if run_config is None or metrics is None:
+    return
+  logdir = os.path.join(model_dir, run_files.HPARAMS_DIR)
+  if tf.io.gfile.isdir(logdir):
+    tf.io.gfile.rmtree(logdir)
+  session(logdir, hparams_of(run_config, gin_files_of(model_dir)), metrics_of(metrics))
