@@ -1,6 +1,7 @@
 """The run configuration: every train binding validated in one place, before the model dir is
 touched, recorded as JSON; and one constructor (run.Run) for every program's networks."""
 import ast
+import dataclasses
 import json
 import os
 import pathlib
@@ -16,6 +17,7 @@ from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config
+from tf_ipmssl.training import steps
 
 FISHER = [fisher.Fisher()]
 
@@ -156,3 +158,17 @@ def test_networks_and_optimizers_are_built_by_run_only():
     assert 'Run.from_model_dir' in (root / 'bin' / program).read_text()
   assert 'Run.from_model_dir' in pathlib.Path(root / 'tf_ipmssl/training/diagnosis.py').read_text()
   assert 'Run.build' in pathlib.Path(root / 'tf_ipmssl/benchmark/suite.py').read_text()
+
+
+def test_step_configuration_is_derived_with_no_defaults_of_its_own():
+  """The iterations read every run setting from the RunConfig: StepConfig restates none of
+  them and gives none of its fields a default."""
+  assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+             for f in dataclasses.fields(steps.StepConfig))
+  config = run_config.RunConfig.create(constraints=FISHER, steps=3, critic_iterations=4,
+                                       lambda_ce=0.7, batch_size=12)
+  derived = steps.StepConfig.of(config)
+  assert derived.run is config and derived.critic_iterations == 4
+  assert {f.name for f in dataclasses.fields(steps.StepConfig)} == {
+      'run', 'critic_iterations', 'critic_forward'}
+  assert steps.StepConfig.of(config, critic_iterations=1).critic_iterations == 1

@@ -17,6 +17,7 @@ from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 from tf_ipmssl.training import random_streams
+from tf_ipmssl.training import run_config
 from tf_ipmssl.training import steps as steps_lib
 
 
@@ -49,9 +50,9 @@ def test_jit_compiled_gradients_match_plain_gradients(normalization):
   gradients = {}
   for jit in (False, True):
     steps = steps_lib.TrainingSteps(
-        steps_lib.StepConfig(formulation='kplus1', constraints=constraints, lambda_ce=1.5,
-                             global_batch_size=8, critic_iterations=1, seed=3,
-                             jit_compile=jit),
+        steps_lib.StepConfig.of(run_config.RunConfig.create(
+            formulation='kplus1', constraints=constraints, lambda_ce=1.5, batch_size=8,
+            critic_iterations=1, seed=3, jit_compile=jit, steps=1)),
         strategy=tf.distribute.get_strategy(), critic=critic, generator=generator,
         critic_optimizer=None, generator_optimizer=None, multipliers=multipliers,
         counters=counters)

@@ -83,9 +83,7 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_
   'ipm_weight'.
   """
   objective = config.objective
-  ipm_weight = None
-  if objective.ipm_rampup_updates is not None:
-    ipm_weight = ipm_rampup.rampup_weight(critic_iteration, objective.ipm_rampup_updates)
+  ipm_weight = ipm_rampup.rampup_weight(critic_iteration, objective.ipm_rampup_updates)
   variables = critic.body.trainable_variables
   zeroed = tuple(_without_weight(c) for c in objective.constraints)
   zero_multipliers = {k: 0.0 for k in multipliers}

@@ -157,10 +157,10 @@ class Loop:
     if self.config.objective.algorithm.trains_generator:
       scalars['learning_rate/generator'] = float(
           run.generator_optimizer.learning_rate.numpy())
-    rampup_updates = self.config.objective.ipm_rampup_updates
-    if rampup_updates is not None:
-      scalars['ipm_weight'] = float(ipm_rampup.rampup_weight(
-          run.state.counters['critic_iteration'], rampup_updates))
+    ipm_weight = ipm_rampup.rampup_weight(run.state.counters['critic_iteration'],
+                                          self.config.objective.ipm_rampup_updates)
+    if ipm_weight is not None:
+      scalars['ipm_weight'] = float(ipm_weight)
     return scalars
 
   def log(self, step, values):

@@ -65,7 +65,6 @@ class Run:
   critic_optimizer: keras.optimizers.Optimizer
   generator_optimizer: keras.optimizers.Optimizer
   state: RunState
-  loss_scaling: bool
   manager: Optional[tf.train.CheckpointManager] = None
   best_manager: Optional[tf.train.CheckpointManager] = None
   # A run read from its model_dir: its dataset.json (name, num_classes, image_shape, source).
@@ -103,8 +102,7 @@ class Run:
         weight_averaging.copy_weights(weight_averaging.averaged_pairs(critic, averaged_critic))
       critic_optimizer = make_optimizer(o.critic_rate)
       generator_optimizer = make_optimizer(o.generator_rate)
-      loss_scaling = config.numerics.mixed_precision == 'mixed_float16'
-      if loss_scaling:
+      if config.numerics.loss_scaling:
         critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)
         generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
       # Optimizer slots exist before the first traced step and before a restore.
@@ -112,7 +110,7 @@ class Run:
       generator_optimizer.build(generator.trainable_variables)
       state = RunState(config.objective.constraints)
     run = cls(config, critic, generator, averaged_critic, critic_optimizer, generator_optimizer,
-              state, loss_scaling)
+              state)
     if model_dir is not None:
       run._add_checkpoint_managers(model_dir)
     return run
@@ -184,20 +182,9 @@ class Run:
 
   def training_steps(self, strategy=None, **changes):
     """The TrainingSteps that update this run; `changes`: steps.StepConfig fields to
-    override (the benchmark's n_c, XLA and forward variants)."""
-    objective, loop = self.config.objective, self.config.loop
-    config = steps_lib.StepConfig(
-        formulation=objective.formulation, constraints=objective.constraints,
-        lambda_ce=objective.lambda_ce, global_batch_size=loop.batch_size,
-        critic_iterations=loop.critic_iterations, seed=self.config.numerics.seed,
-        reference_pairwise_f=objective.reference_pairwise_f,
-        weight_decay_phi_s=objective.weight_decay_phi_s,
-        weight_decay_v=objective.weight_decay_v, jit_compile=self.config.numerics.jit_compile,
-        loss_scaling=self.loss_scaling, average_decay=self.config.numerics.critic_ema_decay,
-        ipm_rampup_updates=objective.ipm_rampup_updates,
-        generator_loss=objective.generator_loss)
+    override (the benchmark's n_c and forward variants)."""
     return steps_lib.TrainingSteps(
-        dataclasses.replace(config, **changes),
+        steps_lib.StepConfig.of(self.config, **changes),
         strategy=strategy or tf.distribute.get_strategy(), critic=self.critic,
         generator=self.generator, critic_optimizer=self.critic_optimizer,
         generator_optimizer=self.generator_optimizer, multipliers=self.state.multipliers,

@@ -205,6 +205,11 @@ class NumericsConfig:
   deterministic_ops: bool
   critic_ema_decay: Optional[float]  # The evaluated critic's weight average, if any.
 
+  @property
+  def loss_scaling(self) -> bool:
+    """Whether the losses are scaled (mixed_float16's LossScaleOptimizers)."""
+    return self.mixed_precision == 'mixed_float16'
+
 
 _GROUPS = (('objective', ObjectiveConfig), ('optimizers', OptimizerConfig),
            ('loop', LoopConfig), ('numerics', NumericsConfig))
