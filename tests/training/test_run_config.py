@@ -15,8 +15,8 @@ from tf_ipmssl import errors
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
-from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config
+from tf_ipmssl.training import semi_supervised
 from tf_ipmssl.training import steps
 
 FISHER = [fisher.Fisher()]
@@ -57,8 +57,7 @@ def test_groups_scales_and_algorithm():
                    gradient_penalty.GradientPenalty('f', 10.0)],
       critic_learning_rate=2e-4, generator_learning_rate=1e-4, learning_rate_scale=5.0,
       constraint_penalty_scale=1000.0, steps=3, critic_iterations=5)
-  assert config.mode == 'ssl' and isinstance(config.objective.algorithm,
-                                             algorithms.SemiSupervised)
+  assert config.mode == 'ssl' and config.objective.algorithm is semi_supervised.SemiSupervised
   assert config.optimizers.critic_rate == 2e-4 * 5.0
   assert config.optimizers.generator_rate == 1e-4 * 5.0
   # ρ of the augmented-Lagrangian constraints scaled; λ_GP not.

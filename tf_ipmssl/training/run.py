@@ -5,7 +5,8 @@ evaluate, export, diagnose and the benchmark all get their critic, generator, mu
 optimizers here. What each checkpoint directory holds:
 
 - checkpoints/ (`manager`): everything that continues training — `critic` (the trained
-  critic), `generator`, `critic_optimizer`, `generator_optimizer`, the counters `step`,
+  critic), `critic_optimizer`, `generator` and `generator_optimizer` (where the algorithm
+  trains a generator), the counters `step`,
   `critic_iteration`, `nonfinite`, `multipliers/lambda_<constraint>`, `best/` (best
   validation error, its test error, labeled-set error and step) and, with a weight average,
   `averaged_critic`;
@@ -60,10 +61,10 @@ class Run:
   model_dir its checkpoint managers."""
   config: run_config_lib.RunConfig
   critic: keras.Model
-  generator: keras.Model
+  generator: Optional[keras.Model]  # None where the algorithm trains no generator.
   averaged_critic: Optional[keras.Model]
   critic_optimizer: keras.optimizers.Optimizer
-  generator_optimizer: keras.optimizers.Optimizer
+  generator_optimizer: Optional[keras.optimizers.Optimizer]
   state: RunState
   manager: Optional[tf.train.CheckpointManager] = None
   best_manager: Optional[tf.train.CheckpointManager] = None
@@ -83,7 +84,8 @@ class Run:
     Variables are created under `strategy` (default: the current one) with the current
     global dtype policy; the critic's other settings come from build_critic's gin bindings
     or `critic_options` (its keyword arguments, e.g. normalization, width). With a
-    model_dir, the run gets its checkpoint managers (nothing is restored or written).
+    model_dir, the run gets its checkpoint managers (nothing is restored or written). An
+    algorithm that trains no generator gets neither a generator nor its optimizer.
     """
     strategy = strategy or tf.distribute.get_strategy()
     seed = config.numerics.seed
@@ -93,21 +95,27 @@ class Run:
     o = config.optimizers
     make_optimizer = lambda rate: optimizers.make_optimizer(  # pylint: disable=unnecessary-lambda-assignment
         o.optimizer, rate, o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.adam_epsilon_placement)
+    trains_generator = config.objective.algorithm.trains_generator
+    generator = generator_optimizer = None
     with strategy.scope():
       critic = build_critic()
-      generator = generator_lib.build_generator(output_channels=image_shape[-1], seed=seed)
+      if trains_generator:
+        generator = generator_lib.build_generator(output_channels=image_shape[-1], seed=seed)
       averaged_critic = None
       if config.numerics.critic_ema_decay is not None:
         averaged_critic = build_critic()
         weight_averaging.copy_weights(weight_averaging.averaged_pairs(critic, averaged_critic))
       critic_optimizer = make_optimizer(o.critic_rate)
-      generator_optimizer = make_optimizer(o.generator_rate)
+      if trains_generator:
+        generator_optimizer = make_optimizer(o.generator_rate)
       if config.numerics.loss_scaling:
         critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)
-        generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
+        if trains_generator:
+          generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
       # Optimizer slots exist before the first traced step and before a restore.
       critic_optimizer.build(critic.trainable_variables)
-      generator_optimizer.build(generator.trainable_variables)
+      if trains_generator:
+        generator_optimizer.build(generator.trainable_variables)
       state = RunState(config.objective.constraints)
     run = cls(config, critic, generator, averaged_critic, critic_optimizer, generator_optimizer,
               state)
@@ -134,12 +142,13 @@ class Run:
 
   def _add_checkpoint_managers(self, model_dir):
     state = self.state
-    averaged = {'averaged_critic': self.averaged_critic} if self.averaged_critic else {}
+    optional = {'averaged_critic': self.averaged_critic, 'generator': self.generator,
+                'generator_optimizer': self.generator_optimizer}
     checkpoint = tf.train.Checkpoint(
-        critic=self.critic, generator=self.generator, critic_optimizer=self.critic_optimizer,
-        generator_optimizer=self.generator_optimizer, **state.counters,
+        critic=self.critic, critic_optimizer=self.critic_optimizer, **state.counters,
         multipliers=tf.train.Checkpoint(**state.multipliers),
-        best=tf.train.Checkpoint(**state.best), **averaged)
+        best=tf.train.Checkpoint(**state.best),
+        **{name: value for name, value in optional.items() if value is not None})
     self.manager = tf.train.CheckpointManager(
         checkpoint, os.path.join(model_dir, run_files.CHECKPOINT_DIR),
         max_to_keep=self.config.loop.keep_checkpoints)
@@ -181,9 +190,9 @@ class Run:
     return (self.critic if weights == 'trained' else self.evaluated_critic), path
 
   def training_steps(self, strategy=None, **changes):
-    """The TrainingSteps that update this run; `changes`: steps.StepConfig fields to
-    override (the benchmark's n_c and forward variants)."""
-    return steps_lib.TrainingSteps(
+    """The run's algorithm (an algorithms.Algorithm, made here) that updates this run;
+    `changes`: steps.StepConfig fields to override (the benchmark's n_c and forward)."""
+    return self.config.objective.algorithm(
         steps_lib.StepConfig.of(self.config, **changes),
         strategy=strategy or tf.distribute.get_strategy(), critic=self.critic,
         generator=self.generator, critic_optimizer=self.critic_optimizer,

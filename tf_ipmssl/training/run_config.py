@@ -19,9 +19,9 @@ data and network bindings (build_ssl_data, build_critic, build_generator).
 
 The `train.*` bindings (gin names; defaults in `_train_bindings`):
 
-  mode: 'ssl' (the IPM GAN, docs/algorithm.md#training-loop) or 'supervised' (the
+  mode: 'ssl' (the IPM GAN, docs/algorithm.md#training-loop), 'supervised' (the
     critic CNN with CE only, paper Appendix C; bind build_ssl_data.num_labeled = None for
-    all labels).
+    all labels), or the name of another registered algorithm (algorithms.py).
   formulation: 'plain', 'kplus1' or 'kplus1_entropy' (docs/algorithm.md#formulations).
   constraints: e.g. [@Fisher(), @Sobolev()] (docs/algorithm.md#constraints, placement via
     `component`).
@@ -83,6 +83,9 @@ from tf_ipmssl.objectives import generator_objective
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import baseline as baseline_lib
 from tf_ipmssl.training import optimizers as optimizers_lib
+# The library's algorithms, registered on import.
+from tf_ipmssl.training import semi_supervised  # pylint: disable=unused-import
+from tf_ipmssl.training import supervised  # pylint: disable=unused-import
 
 MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
 # Other configurables whose bindings a run records in its JSON configuration.
@@ -144,7 +147,7 @@ def default_bindings():
 
 @dataclasses.dataclass(frozen=True)
 class ObjectiveConfig:
-  algorithm: algorithms.Algorithm
+  algorithm: type  # The algorithms.Algorithm subclass train.mode names.
   formulation: str
   constraints: Tuple[constraint_lib.Constraint, ...]
   lambda_ce: float
@@ -329,7 +332,9 @@ def _registered(name):
 
 def _jsonable(value: Any):
   """Algorithms, losses and constraints by their names and fields; tuples as lists."""
-  if isinstance(value, (algorithms.Algorithm, generator_objective.GeneratorLoss)):
+  if isinstance(value, type) and issubclass(value, algorithms.Algorithm):
+    return value.name
+  if isinstance(value, generator_objective.GeneratorLoss):
     return value.name
   if isinstance(value, constraint_lib.Constraint):
     return {'type': type(value).__name__, 'name': value.name,

@@ -121,7 +121,9 @@ def _iteration_fn(run, data, strategy):
         images, labels, batch_size=config.loop.batch_size,
         seed=config.numerics.seed + seed_offset, start_step=critic_iteration)))
 
-  return config.objective.algorithm.iteration(run.training_steps(strategy), data, stream)
+  steps = run.training_steps(strategy)
+  iterators = config.objective.algorithm.streams(data, stream)
+  return lambda: steps.iteration(*iterators)
 
 
 def _print_start(config, data, length, strategy, model_dir):
