@@ -74,9 +74,10 @@ def test_groups_scales_and_algorithm():
 def test_json_names_every_setting():
   gin.clear_config()
   try:
-    gin.parse_config(['build_critic.width = 0.25', 'build_ssl_data.num_labeled = 100'])
-    config = run_config.RunConfig.create(constraints=[fisher.Fisher()], steps=3,
-                                         learning_rate_scale=2.0)
+    gin.parse_config(['build_critic.width = 0.5'])  # Not read: create() takes no gin.
+    config = run_config.RunConfig.create(
+        constraints=[fisher.Fisher()], steps=3, learning_rate_scale=2.0,
+        critic={'width': 0.25}, data={'dataset': 'fashion_mnist', 'num_labeled': 100})
     record = json.loads(json.dumps(config.to_json()))
   finally:
     gin.clear_config()
@@ -85,8 +86,12 @@ def test_json_names_every_setting():
       {'type': 'Fisher', 'name': 'fisher_f', 'component': 'f', 'penalty_weight': 1e-7}]
   assert record['optimizers']['critic_rate'] == 2e-4 * 2.0
   assert record['loop']['steps'] == 3 and record['numerics']['seed'] == 0
-  assert record['bindings']['build_critic'] == {'width': 0.25}
-  assert record['bindings']['build_ssl_data'] == {'num_labeled': 100}
+  # Every builder setting, at the builder's default where not given.
+  assert record['bindings']['build_critic']['width'] == 0.25
+  assert record['bindings']['build_critic']['normalization'] == 'none'
+  assert record['bindings']['build_ssl_data']['num_labeled'] == 100
+  assert record['bindings']['build_generator']['ngf'] == 64
+  assert record['bindings']['make_strategy'] == {'kind': 'auto', 'devices': None}
   fields = {name for group in ('objective', 'optimizers', 'loop', 'numerics')
             for name in record[group]}
   assert set(run_config.default_bindings()) - {'mode'} <= fields

@@ -80,14 +80,16 @@ def synthetic_data(seed=0, num_images=NUM_SYNTHETIC_IMAGES):
 
 def run_config(config, variant, options) -> run_config_lib.RunConfig:
   """The RunConfig of a benchmark config: K+1, λ_CE 1.5, the config's constraints, learning
-  rate and n_c, the variant's precision and XLA setting, the options' batch and seed."""
+  rate and n_c, the variant's precision and XLA setting, the options' batch, seed and critic
+  width, the config's normalization."""
   return run_config_lib.RunConfig.create(
       mode='ssl' if config.kind == configs_lib.SSL else 'supervised', formulation='kplus1',
       constraints=config.constraints, lambda_ce=1.5, batch_size=options.batch_size,
       critic_iterations=config.critic_iterations, steps=1, seed=options.seed,
       critic_learning_rate=config.learning_rate, generator_learning_rate=config.learning_rate,
       jit_compile=variant.jit_compile,
-      mixed_precision=None if variant.precision == 'float32' else variant.precision)
+      mixed_precision=None if variant.precision == 'float32' else variant.precision,
+      critic={'normalization': config.normalization, 'width': options.width})
 
 
 def build_networks(config, variant, options) -> run_lib.Run:
@@ -95,8 +97,7 @@ def build_networks(config, variant, options) -> run_lib.Run:
   keras.utils.set_random_seed(options.seed)
   with dtype_policy(variant.precision):
     return run_lib.Run.build(
-        run_config(config, variant, options), num_classes=NUM_CLASSES, image_shape=IMAGE_SHAPE,
-        critic_options={'normalization': config.normalization, 'width': options.width})
+        run_config(config, variant, options), num_classes=NUM_CLASSES, image_shape=IMAGE_SHAPE)
 
 
 def build_training_steps(variant, nets, critic_iterations):

@@ -76,7 +76,7 @@ class Loop:
 
   def record_operative_config_once(self):
     if not self.wrote_operative_config:
-      run_record.record_operative_config(self.model_dir)
+      run_record.record_operative_config(self.model_dir, self.config)
       self.wrote_operative_config = True
 
   def check_finite(self, step):

@@ -55,6 +55,18 @@ class RunState:
                  'labeled_error': counter('best_labeled_error', tf.float32, np.nan)}
 
 
+def run_config_of(model_dir, skip_unknown=True) -> run_config_lib.RunConfig:
+  """The RunConfig of the run in model_dir, read from its config.gin in a private gin
+  configuration: the process's own gin configuration is neither read nor changed.
+
+  The caller registers the gin configurables first (the bin/ programs import
+  `tf_ipmssl.configurables`); skip_unknown ignores bindings of configurables this process
+  does not have.
+  """
+  with run_record.parsed_run_config(model_dir, skip_unknown=skip_unknown):
+    return run_config_lib.RunConfig.from_gin()
+
+
 @dataclasses.dataclass
 class Run:
   """The networks, optimizers and variables of one run (see the module doc), and with a
@@ -77,21 +89,20 @@ class Run:
     return self.averaged_critic or self.critic
 
   @classmethod
-  def build(cls, config, *, num_classes, image_shape, strategy=None, model_dir=None,
-            critic_options=None) -> 'Run':
+  def build(cls, config, *, num_classes, image_shape, strategy=None,
+            model_dir=None) -> 'Run':
     """The networks, optimizers and run state of `config` (a RunConfig).
 
     Variables are created under `strategy` (default: the current one) with the current
-    global dtype policy; the critic's other settings come from build_critic's gin bindings
-    or `critic_options` (its keyword arguments, e.g. normalization, width). With a
-    model_dir, the run gets its checkpoint managers (nothing is restored or written). An
-    algorithm that trains no generator gets neither a generator nor its optimizer.
+    global dtype policy; the networks' settings are the configuration's (`config.critic`,
+    `config.generator`), whatever gin holds. With a model_dir, the run gets its checkpoint
+    managers (nothing is restored or written). An algorithm that trains no generator gets
+    neither a generator nor its optimizer.
     """
     strategy = strategy or tf.distribute.get_strategy()
     seed = config.numerics.seed
     build_critic = lambda: critic_lib.build_critic(  # pylint: disable=unnecessary-lambda-assignment
-        num_classes=num_classes, input_channels=image_shape[-1], seed=seed,
-        **(critic_options or {}))
+        num_classes=num_classes, input_channels=image_shape[-1], seed=seed, **config.critic)
     o = config.optimizers
     make_optimizer = lambda rate: optimizers.make_optimizer(  # pylint: disable=unnecessary-lambda-assignment
         o.optimizer, rate, o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.adam_epsilon_placement)
@@ -100,7 +111,8 @@ class Run:
     with strategy.scope():
       critic = build_critic()
       if trains_generator:
-        generator = generator_lib.build_generator(output_channels=image_shape[-1], seed=seed)
+        generator = generator_lib.build_generator(output_channels=image_shape[-1], seed=seed,
+                                                  **config.generator)
       averaged_critic = None
       if config.numerics.critic_ema_decay is not None:
         averaged_critic = build_critic()
@@ -126,14 +138,10 @@ class Run:
   @classmethod
   def from_model_dir(cls, model_dir, skip_unknown=True) -> 'Run':
     """The run recorded in model_dir (its config.gin and dataset.json), with its checkpoint
-    managers; nothing is restored yet (`restore`, `restore_critic`).
-
-    The caller registers the gin configurables first (the bin/ programs import
-    `tf_ipmssl.configurables`); skip_unknown ignores bindings of configurables this
-    process does not have.
+    managers; nothing is restored yet (`restore`, `restore_critic`). The process's gin
+    configuration is neither read nor changed (run_config_of).
     """
-    run_record.parse_run_config(model_dir, skip_unknown=skip_unknown)
-    config = run_config_lib.RunConfig.from_gin()
+    config = run_config_of(model_dir, skip_unknown)
     dataset = run_record.read_dataset(model_dir)
     run = cls.build(config, num_classes=dataset['num_classes'],
                     image_shape=dataset['image_shape'], model_dir=model_dir)
