@@ -75,7 +75,8 @@ def test_max_examples_take_a_balanced_subset(cifar_dir):
   assert not np.array_equal(data.splits.labeled, other.splits.labeled)
 
 
-def test_gin_configures_the_builder(tmp_path):
+def test_gin_bindings_are_the_builders_settings(tmp_path):
+  """gin is read into the settings (at a program's boundary); the builder itself reads none."""
   fixtures.make_fake_dataset(str(tmp_path), 'fashion_mnist', num_train=60, num_test=20)
   gin.clear_config()
   try:
@@ -85,9 +86,13 @@ def test_gin_configures_the_builder(tmp_path):
         'build_ssl_data.num_labeled = 10',
         'build_ssl_data.validation_size = 10',
     ])
-    data = ssl_data.build_ssl_data()
+    settings = ssl_data.SETTINGS.from_gin()
+    with pytest.raises(errors.ConfigError, match='bind build_ssl_data.dataset'):
+      ssl_data.build_ssl_data()
   finally:
     gin.clear_config()
+  assert settings['split_seed'] == 0  # The builder's default.
+  data = ssl_data.build_ssl_data(**settings)
   assert data.image_shape == (28, 28, 1)
   assert data.labeled_images.shape == (10, 28, 28, 1)
   assert len(data.validation_labels) == 10 and len(data.unlabeled_images) == 50

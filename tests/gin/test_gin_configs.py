@@ -20,6 +20,7 @@ from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import command_line
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.objectives import formulations
+from tf_ipmssl.training import run_config
 from tf_ipmssl.training import run_record
 from tf_ipmssl.training import trainer
 
@@ -139,7 +140,7 @@ def test_gin_file_trains(name, data_dir, tmp_path):
   gin.clear_config()
   command_line.parse_gin(files, bindings)
   model_dir = str(tmp_path / 'run')
-  trainer.train(model_dir)
+  trainer.train(model_dir, run_config.RunConfig.from_gin())
 
   metrics = json.loads(pathlib.Path(model_dir, 'metrics.json').read_text())
   assert metrics['finished'] and metrics['step'] == 1

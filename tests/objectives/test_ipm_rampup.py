@@ -1,4 +1,6 @@
 """The IPM ramp-up option: its weight schedule, and −w·IPM in the critic's loss."""
+import pathlib
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -39,3 +41,19 @@ def test_weighted_loss_and_gradient(weight):
   g1, _ = gradient_checks.surrogate_gradients(critic, batches, **kwargs)
   for g, a, b in zip(grads, g0, g1):
     np.testing.assert_allclose(g, a + weight * (b - a), rtol=1e-9, atol=1e-12)
+
+
+def test_no_rampup_has_no_weight():
+  assert ipm_rampup.rampup_weight(5, None) is None
+
+
+def test_one_rampup_function():
+  """The training code takes the weight from rampup_weight and never tests the setting
+  itself."""
+  root = pathlib.Path(__file__).resolve().parents[2] / 'tf_ipmssl'
+  for path in root.rglob('*.py'):
+    if path.name == 'ipm_rampup.py':
+      continue
+    text = path.read_text()
+    assert 'ipm_rampup_updates is None' not in text, path
+    assert 'ipm_rampup_updates is not None' not in text, path

@@ -58,6 +58,18 @@ def run_train(model_dir, bindings, gin_files=(SSL_GIN,), timeout=600):
                         text=True, timeout=timeout, env=environment(), cwd=str(REPO_ROOT))
 
 
+def train_with_gin_lines(directory, gin_lines, **overrides):
+  """bin/train on tiny fake data under `directory` (a pathlib.Path), with the SSL base, a gin
+  file of `gin_lines` (e.g. the `import` that registers a test's own class) and
+  tiny_bindings(**overrides); returns (model_dir, the CompletedProcess)."""
+  data_dir = make_data(directory / 'data')
+  extra_gin = directory / 'extra.gin'
+  extra_gin.write_text(''.join(f'{line}\n' for line in gin_lines))
+  model_dir = str(directory / 'run')
+  return model_dir, run_train(model_dir, tiny_bindings(data_dir, **overrides),
+                              gin_files=(SSL_GIN, str(extra_gin)))
+
+
 def checkpoint_values(checkpoint_prefix):
   """{variable name: value} of every variable in a checkpoint (no TF graph needed)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top

@@ -55,14 +55,10 @@ def test_multiplier_step_is_the_constraints_own():
 
 
 def test_toy_constraint_trains_two_steps(tmp_path):
-  data_dir = runs.make_data(tmp_path / 'data')
-  toy_gin = tmp_path / 'toy.gin'
-  toy_gin.write_text('import tests.training.register_toy_constraint\n')
-  model_dir = str(tmp_path / 'run')
-  bindings = runs.tiny_bindings(data_dir, **{
-      'train.constraints': '[@ToyCentering()]', 'train.steps': 2, 'train.log_every': 1,
-      'train.export_classifier': False})
-  result = runs.run_train(model_dir, bindings, gin_files=(runs.SSL_GIN, str(toy_gin)))
+  model_dir, result = runs.train_with_gin_lines(
+      tmp_path, ['import tests.training.register_toy_constraint'], **{
+          'train.constraints': '[@ToyCentering()]', 'train.steps': 2, 'train.log_every': 1,
+          'train.export_classifier': False})
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'omega/toy_centering_f' in result.stdout and 'lambda/toy_centering_f' in result.stdout
 

@@ -120,6 +120,10 @@ def test_supervised_mode(finished_run, tmp_path):
   metrics = json.load(open(os.path.join(model_dir, 'metrics.json')))
   assert metrics['finished'] and metrics['multipliers'] == {}
   assert 'Training supervised' in result.stdout
+  # No generator is built, so none is checkpointed.
+  saved = runs.checkpoint_values(tf.train.latest_checkpoint(os.path.join(model_dir,
+                                                                         'checkpoints')))
+  assert saved and not [k for k in saved if k.startswith('generator')]
 
 
 def test_test_set_is_evaluated_only_where_it_can_be_reported(finished_run, tmp_path):

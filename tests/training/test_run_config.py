@@ -1,6 +1,7 @@
 """The run configuration: every train binding validated in one place, before the model dir is
 touched, recorded as JSON; and one constructor (run.Run) for every program's networks."""
 import ast
+import dataclasses
 import json
 import os
 import pathlib
@@ -14,8 +15,9 @@ from tf_ipmssl import errors
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
-from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config
+from tf_ipmssl.training import semi_supervised
+from tf_ipmssl.training import steps
 
 FISHER = [fisher.Fisher()]
 
@@ -55,8 +57,7 @@ def test_groups_scales_and_algorithm():
                    gradient_penalty.GradientPenalty('f', 10.0)],
       critic_learning_rate=2e-4, generator_learning_rate=1e-4, learning_rate_scale=5.0,
       constraint_penalty_scale=1000.0, steps=3, critic_iterations=5)
-  assert config.mode == 'ssl' and isinstance(config.objective.algorithm,
-                                             algorithms.SemiSupervised)
+  assert config.mode == 'ssl' and config.objective.algorithm is semi_supervised.SemiSupervised
   assert config.optimizers.critic_rate == 2e-4 * 5.0
   assert config.optimizers.generator_rate == 1e-4 * 5.0
   # ρ of the augmented-Lagrangian constraints scaled; λ_GP not.
@@ -73,9 +74,10 @@ def test_groups_scales_and_algorithm():
 def test_json_names_every_setting():
   gin.clear_config()
   try:
-    gin.parse_config(['build_critic.width = 0.25', 'build_ssl_data.num_labeled = 100'])
-    config = run_config.RunConfig.create(constraints=[fisher.Fisher()], steps=3,
-                                         learning_rate_scale=2.0)
+    gin.parse_config(['build_critic.width = 0.5'])  # Not read: create() takes no gin.
+    config = run_config.RunConfig.create(
+        constraints=[fisher.Fisher()], steps=3, learning_rate_scale=2.0,
+        critic={'width': 0.25}, data={'dataset': 'fashion_mnist', 'num_labeled': 100})
     record = json.loads(json.dumps(config.to_json()))
   finally:
     gin.clear_config()
@@ -84,8 +86,12 @@ def test_json_names_every_setting():
       {'type': 'Fisher', 'name': 'fisher_f', 'component': 'f', 'penalty_weight': 1e-7}]
   assert record['optimizers']['critic_rate'] == 2e-4 * 2.0
   assert record['loop']['steps'] == 3 and record['numerics']['seed'] == 0
-  assert record['bindings']['build_critic'] == {'width': 0.25}
-  assert record['bindings']['build_ssl_data'] == {'num_labeled': 100}
+  # Every builder setting, at the builder's default where not given.
+  assert record['bindings']['build_critic']['width'] == 0.25
+  assert record['bindings']['build_critic']['normalization'] == 'none'
+  assert record['bindings']['build_ssl_data']['num_labeled'] == 100
+  assert record['bindings']['build_generator']['ngf'] == 64
+  assert record['bindings']['make_strategy'] == {'kind': 'auto', 'devices': None}
   fields = {name for group in ('objective', 'optimizers', 'loop', 'numerics')
             for name in record[group]}
   assert set(run_config.default_bindings()) - {'mode'} <= fields
@@ -156,3 +162,17 @@ def test_networks_and_optimizers_are_built_by_run_only():
     assert 'Run.from_model_dir' in (root / 'bin' / program).read_text()
   assert 'Run.from_model_dir' in pathlib.Path(root / 'tf_ipmssl/training/diagnosis.py').read_text()
   assert 'Run.build' in pathlib.Path(root / 'tf_ipmssl/benchmark/suite.py').read_text()
+
+
+def test_step_configuration_is_derived_with_no_defaults_of_its_own():
+  """The iterations read every run setting from the RunConfig: StepConfig restates none of
+  them and gives none of its fields a default."""
+  assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+             for f in dataclasses.fields(steps.StepConfig))
+  config = run_config.RunConfig.create(constraints=FISHER, steps=3, critic_iterations=4,
+                                       lambda_ce=0.7, batch_size=12)
+  derived = steps.StepConfig.of(config)
+  assert derived.run is config and derived.critic_iterations == 4
+  assert {f.name for f in dataclasses.fields(steps.StepConfig)} == {
+      'run', 'critic_iterations', 'critic_forward'}
+  assert steps.StepConfig.of(config, critic_iterations=1).critic_iterations == 1

@@ -17,6 +17,8 @@ from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 from tf_ipmssl.training import random_streams
+from tf_ipmssl.training import run_config
+from tf_ipmssl.training import semi_supervised
 from tf_ipmssl.training import steps as steps_lib
 
 
@@ -48,10 +50,10 @@ def test_jit_compiled_gradients_match_plain_gradients(normalization):
   x_real = tf.constant(rng.uniform(-1, 1, (8, 32, 32, 1)), tf.float32)
   gradients = {}
   for jit in (False, True):
-    steps = steps_lib.TrainingSteps(
-        steps_lib.StepConfig(formulation='kplus1', constraints=constraints, lambda_ce=1.5,
-                             global_batch_size=8, critic_iterations=1, seed=3,
-                             jit_compile=jit),
+    steps = semi_supervised.SemiSupervised(
+        steps_lib.StepConfig.of(run_config.RunConfig.create(
+            formulation='kplus1', constraints=constraints, lambda_ce=1.5, batch_size=8,
+            critic_iterations=1, seed=3, jit_compile=jit, steps=1)),
         strategy=tf.distribute.get_strategy(), critic=critic, generator=generator,
         critic_optimizer=None, generator_optimizer=None, multipliers=multipliers,
         counters=counters)

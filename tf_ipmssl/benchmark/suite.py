@@ -2,7 +2,7 @@
 
 Everything timed is the code a training run executes: networks from tf_ipmssl.networks,
 optimizers and run state from tf_ipmssl.training.run.Run.build, the compiled
-`TrainingSteps.ssl_iteration` / `supervised_iteration`, `evaluation.make_predict_fn`, the
+iteration of the algorithm (`iteration` of semi_supervised / supervised), `evaluation.make_predict_fn`, the
 SavedModel of `export.export_classifier` and `pipelines.training_stream`. The data are random
 uint8 images (no dataset is read).
 
@@ -11,8 +11,8 @@ built and warmed up first, then timed in rounds, each round calling each functio
 samples of one round share the machine's load, which on a shared machine drifts within
 minutes, so ratios between configs are taken under the same conditions.
 
-Critic step vs generator step: the generator step is the per-replica step of TrainingSteps,
-compiled on its own and timed directly; the full iteration is `ssl_iteration` with n_c = 1,
+Critic step vs generator step: the generator step is the per-replica step of SemiSupervised,
+compiled on its own and timed directly; the full iteration is its `iteration` with n_c = 1,
 timed right after it in each round; the critic step is their paired difference (iteration −
 generator step: the iteration's other work — iterator reads, the multiplier update,
 counters — is microseconds). The iteration at the config's own n_c is
@@ -80,14 +80,16 @@ def synthetic_data(seed=0, num_images=NUM_SYNTHETIC_IMAGES):
 
 def run_config(config, variant, options) -> run_config_lib.RunConfig:
   """The RunConfig of a benchmark config: K+1, λ_CE 1.5, the config's constraints, learning
-  rate and n_c, the variant's precision and XLA setting, the options' batch and seed."""
+  rate and n_c, the variant's precision and XLA setting, the options' batch, seed and critic
+  width, the config's normalization."""
   return run_config_lib.RunConfig.create(
       mode='ssl' if config.kind == configs_lib.SSL else 'supervised', formulation='kplus1',
       constraints=config.constraints, lambda_ce=1.5, batch_size=options.batch_size,
       critic_iterations=config.critic_iterations, steps=1, seed=options.seed,
       critic_learning_rate=config.learning_rate, generator_learning_rate=config.learning_rate,
       jit_compile=variant.jit_compile,
-      mixed_precision=None if variant.precision == 'float32' else variant.precision)
+      mixed_precision=None if variant.precision == 'float32' else variant.precision,
+      critic={'normalization': config.normalization, 'width': options.width})
 
 
 def build_networks(config, variant, options) -> run_lib.Run:
@@ -95,12 +97,11 @@ def build_networks(config, variant, options) -> run_lib.Run:
   keras.utils.set_random_seed(options.seed)
   with dtype_policy(variant.precision):
     return run_lib.Run.build(
-        run_config(config, variant, options), num_classes=NUM_CLASSES, image_shape=IMAGE_SHAPE,
-        critic_options={'normalization': config.normalization, 'width': options.width})
+        run_config(config, variant, options), num_classes=NUM_CLASSES, image_shape=IMAGE_SHAPE)
 
 
 def build_training_steps(variant, nets, critic_iterations):
-  """The run's TrainingSteps on the default (single-device) strategy, at `critic_iterations`
+  """The run's algorithm steps (Run.training_steps) on the default (single-device) strategy, at `critic_iterations`
   and the variant's critic forward."""
   return nets.training_steps(critic_iterations=critic_iterations,
                              critic_forward=variant.forward)
@@ -116,8 +117,9 @@ def _streams(data, options):
 
 
 def _costs(nets):
+  """The critic's and the generator's costs (None for a run without a generator)."""
   return (flops.NetworkCost.of(flops.critic_costs(nets.critic)),
-          flops.NetworkCost.of(flops.generator_costs(nets.generator)))
+          nets.generator and flops.NetworkCost.of(flops.generator_costs(nets.generator)))
 
 
 def _both(value):
@@ -136,10 +138,10 @@ def _prepare_ssl(config, variant, options, data, stack):
   real_batch = tf.zeros([b, *IMAGE_SHAPE])
   fns = {'generator_step': lambda: generator_step(nets.state.counters['step'].read_value(),
                                                   real_batch),
-         'iteration_1': lambda: steps_1.ssl_iteration(labeled, unlabeled)}
+         'iteration_1': lambda: steps_1.iteration(labeled, unlabeled)}
   if options.time_own_nc and n_c > 1:
     steps_n = build_training_steps(variant, nets, critic_iterations=n_c)
-    fns['iteration_nc'] = lambda: steps_n.ssl_iteration(labeled, unlabeled)
+    fns['iteration_nc'] = lambda: steps_n.iteration(labeled, unlabeled)
   critic_cost, generator_cost = _costs(nets)
   batched = variant.forward == 'batched'
   constraints = config.constraints
@@ -175,7 +177,7 @@ def _prepare_supervised(config, variant, options, data, stack):
   labeled, _ = _streams(data, options)
   critic_cost, _ = _costs(nets)
   count = _both(flops.supervised_step_flops(critic_cost, options.batch_size))
-  return ({'iteration': lambda: steps.supervised_iteration(labeled)},
+  return ({'iteration': lambda: steps.iteration(labeled)},
           lambda timings: (timings, {'iteration': count},
                            {'iteration': options.batch_size}, 1))
 

@@ -1,16 +1,18 @@
 """The data of one SSL run: a dataset cut into labeled, unlabeled, validation and test.
 
-`build_ssl_data` is the gin-configurable boundary between the data layer and the
-trainer (docs/algorithm.md#data-and-model-selection): it loads a dataset
-(`datasets.load_dataset`), optionally shrinks it for smoke runs, and applies the label split (`splits.make_splits`).
+`build_ssl_data` is the boundary between the data layer and the trainer
+(docs/algorithm.md#data-and-model-selection): it loads a dataset (`datasets.load_dataset`),
+optionally shrinks it for smoke runs, and applies the label split (`splits.make_splits`).
+Its settings are gin's `build_ssl_data.*`, read into the run configuration
+(training/run_config.py), which passes them here.
 """
 import dataclasses
 from typing import Optional, Tuple
 
-import gin
 import numpy as np
 
 from tf_ipmssl import errors
+from tf_ipmssl import gin_settings
 from tf_ipmssl.data import datasets
 from tf_ipmssl.data import splits as splits_lib
 
@@ -69,8 +71,7 @@ def _shrink(images, labels, max_examples):
   return images[keep], labels[keep]
 
 
-@gin.configurable
-def build_ssl_data(dataset: str = gin.REQUIRED,
+def build_ssl_data(dataset: Optional[str] = None,
                    source: str = 'auto',
                    data_dir: Optional[str] = None,
                    num_labeled: Optional[int] = 4000,
@@ -106,6 +107,8 @@ def build_ssl_data(dataset: str = gin.REQUIRED,
     SplitError: impossible num_labeled / validation_size.
     DatasetNotFoundError: the dataset is nowhere to be found.
   """
+  if dataset is None:
+    raise errors.ConfigError("bind build_ssl_data.dataset, e.g. to 'fashion_mnist'")
   errors.check_number('build_ssl_data.validation_size', validation_size, integer=True, low=0)
   errors.check_number('build_ssl_data.split_seed', split_seed, integer=True, low=0)
   if num_labeled is not None:
@@ -148,3 +151,7 @@ def build_ssl_data(dataset: str = gin.REQUIRED,
       source=where,
       num_labeled=num_labeled,
       split_seed=split_seed)
+
+
+# build_ssl_data.* in gin: its settings, read into the run configuration (run_config.py).
+SETTINGS = gin_settings.register('build_ssl_data', build_ssl_data)

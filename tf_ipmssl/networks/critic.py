@@ -31,12 +31,12 @@ Dropout RNG: every dropout layer has its own seed derived from `seed`; its state
 SeedGenerator, [seed, counter]) is reachable as `critic.dropout_rng.states[layer_name]` and is
 saved by tf.train.Checkpoint(model=critic), so a resumed run draws the same masks.
 """
-import gin
 import keras
 import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import gin_settings
 from tf_ipmssl.networks import normalization as normalization_lib
 
 # (filters at width 1, kernel, stride, padding, dropout after) for convs 2-9.
@@ -181,7 +181,6 @@ def _check_arguments(num_classes, input_channels, normalization, width, input_dr
                              f'{list(BIAS_INITS)}')
 
 
-@gin.configurable
 def build_critic(num_classes, input_channels, normalization='none', width=1.0,
                  input_dropout=0.2, dropout=0.5, leaky_relu_slope=0.2, init_stddev=0.02,
                  image_size=32, bias_init='pytorch_uniform', seed=None):
@@ -254,3 +253,8 @@ def build_critic(num_classes, input_channels, normalization='none', width=1.0,
   s_head = keras.layers.Dense(num_classes, use_bias=True, kernel_initializer=kernel_init(),
                               bias_initializer=bias_initializer(feature_dim), name='s')
   return Critic(body, v_head, s_head, normalization, name='critic')
+
+
+# build_critic.* in gin: its settings, read into the run configuration (run_config.py).
+SETTINGS = gin_settings.register('build_critic', build_critic,
+                                 supplied=('num_classes', 'input_channels', 'seed'))

@@ -10,11 +10,11 @@ Widths are for ngf = 64. No layer has a bias: BN's β follows every conv but the
 last ConvT feeds tanh directly without one, as in the DCGAN reference. Kernels N(0, 0.02);
 BN γ ~ N(1, 0.02), β = 0, ε = 1e-5, Keras momentum 0.9 (PyTorch 0.1).
 """
-import gin
 import keras
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import gin_settings
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import normalization as normalization_lib
 
@@ -35,7 +35,6 @@ class Generator(keras.Model):
     return tf.tanh(tf.cast(self.body(z, training=training), tf.float32))
 
 
-@gin.configurable
 def build_generator(output_channels, noise_dim=100, ngf=64, init_stddev=0.02, seed=None):
   """Builds the generator of docs/algorithm.md#generator; variables exist on return.
 
@@ -77,3 +76,8 @@ def build_generator(output_channels, noise_dim=100, ngf=64, init_stddev=0.02, se
   layers += [conv_t(output_channels, 2, 'same', 6)]
   body = keras.Sequential(layers, name='body')
   return Generator(body, name='generator')
+
+
+# build_generator.* in gin: its settings, read into the run configuration (run_config.py).
+SETTINGS = gin_settings.register('build_generator', build_generator,
+                                 supplied=('output_channels', 'seed'))

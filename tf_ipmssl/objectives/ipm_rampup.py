@@ -15,7 +15,13 @@ import tensorflow as tf
 
 
 def rampup_weight(update, rampup_updates):
-  """w(t) above, float32; `update` is the 0-based critic update (a tensor or int)."""
+  """w(t) above, float32; `update` is the 0-based critic update (a tensor or int).
+
+  None when `rampup_updates` is None (no ramp-up: the IPM term keeps its weight 1). The
+  steps, the progress line and bin/diagnose all take the weight from here.
+  """
+  if rampup_updates is None:
+    return None
   t = tf.cast(update, tf.float32)
   fraction = tf.clip_by_value(t / float(rampup_updates), 0.0, 1.0)
   return tf.exp(-5.0 * tf.square(1.0 - fraction))

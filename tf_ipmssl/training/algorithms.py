@@ -1,100 +1,106 @@
-"""What a run trains: the semi-supervised IPM GAN or the critic CNN alone (train.mode).
+"""What a run trains (train.mode): one class per algorithm, registered by name.
 
-Two implementations of one small interface, so that the trainer, the loop and the tools ask
-the algorithm instead of testing a mode string:
+An algorithm is a subclass of `Algorithm` (itself a steps.TrainingSteps: the run's networks,
+optimizers and counters with the pieces every iteration shares) that owns its iteration.
+Its class methods say what the run needs before anything is built (its constraints, its
+data, what an epoch is, whether it trains a generator); an instance, made by
+run.Run.training_steps, runs the iterations. The library's two:
 
-- `SemiSupervised` ('ssl', docs/algorithm.md#training-loop): n_c critic iterations on
-  labeled, unlabeled and generated batches, then one generator iteration; an epoch is a pass
-  over the unlabeled set.
-- `Supervised` ('supervised', paper Appendix C): the critic's classifier with the labeled
-  cross-entropy only; an epoch is a pass over the labeled set.
+- semi_supervised.SemiSupervised ('ssl', docs/algorithm.md#training-loop): n_c critic
+  iterations on labeled, unlabeled and generated batches, then one generator iteration.
+- supervised.Supervised ('supervised', paper Appendix C): the critic's classifier with the
+  labeled cross-entropy only.
+
+A new algorithm is one module: a subclass decorated with `@register` (its `name` is the
+value of train.mode); a second class of a registered name is refused. A gin file can
+`import` the module that registers it. `registered(cls)` registers a class for the
+duration of a `with` block only (tests).
 """
-import dataclasses
+import contextlib
 
 from tf_ipmssl import errors
-from tf_ipmssl.objectives import constraint as constraint_lib
+from tf_ipmssl.training import steps as steps_lib
+
+# Registered algorithm classes by name, in registration order.
+_REGISTRY = {}
 
 
-@dataclasses.dataclass(frozen=True)
-class Algorithm:
-  """The interface; `name` is train.mode's value."""
-  name = 'algorithm'
-  # Whether the run trains (and logs, samples, checkpoints the updates of) the generator.
+class Algorithm(steps_lib.TrainingSteps):
+  """The interface (see the module doc); `name` is train.mode's value.
+
+  The defaults are those of an algorithm that trains the critic alone, one update per step,
+  with no constraint; a subclass overrides what differs.
+  """
+  name = None
+  # Whether the run has (and logs, samples, checkpoints) a generator.
   trains_generator = False
+  # The training streams `train_iteration` reads, in this order: 'labeled' (images and
+  # labels) and 'unlabeled' (images); an epoch is a pass over `epoch_set`.
+  reads = ('labeled',)
+  epoch_set = 'labeled'
 
-  def constraints(self, formulation, constraints) -> tuple:
-    """The validated critic constraints the run uses."""
-    raise NotImplementedError
-
-  def epoch_size(self, data) -> int:
-    """The examples one epoch passes over."""
-    raise NotImplementedError
-
-  def iterations_per_step(self, critic_iterations: int) -> int:
-    """Critic updates per training step."""
-    raise NotImplementedError
-
-  def check_data(self, data) -> None:
-    """A ConfigError when the data cannot train this algorithm."""
-    del data
-
-  def iteration(self, steps, data, stream):
-    """A callable running one training iteration of `steps` (steps.TrainingSteps) on the
-    batches of `data` (ssl_data.SSLData) that `stream(images, labels, seed_offset)` (a
-    distributed iterator) yields."""
-    raise NotImplementedError
-
-
-@dataclasses.dataclass(frozen=True)
-class SemiSupervised(Algorithm):
-  name = 'ssl'
-  trains_generator = True
-
-  def constraints(self, formulation, constraints):
-    return constraint_lib.validate_constraints(formulation, constraints)
-
-  def epoch_size(self, data):
-    return len(data.unlabeled_images)
-
-  def iterations_per_step(self, critic_iterations):
-    return critic_iterations
-
-  def check_data(self, data):
-    if len(data.labeled_images) == 0:
-      raise errors.ConfigError('SSL training needs labeled examples '
-                               '(build_ssl_data.num_labeled)')
-
-  def iteration(self, steps, data, stream):
-    labeled = stream(data.labeled_images, data.labeled_labels, 0)
-    unlabeled = stream(data.unlabeled_images, None, 1)
-    return lambda: steps.ssl_iteration(labeled, unlabeled)
-
-
-@dataclasses.dataclass(frozen=True)
-class Supervised(Algorithm):
-  name = 'supervised'
-
-  def constraints(self, formulation, constraints):
+  @classmethod
+  def constraints(cls, formulation, constraints) -> tuple:
+    """The validated critic constraints the run uses (by default none: the critic is not
+    an IPM critic, train.constraints is not used)."""
     del formulation, constraints
     return ()
 
-  def epoch_size(self, data):
-    return len(data.labeled_images)
+  @classmethod
+  def epoch_size(cls, data) -> int:
+    """The examples one epoch passes over."""
+    return len(getattr(data, f'{cls.epoch_set}_images'))
 
-  def iterations_per_step(self, critic_iterations):
+  @classmethod
+  def iterations_per_step(cls, critic_iterations: int) -> int:
+    """Critic updates per training step (by default one: train.critic_iterations is not
+    used)."""
     del critic_iterations
     return 1
 
-  def iteration(self, steps, data, stream):
-    labeled = stream(data.labeled_images, data.labeled_labels, 0)
-    return lambda: steps.supervised_iteration(labeled)
+  @classmethod
+  def check_data(cls, data) -> None:
+    """A ConfigError when the data cannot train this algorithm."""
+    del data
+
+  @classmethod
+  def streams(cls, data, stream) -> tuple:
+    """The distributed iterators of `reads`, made by `stream(images, labels, seed_offset)`
+    from the arrays of `data` (ssl_data.SSLData); each stream has its own seed offset."""
+    sources = {'labeled': (data.labeled_images, data.labeled_labels, 0),
+               'unlabeled': (data.unlabeled_images, None, 1)}
+    return tuple(stream(*sources[name]) for name in cls.reads)
 
 
-ALGORITHMS = {algorithm.name: algorithm for algorithm in (SemiSupervised(), Supervised())}
+def register(cls):
+  """Class decorator: `cls` (an Algorithm subclass) becomes the algorithm train.mode = its
+  `name` names. Raises ValueError when another class has that name."""
+  if not (isinstance(cls, type) and issubclass(cls, Algorithm)) or not cls.name:
+    raise TypeError(f'{cls!r} is not an Algorithm subclass with a name')
+  if cls.name in _REGISTRY:
+    raise ValueError(f'an algorithm named {cls.name!r} is already registered '
+                     f'({_REGISTRY[cls.name].__module__}); give the new class another name')
+  _REGISTRY[cls.name] = cls
+  return cls
 
 
-def get_algorithm(mode) -> Algorithm:
-  """The algorithm of train.mode; a ConfigError for an unknown mode."""
-  if mode not in ALGORITHMS:
-    raise errors.ConfigError(f'train.mode = {mode!r} is not one of {list(ALGORITHMS)}')
-  return ALGORITHMS[mode]
+@contextlib.contextmanager
+def registered(cls):
+  """Registers algorithm class `cls` for the `with` block only (tests); yields it."""
+  register(cls)
+  try:
+    yield cls
+  finally:
+    del _REGISTRY[cls.name]
+
+
+def registered_names() -> tuple:
+  """Names of the registered algorithms (those of imported modules), in registration order."""
+  return tuple(_REGISTRY)
+
+
+def get_algorithm(mode):
+  """The algorithm class of train.mode; a ConfigError for an unknown mode."""
+  if mode not in _REGISTRY:
+    raise errors.ConfigError(f'train.mode = {mode!r} is not one of {list(_REGISTRY)}')
+  return _REGISTRY[mode]

@@ -83,9 +83,7 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_
   'ipm_weight'.
   """
   objective = config.objective
-  ipm_weight = None
-  if objective.ipm_rampup_updates is not None:
-    ipm_weight = ipm_rampup.rampup_weight(critic_iteration, objective.ipm_rampup_updates)
+  ipm_weight = ipm_rampup.rampup_weight(critic_iteration, objective.ipm_rampup_updates)
   variables = critic.body.trainable_variables
   zeroed = tuple(_without_weight(c) for c in objective.constraints)
   zero_multipliers = {k: 0.0 for k in multipliers}
@@ -132,12 +130,12 @@ def diagnose_run(model_dir, num_batches=4):
   """One dict per checkpoint in model_dir/checkpoints (step order), plus the step.
 
   The caller registers the gin configurables first (bin/diagnose imports
-  `tf_ipmssl.configurables`).
+  `tf_ipmssl.configurables`); the process's gin configuration is not used.
   """
   run = run_lib.Run.from_model_dir(model_dir, skip_unknown=False)
   if not run.config.objective.algorithm.trains_generator:
     raise errors.UserError(f'{model_dir} is a supervised run: there is no IPM term to split')
-  data = ssl_data.build_ssl_data()
+  data = ssl_data.build_ssl_data(**run.config.data)
   state = tf.train.get_checkpoint_state(run.manager.directory)
   if state is None:
     raise errors.UserError(f'no checkpoints in {run.manager.directory}; train first '

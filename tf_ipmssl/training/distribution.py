@@ -8,10 +8,10 @@
 import json
 import os
 
-import gin
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import gin_settings
 
 STRATEGIES = ('auto', 'default', 'mirrored', 'multi_worker')
 
@@ -24,7 +24,6 @@ def _tf_config_workers():
   return len(config.get('cluster', {}).get('worker', []))
 
 
-@gin.configurable
 def make_strategy(kind='auto', devices=None):
   """Returns the tf.distribute.Strategy for this run."""
   if kind not in STRATEGIES:
@@ -41,3 +40,7 @@ def make_strategy(kind='auto', devices=None):
   if kind == 'mirrored':
     return tf.distribute.MirroredStrategy(devices=devices)
   return tf.distribute.get_strategy()
+
+
+# make_strategy.* in gin: its settings, read into the run configuration (run_config.py).
+SETTINGS = gin_settings.register('make_strategy', make_strategy)

@@ -45,10 +45,12 @@ class Loop:
     self.eval_writer = tf.summary.create_file_writer(
         os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR))
     self.predict = evaluation.make_predict_fn(run.evaluated_critic)
-    self.sample_noise = tf.random.stateless_normal(
-        [64, run.generator.noise_dim],
-        seed=random_streams.stream_seed(self.config.numerics.seed,
-                                        random_streams.SAMPLE_NOISE, 0))
+    self.sample_noise = None
+    if run.generator is not None:
+      self.sample_noise = tf.random.stateless_normal(
+          [64, run.generator.noise_dim],
+          seed=random_streams.stream_seed(self.config.numerics.seed,
+                                          random_streams.SAMPLE_NOISE, 0))
     self.interval_start, self.interval_first_step = time.time(), step
     self.wrote_operative_config = False
 
@@ -69,11 +71,12 @@ class Loop:
         step, self.length.total_steps, self.length.epoch(step), o.learning_rate_halving_epochs,
         o.learning_rate_linear_decay_start)
     self.run.critic_optimizer.learning_rate.assign(o.critic_rate * factor)
-    self.run.generator_optimizer.learning_rate.assign(o.generator_rate * factor)
+    if self.run.generator_optimizer is not None:
+      self.run.generator_optimizer.learning_rate.assign(o.generator_rate * factor)
 
   def record_operative_config_once(self):
     if not self.wrote_operative_config:
-      run_record.record_operative_config(self.model_dir)
+      run_record.record_operative_config(self.model_dir, self.config)
       self.wrote_operative_config = True
 
   def check_finite(self, step):
@@ -137,7 +140,7 @@ class Loop:
       self.final['test_error'] = test_error
 
   def write_samples(self, step):
-    if not self.config.objective.algorithm.trains_generator:
+    if self.run.generator is None:
       return
     grid = summaries.image_grid(
         tf.cast(self.run.generator(self.sample_noise, training=False), tf.float32))
@@ -154,13 +157,13 @@ class Loop:
     scalars['time/step_seconds'] = seconds
     scalars['images_per_second'] = self.length.images_per_step / seconds
     scalars['learning_rate/critic'] = float(run.critic_optimizer.learning_rate.numpy())
-    if self.config.objective.algorithm.trains_generator:
+    if run.generator_optimizer is not None:
       scalars['learning_rate/generator'] = float(
           run.generator_optimizer.learning_rate.numpy())
-    rampup_updates = self.config.objective.ipm_rampup_updates
-    if rampup_updates is not None:
-      scalars['ipm_weight'] = float(ipm_rampup.rampup_weight(
-          run.state.counters['critic_iteration'], rampup_updates))
+    ipm_weight = ipm_rampup.rampup_weight(run.state.counters['critic_iteration'],
+                                          self.config.objective.ipm_rampup_updates)
+    if ipm_weight is not None:
+      scalars['ipm_weight'] = float(ipm_weight)
     return scalars
 
   def log(self, step, values):

@@ -5,7 +5,8 @@ evaluate, export, diagnose and the benchmark all get their critic, generator, mu
 optimizers here. What each checkpoint directory holds:
 
 - checkpoints/ (`manager`): everything that continues training — `critic` (the trained
-  critic), `generator`, `critic_optimizer`, `generator_optimizer`, the counters `step`,
+  critic), `critic_optimizer`, `generator` and `generator_optimizer` (where the algorithm
+  trains a generator), the counters `step`,
   `critic_iteration`, `nonfinite`, `multipliers/lambda_<constraint>`, `best/` (best
   validation error, its test error, labeled-set error and step) and, with a weight average,
   `averaged_critic`;
@@ -54,18 +55,29 @@ class RunState:
                  'labeled_error': counter('best_labeled_error', tf.float32, np.nan)}
 
 
+def run_config_of(model_dir, skip_unknown=True) -> run_config_lib.RunConfig:
+  """The RunConfig of the run in model_dir, read from its config.gin in a private gin
+  configuration: the process's own gin configuration is neither read nor changed.
+
+  The caller registers the gin configurables first (the bin/ programs import
+  `tf_ipmssl.configurables`); skip_unknown ignores bindings of configurables this process
+  does not have.
+  """
+  with run_record.parsed_run_config(model_dir, skip_unknown=skip_unknown):
+    return run_config_lib.RunConfig.from_gin()
+
+
 @dataclasses.dataclass
 class Run:
   """The networks, optimizers and variables of one run (see the module doc), and with a
   model_dir its checkpoint managers."""
   config: run_config_lib.RunConfig
   critic: keras.Model
-  generator: keras.Model
+  generator: Optional[keras.Model]  # None where the algorithm trains no generator.
   averaged_critic: Optional[keras.Model]
   critic_optimizer: keras.optimizers.Optimizer
-  generator_optimizer: keras.optimizers.Optimizer
+  generator_optimizer: Optional[keras.optimizers.Optimizer]
   state: RunState
-  loss_scaling: bool
   manager: Optional[tf.train.CheckpointManager] = None
   best_manager: Optional[tf.train.CheckpointManager] = None
   # A run read from its model_dir: its dataset.json (name, num_classes, image_shape, source).
@@ -77,42 +89,48 @@ class Run:
     return self.averaged_critic or self.critic
 
   @classmethod
-  def build(cls, config, *, num_classes, image_shape, strategy=None, model_dir=None,
-            critic_options=None) -> 'Run':
+  def build(cls, config, *, num_classes, image_shape, strategy=None,
+            model_dir=None) -> 'Run':
     """The networks, optimizers and run state of `config` (a RunConfig).
 
     Variables are created under `strategy` (default: the current one) with the current
-    global dtype policy; the critic's other settings come from build_critic's gin bindings
-    or `critic_options` (its keyword arguments, e.g. normalization, width). With a
-    model_dir, the run gets its checkpoint managers (nothing is restored or written).
+    global dtype policy; the networks' settings are the configuration's (`config.critic`,
+    `config.generator`), whatever gin holds. With a model_dir, the run gets its checkpoint
+    managers (nothing is restored or written). An algorithm that trains no generator gets
+    neither a generator nor its optimizer.
     """
     strategy = strategy or tf.distribute.get_strategy()
     seed = config.numerics.seed
     build_critic = lambda: critic_lib.build_critic(  # pylint: disable=unnecessary-lambda-assignment
-        num_classes=num_classes, input_channels=image_shape[-1], seed=seed,
-        **(critic_options or {}))
+        num_classes=num_classes, input_channels=image_shape[-1], seed=seed, **config.critic)
     o = config.optimizers
     make_optimizer = lambda rate: optimizers.make_optimizer(  # pylint: disable=unnecessary-lambda-assignment
         o.optimizer, rate, o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.adam_epsilon_placement)
+    trains_generator = config.objective.algorithm.trains_generator
+    generator = generator_optimizer = None
     with strategy.scope():
       critic = build_critic()
-      generator = generator_lib.build_generator(output_channels=image_shape[-1], seed=seed)
+      if trains_generator:
+        generator = generator_lib.build_generator(output_channels=image_shape[-1], seed=seed,
+                                                  **config.generator)
       averaged_critic = None
       if config.numerics.critic_ema_decay is not None:
         averaged_critic = build_critic()
         weight_averaging.copy_weights(weight_averaging.averaged_pairs(critic, averaged_critic))
       critic_optimizer = make_optimizer(o.critic_rate)
-      generator_optimizer = make_optimizer(o.generator_rate)
-      loss_scaling = config.numerics.mixed_precision == 'mixed_float16'
-      if loss_scaling:
+      if trains_generator:
+        generator_optimizer = make_optimizer(o.generator_rate)
+      if config.numerics.loss_scaling:
         critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)
-        generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
+        if trains_generator:
+          generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
       # Optimizer slots exist before the first traced step and before a restore.
       critic_optimizer.build(critic.trainable_variables)
-      generator_optimizer.build(generator.trainable_variables)
+      if trains_generator:
+        generator_optimizer.build(generator.trainable_variables)
       state = RunState(config.objective.constraints)
     run = cls(config, critic, generator, averaged_critic, critic_optimizer, generator_optimizer,
-              state, loss_scaling)
+              state)
     if model_dir is not None:
       run._add_checkpoint_managers(model_dir)
     return run
@@ -120,14 +138,10 @@ class Run:
   @classmethod
   def from_model_dir(cls, model_dir, skip_unknown=True) -> 'Run':
     """The run recorded in model_dir (its config.gin and dataset.json), with its checkpoint
-    managers; nothing is restored yet (`restore`, `restore_critic`).
-
-    The caller registers the gin configurables first (the bin/ programs import
-    `tf_ipmssl.configurables`); skip_unknown ignores bindings of configurables this
-    process does not have.
+    managers; nothing is restored yet (`restore`, `restore_critic`). The process's gin
+    configuration is neither read nor changed (run_config_of).
     """
-    run_record.parse_run_config(model_dir, skip_unknown=skip_unknown)
-    config = run_config_lib.RunConfig.from_gin()
+    config = run_config_of(model_dir, skip_unknown)
     dataset = run_record.read_dataset(model_dir)
     run = cls.build(config, num_classes=dataset['num_classes'],
                     image_shape=dataset['image_shape'], model_dir=model_dir)
@@ -136,12 +150,13 @@ class Run:
 
   def _add_checkpoint_managers(self, model_dir):
     state = self.state
-    averaged = {'averaged_critic': self.averaged_critic} if self.averaged_critic else {}
+    optional = {'averaged_critic': self.averaged_critic, 'generator': self.generator,
+                'generator_optimizer': self.generator_optimizer}
     checkpoint = tf.train.Checkpoint(
-        critic=self.critic, generator=self.generator, critic_optimizer=self.critic_optimizer,
-        generator_optimizer=self.generator_optimizer, **state.counters,
+        critic=self.critic, critic_optimizer=self.critic_optimizer, **state.counters,
         multipliers=tf.train.Checkpoint(**state.multipliers),
-        best=tf.train.Checkpoint(**state.best), **averaged)
+        best=tf.train.Checkpoint(**state.best),
+        **{name: value for name, value in optional.items() if value is not None})
     self.manager = tf.train.CheckpointManager(
         checkpoint, os.path.join(model_dir, run_files.CHECKPOINT_DIR),
         max_to_keep=self.config.loop.keep_checkpoints)
@@ -183,21 +198,10 @@ class Run:
     return (self.critic if weights == 'trained' else self.evaluated_critic), path
 
   def training_steps(self, strategy=None, **changes):
-    """The TrainingSteps that update this run; `changes`: steps.StepConfig fields to
-    override (the benchmark's n_c, XLA and forward variants)."""
-    objective, loop = self.config.objective, self.config.loop
-    config = steps_lib.StepConfig(
-        formulation=objective.formulation, constraints=objective.constraints,
-        lambda_ce=objective.lambda_ce, global_batch_size=loop.batch_size,
-        critic_iterations=loop.critic_iterations, seed=self.config.numerics.seed,
-        reference_pairwise_f=objective.reference_pairwise_f,
-        weight_decay_phi_s=objective.weight_decay_phi_s,
-        weight_decay_v=objective.weight_decay_v, jit_compile=self.config.numerics.jit_compile,
-        loss_scaling=self.loss_scaling, average_decay=self.config.numerics.critic_ema_decay,
-        ipm_rampup_updates=objective.ipm_rampup_updates,
-        generator_loss=objective.generator_loss)
-    return steps_lib.TrainingSteps(
-        dataclasses.replace(config, **changes),
+    """The run's algorithm (an algorithms.Algorithm, made here) that updates this run;
+    `changes`: steps.StepConfig fields to override (the benchmark's n_c and forward)."""
+    return self.config.objective.algorithm(
+        steps_lib.StepConfig.of(self.config, **changes),
         strategy=strategy or tf.distribute.get_strategy(), critic=self.critic,
         generator=self.generator, critic_optimizer=self.critic_optimizer,
         generator_optimizer=self.generator_optimizer, multipliers=self.state.multipliers,

@@ -1,8 +1,12 @@
-"""A run's configuration: `train`'s gin bindings as one frozen, validated object.
+"""A run's configuration: the whole run as one frozen, validated object.
 
-`train_bindings` is the gin configurable `train` (every `train.*` name of the gin files):
-calling it returns the bound values, nothing else. `RunConfig.from_bindings` checks every
-field (types, ranges, choices, the training length, early stopping) and groups them:
+gin is the user's interface; a program reads it once, at its boundary, into a RunConfig
+that everything below receives explicitly (nothing below reads gin). `train_bindings` is the
+gin configurable `train` (every `train.*` name of the gin files): calling it returns the
+bound values, nothing else; the builders' settings (`build_ssl_data.*`, `build_critic.*`,
+`build_generator.*`, `make_strategy.*`) are read the same way (gin_settings.py).
+`RunConfig.from_bindings` checks every train field (types, ranges, choices, the training
+length, early stopping) and groups them:
 
 - `objective`: the algorithm (train.mode), formulation, constraints (validated, with
   train.constraint_penalty_scale applied), λ_CE, generator loss, ramp-up, weight decay;
@@ -10,18 +14,21 @@ field (types, ranges, choices, the training length, early stopping) and groups t
   schedule, Adam's settings;
 - `loop`: batch, n_c, length, the log/eval/checkpoint/sample periods, early stopping,
   evaluation batch, export, baseline;
-- `numerics`: seed, XLA, mixed precision, op determinism, the critic's weight average.
+- `numerics`: seed, XLA, mixed precision, op determinism, the critic's weight average;
+- `data`, `critic`, `generator`, `distribution`: the builders' keyword arguments, every
+  setting (the builders' defaults for those not bound).
 
 `RunConfig.from_gin()` is the one way a program gets the configuration of the gin config
-it parsed (bin/train before it touches the model dir; run.Run.from_model_dir, for evaluate,
-export and diagnose, after parsing a run's config.gin). `to_json()` is what the run records beside config.gin, with the
-data and network bindings (build_ssl_data, build_critic, build_generator).
+it parsed (bin/train before it touches the model dir; run.run_config_of, for evaluate,
+export and diagnose, parses a run's config.gin in a private gin configuration);
+`RunConfig.create(...)` makes one without gin. `to_json()` is what the run records beside
+config.gin (run_config.json), the builders' settings under 'bindings'.
 
 The `train.*` bindings (gin names; defaults in `_train_bindings`):
 
-  mode: 'ssl' (the IPM GAN, docs/algorithm.md#training-loop) or 'supervised' (the
+  mode: 'ssl' (the IPM GAN, docs/algorithm.md#training-loop), 'supervised' (the
     critic CNN with CE only, paper Appendix C; bind build_ssl_data.num_labeled = None for
-    all labels).
+    all labels), or the name of another registered algorithm (algorithms.py).
   formulation: 'plain', 'kplus1' or 'kplus1_entropy' (docs/algorithm.md#formulations).
   constraints: e.g. [@Fisher(), @Sobolev()] (docs/algorithm.md#constraints, placement via
     `component`).
@@ -72,21 +79,29 @@ The `train.*` bindings (gin names; defaults in `_train_bindings`):
 import dataclasses
 import inspect
 import math
-from typing import Any, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 import gin
 
 from tf_ipmssl import errors
+from tf_ipmssl.data import ssl_data
+from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import constraint as constraint_lib
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.objectives import generator_objective
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import baseline as baseline_lib
+from tf_ipmssl.training import distribution as distribution_lib
 from tf_ipmssl.training import optimizers as optimizers_lib
+# The library's algorithms, registered on import.
+from tf_ipmssl.training import semi_supervised  # pylint: disable=unused-import
+from tf_ipmssl.training import supervised  # pylint: disable=unused-import
 
 MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
-# Other configurables whose bindings a run records in its JSON configuration.
-RECORDED_CONFIGURABLES = ('build_ssl_data', 'build_critic', 'build_generator')
+# The builders' settings a run holds besides train's: (RunConfig field, gin_settings.Settings).
+BUILDERS = (('data', ssl_data.SETTINGS), ('critic', critic_lib.SETTINGS),
+            ('generator', generator_lib.SETTINGS), ('distribution', distribution_lib.SETTINGS))
 
 
 def _train_bindings(mode='ssl',
@@ -144,7 +159,7 @@ def default_bindings():
 
 @dataclasses.dataclass(frozen=True)
 class ObjectiveConfig:
-  algorithm: algorithms.Algorithm
+  algorithm: type  # The algorithms.Algorithm subclass train.mode names.
   formulation: str
   constraints: Tuple[constraint_lib.Constraint, ...]
   lambda_ce: float
@@ -205,6 +220,11 @@ class NumericsConfig:
   deterministic_ops: bool
   critic_ema_decay: Optional[float]  # The evaluated critic's weight average, if any.
 
+  @property
+  def loss_scaling(self) -> bool:
+    """Whether the losses are scaled (mixed_float16's LossScaleOptimizers)."""
+    return self.mixed_precision == 'mixed_float16'
+
 
 _GROUPS = (('objective', ObjectiveConfig), ('optimizers', OptimizerConfig),
            ('loop', LoopConfig), ('numerics', NumericsConfig))
@@ -257,18 +277,35 @@ def _check(b):
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-  """Every train binding, validated and grouped (see the module doc)."""
+  """Every setting of a run, validated and grouped (see the module doc)."""
   objective: ObjectiveConfig
   optimizers: OptimizerConfig
   loop: LoopConfig
   numerics: NumericsConfig
+  # The builders' keyword arguments (BUILDERS): build_ssl_data, build_critic,
+  # build_generator (besides the sizes and seed the run gives them), make_strategy.
+  data: Mapping[str, Any]
+  critic: Mapping[str, Any]
+  generator: Mapping[str, Any]
+  distribution: Mapping[str, Any]
   # The train bindings it was made from (every name, defaults included).
   source: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+  # The gin configuration it was read from (config.gin) and its operative part ('' without
+  # gin).
+  gin_text: str = dataclasses.field(default='', repr=False, compare=False)
+  operative_gin_text: str = dataclasses.field(default='', repr=False, compare=False)
 
   @classmethod
-  def from_bindings(cls, bindings) -> 'RunConfig':
-    """The configuration of train bindings `bindings` (missing ones at their defaults);
-    a ConfigError naming the binding and the fix for any invalid field."""
+  def from_bindings(cls, bindings, builders=None, **gin_texts) -> 'RunConfig':
+    """The configuration of train bindings `bindings` (missing ones at their defaults) and
+    of the builders' settings `builders` ({'data': {...}, 'critic': ..., 'generator': ...,
+    'distribution': ...}, each completed with its builder's defaults); a ConfigError naming
+    the binding and the fix for any invalid field."""
+    builders = builders or {}
+    unknown = set(builders) - {field for field, _ in BUILDERS}
+    if unknown:
+      raise errors.ConfigError(f'unknown builder settings {sorted(unknown)}')
+    settings = {field: s.complete(builders.get(field, {})) for field, s in BUILDERS}
     b = {**default_bindings(), **bindings}
     _check(b)
     algorithm = algorithms.get_algorithm(b['mode'])
@@ -281,21 +318,29 @@ class RunConfig:
                   baseline=None if b['baseline'] is None else tuple(b['baseline']))
     return cls(**{group: group_cls(**{f.name: values[f.name]
                                       for f in dataclasses.fields(group_cls)})
-                  for group, group_cls in _GROUPS}, source=b)
+                  for group, group_cls in _GROUPS}, **settings, source=b, **gin_texts)
 
   @classmethod
-  def create(cls, **bindings) -> 'RunConfig':
-    """The configuration of these train bindings, the rest at their defaults (no gin)."""
-    return cls.from_bindings(bindings)
+  def create(cls, *, data=None, critic=None, generator=None, distribution=None,
+             **bindings) -> 'RunConfig':
+    """The configuration of these train bindings and builder settings (dicts), the rest at
+    their defaults (no gin)."""
+    given = {'data': data, 'critic': critic, 'generator': generator,
+             'distribution': distribution}
+    return cls.from_bindings(bindings, {k: v for k, v in given.items() if v is not None})
 
   @classmethod
   def from_gin(cls) -> 'RunConfig':
-    """The configuration of the gin bindings parsed in this process.
+    """The configuration of the gin bindings parsed in this process: the programs'
+    boundary (bin/train; run.run_config_of reads a run's config.gin this way).
 
-    Only collecting the bindings runs inside gin's call (constructing the constraints);
+    Only collecting the bindings runs inside gin's calls (constructing the constraints);
     validation runs outside, so its errors reach the caller as raised.
     """
-    return cls.from_bindings(train_bindings())
+    bindings = train_bindings()
+    builders = {field: dict(s.read()) for field, s in BUILDERS}
+    return cls.from_bindings(bindings, builders, gin_text=gin.config_str(),
+                             operative_gin_text=gin.operative_config_str())
 
   @property
   def mode(self) -> str:
@@ -309,22 +354,16 @@ class RunConfig:
     out['objective']['bound_constraints'] = _jsonable(self.source['constraints'])
     out['optimizers'].update(critic_rate=self.optimizers.critic_rate,
                              generator_rate=self.optimizers.generator_rate)
-    out['bindings'] = {name: {k: _jsonable(v) for k, v in sorted(gin.get_bindings(name).items())}
-                       for name in RECORDED_CONFIGURABLES if _registered(name)}
+    out['bindings'] = {s.name: {k: _jsonable(v) for k, v in sorted(getattr(self, field).items())}
+                       for field, s in BUILDERS}
     return out
-
-
-def _registered(name):
-  try:
-    gin.get_configurable(name)
-    return True
-  except ValueError:
-    return False
 
 
 def _jsonable(value: Any):
   """Algorithms, losses and constraints by their names and fields; tuples as lists."""
-  if isinstance(value, (algorithms.Algorithm, generator_objective.GeneratorLoss)):
+  if isinstance(value, type) and issubclass(value, algorithms.Algorithm):
+    return value.name
+  if isinstance(value, generator_objective.GeneratorLoss):
     return value.name
   if isinstance(value, constraint_lib.Constraint):
     return {'type': type(value).__name__, 'name': value.name,

@@ -5,7 +5,8 @@
 - run_config.json: the validated run configuration (run_config.RunConfig.to_json): every
   train setting as used (scaled learning rates and ρ included) and the data and network
   bindings.
-- operative_config.gin: the gin parameters actually used, written once the first step ran.
+- operative_config.gin: the gin parameters the run's configuration was read from, defaults
+  included, written once the first step ran.
 - versions.json: (of the first start; each resume appended under 'resumes') library,
   TensorFlow, Keras, Python, NumPy versions, the command line, the library's source (its git
   commit and whether tracked files differ from it, where it runs from a git checkout) and
@@ -17,6 +18,7 @@
 
 The file names and their reading and writing are `tf_ipmssl.run_files`'s.
 """
+import contextlib
 import datetime
 import os
 import platform
@@ -46,8 +48,9 @@ def _identity_lines(config_text):
           and not any(f'.{p} =' in line for p in _RESUMABLE_CHANGES)]
 
 
-def check_config(model_dir):
-  """Refuses to resume a run started with another configuration, naming a differing line.
+def check_config(model_dir, config):
+  """Refuses to resume a run started with another configuration (`config`, a RunConfig,
+  read from gin), naming a differing line.
 
   Reads only: safe on a read-only model_dir.
   """
@@ -55,7 +58,7 @@ def check_config(model_dir):
   if not run_files.exists(path):
     return
   saved = _identity_lines(run_files.read_text(path))
-  current = _identity_lines(gin.config_str())
+  current = _identity_lines(config.gin_text)
   if saved != current:
     differs = ([f'now: {l.strip()}' for l in current if l not in saved] +
                [f'run: {l.strip()}' for l in saved if l not in current])
@@ -66,13 +69,14 @@ def check_config(model_dir):
 
 
 def record_start(model_dir, resuming, config):
-  """Writes config.gin, run_config.json (`config`, a RunConfig, as JSON) and versions.json.
+  """Writes config.gin (the gin configuration `config`, a RunConfig, was read from),
+  run_config.json (`config` as JSON) and versions.json.
 
   The caller has checked a resumed run's configuration (check_config) before. versions.json
   keeps the first start's record; each resume (`resuming`) appends to its 'resumes'.
   """
   tf.io.gfile.makedirs(model_dir)
-  run_files.write_text(os.path.join(model_dir, run_files.CONFIG_FILE), gin.config_str())
+  run_files.write_text(os.path.join(model_dir, run_files.CONFIG_FILE), config.gin_text)
   run_files.write_json(model_dir, run_files.RUN_CONFIG_FILE, config.to_json())
   session = {
       'tf_ipmssl': tf_ipmssl.__version__, 'tensorflow': tf.__version__,
@@ -147,8 +151,10 @@ def read_dataset(model_dir):
   return dataset
 
 
-def parse_run_config(model_dir, skip_unknown=False):
-  """Replaces the gin configuration with the one the run in model_dir was started with.
+@contextlib.contextmanager
+def parsed_run_config(model_dir, skip_unknown=False):
+  """Within the block, gin holds the configuration the run in model_dir was started with
+  (its config.gin) and nothing else; afterwards, the process's own again.
 
   The program registers the gin configurables first (it imports `tf_ipmssl.configurables`);
   skip_unknown ignores bindings of configurables not registered in this process.
@@ -156,9 +162,34 @@ def parse_run_config(model_dir, skip_unknown=False):
   path = os.path.join(model_dir, run_files.CONFIG_FILE)
   if not run_files.exists(path):
     raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no {path})')
+  with _private_gin_configuration():
+    with gin.unlock_config():
+      gin.parse_config_file(path, skip_unknown=skip_unknown)
+    yield
+
+
+@contextlib.contextmanager
+def _private_gin_configuration():
+  """An empty gin configuration for the block, the process's put back afterwards.
+
+  gin keeps one global configuration and has no public way to set it aside, so its state
+  (bindings, imports, operative config, singletons, lock) is saved and restored here.
+  """
+  state = gin.config
+  saved = ({key: dict(values) for key, values in state._CONFIG.items()},  # pylint: disable=protected-access
+           set(state._IMPORTS), dict(state._OPERATIVE_CONFIG),  # pylint: disable=protected-access
+           dict(state._SINGLETONS), gin.config_is_locked())  # pylint: disable=protected-access
   gin.clear_config()
-  with gin.unlock_config():
-    gin.parse_config_file(path, skip_unknown=skip_unknown)
+  try:
+    yield
+  finally:
+    gin.clear_config()
+    bindings, imports, operative, singletons, locked = saved
+    state._CONFIG.update(bindings)  # pylint: disable=protected-access
+    state._IMPORTS.update(imports)  # pylint: disable=protected-access
+    state._OPERATIVE_CONFIG.update(operative)  # pylint: disable=protected-access
+    state._SINGLETONS.update(singletons)  # pylint: disable=protected-access
+    state._set_config_is_locked(locked)  # pylint: disable=protected-access
 
 
 def bound_value(name, default=None):
@@ -169,6 +200,8 @@ def bound_value(name, default=None):
     return default
 
 
-def record_operative_config(model_dir):
+def record_operative_config(model_dir, config):
+  """operative_config.gin: the gin parameters the run's configuration `config` was read
+  from, defaults included."""
   run_files.write_text(os.path.join(model_dir, run_files.OPERATIVE_CONFIG_FILE),
-                       gin.operative_config_str())
+                       config.operative_gin_text)

@@ -1,101 +1,81 @@
-"""The compiled training iterations, run under a tf.distribute strategy.
+"""What every algorithm's training iterations share, run under a tf.distribute strategy.
 
-See docs/algorithm.md#training-loop.
-
-One SSL iteration = n_c critic iterations (each with fresh labeled, unlabeled and noise
-batches; optimizer step; multiplier update λ ← λ + ρ·Ω with the Ω of that step; each
-constraint's after-update hook, e.g. weight clipping) followed by one generator iteration.
-Tapes and optimizer calls run inside `strategy.run`; multiplier updates and the hooks run in
-cross-replica context with values that are identical on every replica (Ω is formed from
-all-reduced moments).
+`TrainingSteps` is the base of the algorithms (algorithms.py): it holds a run's networks,
+optimizers, multipliers and counters, and the pieces every iteration uses — the optional XLA
+compilation of a replica's gradient computation, loss scaling, coupled weight decay, the
+weight average, the step counter and the non-finite check. Each algorithm writes its own
+iteration (`train_iteration`) from these; `iteration` is its compiled form. Tapes and
+optimizer calls run inside `strategy.run`; whatever updates variables shared by the replicas
+runs in cross-replica context with values identical on every replica.
 """
 import dataclasses
-from typing import Optional, Tuple
+from typing import Any
 
 import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl.objectives import critic_objective as critic_objective_lib
-from tf_ipmssl.objectives import generator_objective as generator_objective_lib
 from tf_ipmssl.objectives import global_moments
-from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.objectives import weight_decay
-from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import weight_averaging
 
 
-_IPM_LOSS = generator_objective_lib.IPMGeneratorLoss()
-
-
-def _global_norm(tensors):
+def global_norm(tensors):
   return tf.linalg.global_norm([t for t in tensors if t is not None])
 
 
 @dataclasses.dataclass(frozen=True)
 class StepConfig:
-  """What a run's training iterations compute (the train bindings they depend on).
+  """What a run's training iterations compute: its run_config.RunConfig, and how the
+  iterations are run. Every setting of the run is read from `run`, never restated here;
+  `of` derives the configuration, the benchmark changes the last two fields.
 
   Attributes:
-    formulation: 'plain', 'kplus1' or 'kplus1_entropy'.
-    constraints: the validated Constraint instances (empty for supervised training).
-    lambda_ce: weight of the labeled cross-entropy.
-    global_batch_size: B of each batch over all replicas.
-    critic_iterations: n_c critic iterations per generator iteration.
-    seed: the run's seed (noise, GP interpolation weights).
-    reference_pairwise_f: the released code's broadcast f (docs/algorithm.md#pairwise-f).
-    weight_decay_phi_s, weight_decay_v: coupled weight decay of Φ, S and of v.
-    jit_compile: XLA-compile each replica's gradient computation (one replica only).
-    loss_scaling: scale the losses (the mixed_float16 LossScaleOptimizers).
-    average_decay: decay of the averaged critic, if there is one.
-    ipm_rampup_updates: None, or the critic updates of the IPM ramp-up (ipm_rampup.py).
-    generator_loss: the generator_objective.GeneratorLoss (IPM or feature matching).
+    run: the RunConfig (formulation, constraints, λ_CE, batch, seed, weight decays, XLA,
+      loss scaling, weight average, IPM ramp-up, generator loss).
+    critic_iterations: n_c critic iterations per generator iteration (the run's).
     critic_forward: how the critic objective passes the batches through the critic: 'auto'
       (separate passes iff the critic has batch norm), 'batched' or 'separate'
       (critic_objective.is_batched).
   """
-  formulation: str
-  constraints: Tuple = ()
-  lambda_ce: float = 1.5
-  global_batch_size: int = 64
-  critic_iterations: int = 1
-  seed: int = 0
-  reference_pairwise_f: bool = False
-  weight_decay_phi_s: float = 1e-6
-  weight_decay_v: float = 1e-3
-  jit_compile: bool = False
-  loss_scaling: bool = False
-  average_decay: Optional[float] = None
-  ipm_rampup_updates: Optional[int] = None
-  generator_loss: generator_objective_lib.GeneratorLoss = _IPM_LOSS
-  critic_forward: str = 'auto'
+  run: Any
+  critic_iterations: int
+  critic_forward: str
 
-  def __post_init__(self):
-    object.__setattr__(self, 'constraints', tuple(self.constraints))
-    object.__setattr__(self, 'global_batch_size', int(self.global_batch_size))
-    object.__setattr__(self, 'critic_iterations', int(self.critic_iterations))
-    object.__setattr__(self, 'seed', int(self.seed))
+  @classmethod
+  def of(cls, run, **changes) -> 'StepConfig':
+    """The step configuration of RunConfig `run`; `changes`: critic_iterations or
+    critic_forward (the benchmark's variants)."""
+    return dataclasses.replace(cls(run, run.loop.critic_iterations, 'auto'), **changes)
 
 
 class TrainingSteps:
-  """Builds the per-replica steps and the compiled iterations for one run."""
+  """A run's networks and state, and the pieces its algorithm's iterations share.
+
+  Subclasses (the algorithms) define `train_iteration(*iterators)`, one training iteration
+  in cross-replica context on the distributed iterators of their `streams`; they compile
+  their per-replica gradient computations with `compile_piece`.
+  """
 
   def __init__(self, config, *, strategy, critic, generator, critic_optimizer,
                generator_optimizer, multipliers, counters, averaged_critic=None):
     """Args:
       config: the StepConfig of the run.
       strategy: the tf.distribute strategy the networks were built under.
-      critic, generator: the networks; optimizers: their (built) optimizers.
+      critic, generator: the networks (generator None where the algorithm trains none);
+        optimizers: their (built) optimizers.
       multipliers: λ variable per multiplier constraint, keyed by constraint name.
       counters: dict of the 'step', 'critic_iteration' and 'nonfinite' variables.
       averaged_critic: None, or the weight average updated after every critic step
-        (weight_averaging.py) with decay config.average_decay.
+        (weight_averaging.py) with decay train.critic_ema_decay.
     """
-    if config.global_batch_size % strategy.num_replicas_in_sync:
+    if config.run.loop.batch_size % strategy.num_replicas_in_sync:
       raise errors.ConfigError(
-          f'the batch size {config.global_batch_size} does not split evenly over '
+          f'the batch size {config.run.loop.batch_size} does not split evenly over '
           f'{strategy.num_replicas_in_sync} replicas; choose a multiple of the replica count')
     critic_objective_lib.is_batched(critic, config.critic_forward)  # ValueError if it can't.
     self.config = config
+    self.run, self.objective = config.run, config.run.objective
     self.strategy = strategy
     self.critic = critic
     self.generator = generator
@@ -103,165 +83,62 @@ class TrainingSteps:
     self.generator_optimizer = generator_optimizer
     self.multipliers = multipliers
     self.counters = counters
-    self.noise_dim = int(generator.noise_dim)
-    self.critic_decays = weight_decay.critic_weight_decays(critic, config.weight_decay_phi_s,
-                                                          config.weight_decay_v)
-    self.supervised_decays = [config.weight_decay_phi_s] * len(critic.phi_and_s_variables)
     self.average_pairs = (weight_averaging.averaged_pairs(critic, averaged_critic)
                           if averaged_critic is not None else None)
     # XLA compiles the forward/backward computation of one replica. All-reduces (global
     # moments, synchronized batch norm) cannot sit in a nested tf.function under several
     # replicas, so XLA is used on one replica only; otherwise the pieces are traced inline.
-    self.jit_compile = bool(config.jit_compile) and strategy.num_replicas_in_sync == 1
-    compile_piece = ((lambda fn: tf.function(fn, jit_compile=True)) if self.jit_compile
-                     else (lambda fn: fn))
-    self._critic_gradients = compile_piece(self._critic_gradients_impl)
-    self._generator_gradients = compile_piece(self._generator_gradients_impl)
-    self._supervised_gradients = compile_piece(self._supervised_gradients_impl)
-    self.ssl_iteration = tf.function(self._ssl_iteration)
-    self.supervised_iteration = tf.function(self._supervised_iteration)
+    self.jit_compile = config.run.numerics.jit_compile and strategy.num_replicas_in_sync == 1
+    self.iteration = tf.function(self.train_iteration)
 
-  # ----- per-replica gradient computations (optionally XLA-compiled) -----
+  def train_iteration(self, *iterators):
+    """One training iteration on the distributed iterators; returns the logged values."""
+    raise NotImplementedError
 
-  def _scaled(self, optimizer, loss):
-    return optimizer.scale_loss(loss) if self.config.loss_scaling else loss
+  def compile_piece(self, fn):
+    """`fn` (a replica's gradient computation) XLA-compiled when the run asks for it."""
+    return tf.function(fn, jit_compile=True) if self.jit_compile else fn
 
-  def _with_decay(self, optimizer, grads, variables, decays):
+  # ----- in a replica's context -----
+
+  def scaled(self, optimizer, loss):
+    return optimizer.scale_loss(loss) if self.run.numerics.loss_scaling else loss
+
+  def with_decay(self, optimizer, grads, variables, decays):
     replicas = self.strategy.num_replicas_in_sync
-    scale = optimizer.scale_loss(1.0) if self.config.loss_scaling else 1.0
+    scale = optimizer.scale_loss(1.0) if self.run.numerics.loss_scaling else 1.0
     decays = [d * scale for d in decays]
     return weight_decay.add_coupled_weight_decay(grads, variables, decays, replicas)
 
-  def _critic_gradients_impl(self, x_labeled, y_labeled, x_real, iteration):
-    local_b = tf.shape(x_real)[0]
-    z = random_streams.global_normal_slice(
-        self.config.global_batch_size, self.noise_dim,
-        random_streams.stream_seed(self.config.seed, random_streams.CRITIC_NOISE, iteration), local_b)
-    x_fake = tf.stop_gradient(tf.cast(self.generator(z, training=True), tf.float32))
-    context = tf.distribute.get_replica_context()
-    alpha_seed = tf.random.experimental.stateless_fold_in(
-        random_streams.stream_seed(self.config.seed, random_streams.GP_ALPHA, iteration),
-        context.replica_id_in_sync_group if context else 0)
-    variables = self.critic.trainable_variables
-    with tf.GradientTape() as tape:
-      result = critic_objective_lib.critic_objective(
-          self.critic, x_labeled, y_labeled, x_real, x_fake,
-          formulation=self.config.formulation, constraints=self.config.constraints,
-          multipliers=self.multipliers, lambda_ce=self.config.lambda_ce,
-          global_batch_size=self.config.global_batch_size,
-          reference_pairwise_f=self.config.reference_pairwise_f, alpha_seed=alpha_seed,
-          ipm_weight=(None if self.config.ipm_rampup_updates is None else
-                      ipm_rampup.rampup_weight(iteration, self.config.ipm_rampup_updates)),
-          all_reduce_sum=global_moments.replica_all_reduce_sum, training=True,
-          forward=self.config.critic_forward)
-      loss = self._scaled(self.critic_optimizer, result.surrogate_loss)
-    grads = tape.gradient(loss, variables)
-    grads = self._with_decay(self.critic_optimizer, grads, variables, self.critic_decays)
-    return grads, result.values, result.omegas
+  def labeled_cross_entropy(self, x_labeled, y_labeled):
+    """The classifier's mean cross-entropy and accuracy on a replica's labeled batch (each
+    summed over the replica's examples, divided by the global batch)."""
+    logits = tf.cast(self.critic.classify(x_labeled, training=True), tf.float32)
+    labels = tf.cast(y_labeled, tf.int32)
+    batch = self.run.loop.batch_size
+    ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits)) / batch
+    accuracy = tf.reduce_sum(tf.cast(tf.equal(
+        tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)) / batch
+    return ce, accuracy
 
-  def _generator_gradients_impl(self, step, local_b, x_real):
-    z = random_streams.global_normal_slice(
-        self.config.global_batch_size, self.noise_dim,
-        random_streams.stream_seed(self.config.seed, random_streams.GENERATOR_NOISE, step), local_b)
-    variables = self.generator.trainable_variables
-    with tf.GradientTape() as tape:
-      x_fake = tf.cast(self.generator(z, training=True), tf.float32)
-      # The logged value is summed back over replicas (generator_replica_step).
-      surrogate, loss = self.config.generator_loss(
-          self.critic, x_real, x_fake, formulation=self.config.formulation,
-          global_batch_size=self.config.global_batch_size,
-          num_replicas=self.strategy.num_replicas_in_sync,
-          all_reduce_sum=global_moments.replica_all_reduce_sum)
-      scaled = self._scaled(self.generator_optimizer, surrogate)
-    grads = tape.gradient(scaled, variables)
-    return grads, loss
+  # ----- in cross-replica context -----
 
-  def _supervised_gradients_impl(self, x_labeled, y_labeled):
-    variables = self.critic.phi_and_s_variables
-    with tf.GradientTape() as tape:
-      logits = tf.cast(self.critic.classify(x_labeled, training=True), tf.float32)
-      ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
-          labels=tf.cast(y_labeled, tf.int32), logits=logits)) / self.config.global_batch_size
-      accuracy = tf.reduce_sum(tf.cast(tf.equal(
-          tf.argmax(logits, -1, output_type=tf.int32), tf.cast(y_labeled, tf.int32)),
-                                       tf.float32)) / self.config.global_batch_size
-      loss = self._scaled(self.critic_optimizer, ce)
-    grads = tape.gradient(loss, variables)
-    grads = self._with_decay(self.critic_optimizer, grads, variables, self.supervised_decays)
-    return grads, ce, accuracy
-
-  # ----- replica steps -----
-
-  def _critic_replica_step(self, x_labeled, y_labeled, x_real, iteration):
-    grads, values, omegas = self._critic_gradients(x_labeled, y_labeled, x_real, iteration)
-    self.critic_optimizer.apply_gradients(zip(grads, self.critic.trainable_variables))
-    values = dict(values, **{'grad_norm/critic': _global_norm(grads)})
-    return values, omegas
-
-  def generator_replica_step(self, step, x_real):
-    """One generator update in a replica's context (the benchmark times it alone)."""
-    local_b = self.config.global_batch_size // self.strategy.num_replicas_in_sync
-    grads, loss = self._generator_gradients(step, local_b, x_real)
-    self.generator_optimizer.apply_gradients(zip(grads, self.generator.trainable_variables))
-    return {'generator_loss': global_moments.replica_all_reduce_sum(loss),
-            'grad_norm/generator': _global_norm(grads)}
-
-  def _supervised_replica_step(self, x_labeled, y_labeled):
-    grads, ce, accuracy = self._supervised_gradients(x_labeled, y_labeled)
-    self.critic_optimizer.apply_gradients(zip(grads, self.critic.phi_and_s_variables))
-    ce, accuracy = global_moments.replica_all_reduce_sum((ce, accuracy))
-    return {'ce': ce, 'labeled_accuracy': accuracy, 'grad_norm/critic': _global_norm(grads)}
-
-  # ----- compiled iterations (cross-replica context) -----
-
-  def _first_replica(self, values):
+  def first_replica(self, values):
     return tf.nest.map_structure(
         lambda v: self.strategy.experimental_local_results(v)[0], values)
 
-  def _mark_nonfinite(self, values):
+  def count_critic_update(self):
+    """After a critic update: the update counter, then the weight average."""
+    self.counters['critic_iteration'].assign_add(1)
+    if self.average_pairs is not None:
+      weight_averaging.update_average(self.average_pairs, self.run.numerics.critic_ema_decay,
+                                      self.counters['critic_iteration'].read_value())
+
+  def end_iteration(self, values):
+    """After an iteration: the step counter, and a non-finite value of `values` counted."""
+    self.counters['step'].assign_add(1)
     finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(tf.cast(v, tf.float32)))
                             for v in tf.nest.flatten(values)])
     self.counters['nonfinite'].assign_add(tf.cast(tf.logical_not(finite), tf.int64))
-
-  def _ssl_iteration(self, labeled_iterator, unlabeled_iterator):
-    values = {}
-    for _ in range(self.config.critic_iterations):
-      x_labeled, y_labeled = next(labeled_iterator)
-      x_real = next(unlabeled_iterator)
-      iteration = self.counters['critic_iteration'].read_value()
-      per_replica_values, per_replica_omegas = self.strategy.run(
-          self._critic_replica_step, args=(x_labeled, y_labeled, x_real, iteration))
-      # Ω and the logged values come from all-reduced moments: identical on every replica.
-      omegas = self._first_replica(per_replica_omegas)
-      for constraint in self.config.constraints:
-        constraint.update_multiplier(self.multipliers.get(constraint.name),
-                                     omegas.get(constraint.name))
-      for constraint in self.config.constraints:  # E.g. weight clipping.
-        constraint.after_update(self.critic)
-      self.counters['critic_iteration'].assign_add(1)
-      self._update_average()
-      values = self._first_replica(per_replica_values)
-      values['grad_norm/critic'] = self.strategy.reduce(
-          tf.distribute.ReduceOp.MEAN, per_replica_values['grad_norm/critic'], axis=None)
-    # Feature matching compares with the last critic iteration's real batch (no extra draw).
-    generator_values = self.strategy.run(
-        self.generator_replica_step, args=(self.counters['step'].read_value(), x_real))
-    values.update(self._first_replica(generator_values))
-    self.counters['step'].assign_add(1)
-    self._mark_nonfinite(values)
     return values
-
-  def _supervised_iteration(self, labeled_iterator):
-    x_labeled, y_labeled = next(labeled_iterator)
-    values = self._first_replica(self.strategy.run(self._supervised_replica_step,
-                                                   args=(x_labeled, y_labeled)))
-    self.counters['critic_iteration'].assign_add(1)
-    self._update_average()
-    self.counters['step'].assign_add(1)
-    self._mark_nonfinite(values)
-    return values
-
-  def _update_average(self):
-    if self.average_pairs is not None:
-      weight_averaging.update_average(self.average_pairs, self.config.average_decay,
-                                      self.counters['critic_iteration'].read_value())

@@ -1,8 +1,8 @@
 """The training run behind `bin/train`: data, the run, its files, the loop, the export.
 
 `train(model_dir, config)` trains (or resumes) one run. Its configuration is a validated
-run_config.RunConfig (`RunConfig.from_gin()` by default: the `train.*` gin bindings), built
-before the model dir is touched; training itself runs outside gin's call wrapper. Re-running
+run_config.RunConfig (bin/train's `RunConfig.from_gin()`), built before the model dir is
+touched; nothing here reads gin. Re-running
 it on an existing model_dir resumes from the latest checkpoint: the data streams and all
 noise are pure functions of (seed, iteration counter), the dropout RNG state is checkpointed
 with the critic, so a resumed run ends with the weights of an uninterrupted one.
@@ -31,30 +31,27 @@ from tf_ipmssl.training import hparams
 from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import reporting
 from tf_ipmssl.training import run as run_lib
-from tf_ipmssl.training import run_config as run_config_lib
 from tf_ipmssl.training import run_record
 from tf_ipmssl.training import termination
 
 
-def train(model_dir, config=None):
+def train(model_dir, config):
   """Trains (or resumes) one run in model_dir; returns the metrics dict.
 
   Args:
     model_dir: where checkpoints, TensorBoard logs, config, metrics.json and export go.
-    config: the run_config.RunConfig; None: that of the parsed gin bindings (train.*,
-      documented in run_config.py).
+    config: the run_config.RunConfig (its settings are documented in run_config.py).
   """
-  config = config or run_config_lib.RunConfig.from_gin()
   started = time.time()
   if config.numerics.deterministic_ops:
     _make_deterministic()
-  data = ssl_data.build_ssl_data()
+  data = ssl_data.build_ssl_data(**config.data)
   length = training_length(data, config)
   _check_data(config, data)
   resuming = tf.train.latest_checkpoint(
       os.path.join(model_dir, run_files.CHECKPOINT_DIR)) is not None
   if resuming:
-    run_record.check_config(model_dir)
+    run_record.check_config(model_dir, config)
   # A finished run (its export complete) only reports: nothing is written, so this also
   # works on a read-only file system.
   metrics = run_files.read_metrics(model_dir) or {}
@@ -92,7 +89,7 @@ def _build_run(config, data, model_dir):
   """Seeds, dtype policy and strategy set as the run's configuration says; the Run."""
   keras.utils.set_random_seed(config.numerics.seed)
   keras.mixed_precision.set_global_policy(config.numerics.mixed_precision or 'float32')
-  strategy = distribution.make_strategy()
+  strategy = distribution.make_strategy(**config.distribution)
   run = run_lib.Run.build(config, num_classes=data.num_classes, image_shape=data.image_shape,
                           strategy=strategy, model_dir=model_dir)
   return strategy, run
@@ -122,7 +119,9 @@ def _iteration_fn(run, data, strategy):
         images, labels, batch_size=config.loop.batch_size,
         seed=config.numerics.seed + seed_offset, start_step=critic_iteration)))
 
-  return config.objective.algorithm.iteration(run.training_steps(strategy), data, stream)
+  steps = run.training_steps(strategy)
+  iterators = config.objective.algorithm.streams(data, stream)
+  return lambda: steps.iteration(*iterators)
 
 
 def _print_start(config, data, length, strategy, model_dir):

@@ -1,0 +1,60 @@
+"""An algorithm defined outside the library, to show that one module and gin lines suffice.
+
+EntropyMinimization (Grandvalet & Bengio, "Semi-supervised Learning by Entropy
+Minimization", 2005) trains the critic's classifier S(Φ(x)) on
+
+  CE(x_l, y_l) + β · H(softmax(S(Φ(x_u)))),
+
+the labeled cross-entropy plus the mean prediction entropy on the unlabeled images; there is
+no generator and no constraint. It uses the pieces every algorithm shares (steps.py) and
+writes its own iteration. A library module decorates its class with `@algorithms.register`;
+here the class is registered by the module a gin file imports (register_toy_algorithm.py),
+so that this test process registers it only for the block that needs it
+(`algorithms.registered`). A gin file uses it with
+
+  import tests.training.register_toy_algorithm
+  train.mode = 'entropy_minimization'
+"""
+import tensorflow as tf
+
+from tf_ipmssl.objectives import global_moments
+from tf_ipmssl.training import algorithms
+from tf_ipmssl.training import steps
+
+ENTROPY_WEIGHT = 0.3
+
+
+class EntropyMinimization(algorithms.Algorithm):
+  """The labeled cross-entropy plus β times the unlabeled prediction entropy."""
+  name = 'entropy_minimization'
+  reads = ('labeled', 'unlabeled')
+  epoch_set = 'unlabeled'
+
+  def __init__(self, config, **run_pieces):
+    super().__init__(config, **run_pieces)
+    self.variables = self.critic.phi_and_s_variables
+    self._gradients = self.compile_piece(self._gradients_impl)
+
+  def _gradients_impl(self, x_labeled, y_labeled, x_unlabeled):
+    with tf.GradientTape() as tape:
+      ce, _ = self.labeled_cross_entropy(x_labeled, y_labeled)
+      logits = tf.cast(self.critic.classify(x_unlabeled, training=True), tf.float32)
+      log_p = tf.nn.log_softmax(logits)
+      entropy = -tf.reduce_sum(tf.exp(log_p) * log_p) / self.run.loop.batch_size
+      loss = self.scaled(self.critic_optimizer, ce + ENTROPY_WEIGHT * entropy)
+    grads = tape.gradient(loss, self.variables)
+    return grads, ce, entropy
+
+  def _replica_step(self, x_labeled, y_labeled, x_unlabeled):
+    grads, ce, entropy = self._gradients(x_labeled, y_labeled, x_unlabeled)
+    self.critic_optimizer.apply_gradients(zip(grads, self.variables))
+    ce, entropy = global_moments.replica_all_reduce_sum((ce, entropy))
+    return {'ce': ce, 'entropy': entropy, 'grad_norm/critic': steps.global_norm(grads)}
+
+  def train_iteration(self, labeled_iterator, unlabeled_iterator):
+    x_labeled, y_labeled = next(labeled_iterator)
+    x_unlabeled = next(unlabeled_iterator)
+    values = self.first_replica(self.strategy.run(
+        self._replica_step, args=(x_labeled, y_labeled, x_unlabeled)))
+    self.count_critic_update()
+    return self.end_iteration(values)
