@@ -22,6 +22,8 @@ import json
 import os
 from typing import Optional
 
+from tf_ipmssl import fault_injection
+
 CONFIG_FILE = 'config.gin'
 RUN_CONFIG_FILE = 'run_config.json'
 OPERATIVE_CONFIG_FILE = 'operative_config.gin'
@@ -59,8 +61,12 @@ def read_text(path: str) -> str:
     return f.read()
 
 
-def write_text(path: str, text: str):
-  """Writes `path` atomically: a reader sees the old content or the new, never a part."""
+def write_text(path: str, text: str, point: Optional[str] = None):
+  """Writes `path` atomically: a reader sees the old content or the new, never a part.
+
+  `point`: the fault_injection point reached between writing the new content and renaming
+  it into place.
+  """
   tmp = path + '.tmp'
   if _remote(path):
     with _gfile().GFile(tmp, 'w') as f:
@@ -69,6 +75,8 @@ def write_text(path: str, text: str):
     return
   with open(tmp, 'w', encoding='utf-8') as f:
     f.write(text)
+  if point:
+    fault_injection.reach(point)
   os.replace(tmp, path)
 
 
@@ -89,8 +97,8 @@ def read_json(model_dir: str, name: str, unreadable_ok: bool = False) -> Optiona
     raise
 
 
-def write_json(model_dir: str, name: str, content: dict):
-  write_text(os.path.join(model_dir, name), json.dumps(content, indent=2))
+def write_json(model_dir: str, name: str, content: dict, point: Optional[str] = None):
+  write_text(os.path.join(model_dir, name), json.dumps(content, indent=2), point)
 
 
 def read_metrics(model_dir: str, unreadable_ok: bool = False) -> Optional[dict]:
@@ -105,4 +113,4 @@ def finished(model_dir: str) -> bool:
 
 
 def write_metrics(model_dir: str, metrics: dict):
-  write_json(model_dir, METRICS_FILE, metrics)
+  write_json(model_dir, METRICS_FILE, metrics, point='metrics_replace')

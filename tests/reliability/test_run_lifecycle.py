@@ -1,4 +1,4 @@
-"""A run's life on disk (issue 12): a finished run only reports and writes nothing; a run
+"""A run's life on disk: a finished run only reports and writes nothing; a run
 killed during its final export exports again on rerun; a second trainer on one model_dir is
 refused while a stale lock is taken over; leftover checkpoint temp directories go."""
 import json

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 from tf_ipmssl.data import pipelines
 
 SIGNATURE_KEY = 'serving_default'
@@ -93,6 +94,7 @@ def _fresh_temporary_dir(export_dir):
                              'and was not written by an export; move it away')
     tf.io.gfile.rmtree(tmp_dir)
   tf.io.gfile.makedirs(tmp_dir)
+  fault_injection.reach('export_tmp_created')
   with tf.io.gfile.GFile(os.path.join(tmp_dir, PARTIAL_MARKER), 'w') as f:
     f.write('a tf_ipmssl export in progress; removed when it completes\n')
   return tmp_dir
@@ -119,9 +121,12 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset=''):
     json.dump({'image_shape': list(image_shape), 'num_classes': int(num_classes),
                'dataset': dataset, 'input_dtype': 'uint8'}, f, indent=2)
   tf.io.gfile.remove(os.path.join(tmp_dir, PARTIAL_MARKER))
+  fault_injection.reach('export_written')
   if tf.io.gfile.exists(export_dir):  # An earlier export (or an empty directory).
     tf.io.gfile.rmtree(export_dir)
+  fault_injection.reach('export_old_removed')
   tf.io.gfile.rename(tmp_dir, export_dir)
+  fault_injection.reach('export_renamed')
   return export_dir
 
 

@@ -12,6 +12,7 @@ import time
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
 from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.training import evaluation
@@ -117,6 +118,7 @@ class Loop:
       best['labeled_error'].assign(labeled_error)
       best['step'].assign(step)
       self.run.best_manager.save(checkpoint_number=step)
+      fault_injection.reach('best_written')
     scalars = {} if test_error is None else {'eval/test_error': test_error}
     if val_error is not None:
       scalars['eval/validation_error'] = val_error
@@ -194,6 +196,7 @@ class Loop:
   def save(self, step, finished):
     self.check_finite(step)
     self.run.manager.save(checkpoint_number=step)
+    fault_injection.reach('checkpoint_written')
     run_files.write_metrics(self.model_dir, self.record(step, finished))
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
@@ -148,6 +149,8 @@ class Run:
     self.best_manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(critic=self.evaluated_critic),
         os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR), max_to_keep=1)
+    fault_injection.watch_checkpoint_manager(self.manager)
+    fault_injection.watch_checkpoint_manager(self.best_manager)
 
   def checkpoint_path(self, which='latest'):
     """The newest checkpoint of checkpoints/ ('latest') or best/ ('best')."""

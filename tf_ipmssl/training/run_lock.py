@@ -12,6 +12,7 @@ import os
 import socket
 
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 
 LOCK_FILE = 'train.lock'
 
@@ -85,6 +86,7 @@ def acquire(model_dir):
         raise errors.ConfigError(
             f'{model_dir} is locked by a trainer on host {holder.get("host")} (PID '
             f'{holder.get("pid")}, lock {path}); if no trainer runs there, remove the lock')
+      fault_injection.reach('lock_takeover')
       os.remove(path)  # Stale: its trainer is gone.
   except OSError as e:
     if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):

@@ -21,6 +21,7 @@ import keras
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.data import ssl_data
@@ -143,6 +144,7 @@ def _print_start(config, data, length, strategy, model_dir):
 def _finish(loop, step):
   """Exports the selected classifier, writes the final metrics.json and the result line."""
   run, config = loop.run, loop.config
+  fault_injection.reach('training_done')
   exported = None
   if config.loop.export_classifier:
     exported = _export_selected_classifier(run, loop.data, loop.model_dir, step)
