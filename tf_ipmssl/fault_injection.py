@@ -7,7 +7,8 @@ the environment variable TF_IPMSSL_FAULT names that point:
 
   TF_IPMSSL_FAULT='<point>[#<n>]=<action>'
 
-fires the n-th time (default: the first) the point is reached. Actions:
+fires the n-th time (default: the first) the point is reached, saying so on stderr
+(`fault injected: ...`). Actions:
 
 - `kill`: SIGKILL to this process (as `kill -9`: no handler, no cleanup);
 - `term`: SIGTERM to this process, then it goes on (as a cluster's preemption notice);
@@ -18,6 +19,7 @@ Reading no TensorFlow, it is imported by run_lock and run_files as well.
 """
 import os
 import signal
+import sys
 import time
 from typing import Dict
 
@@ -64,6 +66,8 @@ def reach(point: str):
   if armed[0] != point or armed[1] != _reached[point]:
     return
   action = armed[2]
+  sys.stderr.write(f'fault injected: {point}#{armed[1]}={action}\n')
+  sys.stderr.flush()
   if action == 'kill':
     os.kill(os.getpid(), signal.SIGKILL)
   elif action == 'term':
