@@ -22,6 +22,7 @@ import json
 import os
 from typing import Optional
 
+from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
 
 CONFIG_FILE = 'config.gin'
@@ -78,6 +79,27 @@ def write_text(path: str, text: str, point: Optional[str] = None):
   if point:
     fault_injection.reach(point)
   os.replace(tmp, path)
+
+
+def check_writable(model_dir: str):
+  """A UserError naming the cause when model_dir (or, while it does not exist, the folder it
+  would be made in) cannot be written: a read-only file system, no permission. Reads only;
+  paths with a scheme are not checked."""
+  if _remote(model_dir):
+    return
+  path = os.path.abspath(model_dir)
+  while not os.path.exists(path) and os.path.dirname(path) != path:
+    path = os.path.dirname(path)
+  if os.access(path, os.W_OK):
+    return
+  try:
+    read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+  except OSError:
+    read_only = False
+  cause = 'Read-only file system' if read_only else 'Permission denied'
+  raise errors.UserError(
+      f'cannot write to {model_dir} ({cause}); the run must write there to go on: use a '
+      'directory you can write (or make this one writable), then rerun the same command')
 
 
 def read_json(model_dir: str, name: str, unreadable_ok: bool = False) -> Optional[dict]:

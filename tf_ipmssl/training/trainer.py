@@ -64,6 +64,7 @@ def train(model_dir, config=None):
     print(reporting.final_line(metrics['step'], metrics, config.loop.baseline,
                                reporting.run_data(data)), flush=True)
     return metrics
+  run_files.check_writable(model_dir)  # Before anything is repaired or written.
   if resuming:
     _set_aside_damaged_checkpoints(model_dir, metrics)
   strategy, run = _build_run(config, data, model_dir)
