@@ -6,6 +6,7 @@ holds the periodic work. Ctrl-C ends the loop with errors.Interrupted (checkpoin
 last `checkpoint_every`); SIGTERM with a checkpoint at the step in progress, then
 errors.Terminated.
 """
+import math
 import os
 import time
 
@@ -34,7 +35,10 @@ class Loop:
     started: time.time() at the start of this bin/train session (default: now)."""
     self.model_dir, self.data, self.run, self.length = model_dir, data, run, length
     self.config = run.config
+    # The latest evaluation: the checkpoint's (the metrics.json beside it may be older).
     final = metrics.get('final') or {}
+    if int(run.state.final['step'].numpy()) >= 0:
+      final = reporting.evaluation_record(run.state.final)
     self.final = {key: final.get(key) for key in reporting.EVALUATION_KEYS}
     self.extra = {k: v for k, v in metrics.items() if k == 'stopped_early'}
     self.started = time.time() if started is None else started
@@ -124,8 +128,14 @@ class Loop:
       scalars['eval/validation_error'] = val_error
     scalars['eval/labeled_error'] = labeled_error
     summaries.write_scalars(self.eval_writer, step, scalars)
-    self.final = {'step': step, 'validation_error': val_error, 'test_error': test_error,
-                  'labeled_error': labeled_error}
+    self._set_final({'step': step, 'validation_error': val_error, 'test_error': test_error,
+                     'labeled_error': labeled_error})
+
+  def _set_final(self, final):
+    """The latest evaluation, in metrics.json's `final` and in the checkpointed run state."""
+    self.final = final
+    for key, value in final.items():
+      self.run.state.final[key].assign(math.nan if value is None else value)
 
   def test_error(self):
     return evaluation.error_rate(self.predict, self.data.test_images, self.data.test_labels,
@@ -136,7 +146,7 @@ class Loop:
     if self.final['test_error'] is None:
       test_error = self.test_error()
       summaries.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
-      self.final['test_error'] = test_error
+      self._set_final({**self.final, 'test_error': test_error})
 
   def write_samples(self, step):
     if not self.config.objective.algorithm.trains_generator:

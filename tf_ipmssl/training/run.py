@@ -7,8 +7,9 @@ optimizers here. What each checkpoint directory holds:
 - checkpoints/ (`manager`): everything that continues training — `critic` (the trained
   critic), `generator`, `critic_optimizer`, `generator_optimizer`, the counters `step`,
   `critic_iteration`, `nonfinite`, `multipliers/lambda_<constraint>`, `best/` (best
-  validation error, its test error, labeled-set error and step) and, with a weight average,
-  `averaged_critic`;
+  validation error, its test error, labeled-set error and step), `final/` (the same of the
+  latest evaluation: metrics.json's `final`, so that a trainer killed between a checkpoint
+  and its metrics.json loses no evaluation) and, with a weight average, `averaged_critic`;
 - best/ (`best_manager`): `critic` = the *evaluated* critic of the best validation step
   (the weight average when the run keeps one, else the trained critic).
 """
@@ -53,6 +54,11 @@ class RunState:
                  # The error on the labeled training images at the best step (NaN in a
                  # checkpoint written before it was recorded).
                  'labeled_error': counter('best_labeled_error', tf.float32, np.nan)}
+    # The latest evaluation (step -1: none yet; NaN: an error not computed there).
+    self.final = {'step': counter('final_step', tf.int64, -1),
+                  'validation_error': counter('final_validation_error', tf.float32, np.nan),
+                  'test_error': counter('final_test_error', tf.float32, np.nan),
+                  'labeled_error': counter('final_labeled_error', tf.float32, np.nan)}
 
 
 @dataclasses.dataclass
@@ -142,7 +148,8 @@ class Run:
         critic=self.critic, generator=self.generator, critic_optimizer=self.critic_optimizer,
         generator_optimizer=self.generator_optimizer, **state.counters,
         multipliers=tf.train.Checkpoint(**state.multipliers),
-        best=tf.train.Checkpoint(**state.best), **averaged)
+        best=tf.train.Checkpoint(**state.best), final=tf.train.Checkpoint(**state.final),
+        **averaged)
     self.manager = tf.train.CheckpointManager(
         checkpoint, os.path.join(model_dir, run_files.CHECKPOINT_DIR),
         max_to_keep=self.config.loop.keep_checkpoints)
