@@ -4,7 +4,9 @@ evaluation and model selection, samples, logging, early stopping and checkpoints
 `train_loop` runs a run's iterations from a step to the end (or an early stop); `Loop`
 holds the periodic work. Ctrl-C ends the loop with errors.Interrupted (checkpoints up to the
 last `checkpoint_every`); SIGTERM with a checkpoint at the step in progress, then
-errors.Terminated.
+errors.Terminated (before the session's first step: at once, with nothing new to save).
+A checkpoint SIGTERM adds between two `checkpoint_every` steps leaves the save counter
+where it was, so that the resumed run's checkpoints equal an uninterrupted run's.
 """
 import math
 import os
@@ -203,8 +205,16 @@ class Loop:
           f'{best_step} (patience {patience})', flush=True)
     return True
 
-  def save(self, step, finished):
+  def save(self, step, finished, extra=False):
+    """A training checkpoint at `step` and metrics.json. `extra`: a checkpoint outside the
+    `checkpoint_every` schedule (SIGTERM), not counted in the checkpoint's save_counter."""
     self.check_finite(step)
+    # The summaries up to this step reach the disk before the checkpoint a rerun resumes
+    # from: a killed trainer's unflushed ones are not written again.
+    self.writer.flush()
+    self.eval_writer.flush()
+    if extra:
+      self.run.manager.checkpoint.save_counter.assign_add(-1)
     self.run.manager.save(checkpoint_number=step)
     fault_injection.reach('checkpoint_written')
     run_files.write_metrics(self.model_dir, self.record(step, finished))
@@ -217,6 +227,11 @@ def train_loop(loop, run_iteration, step, sigterm, training_done):
   export = every.export_classifier
   try:
     while step < length.total_steps and not training_done:
+      if sigterm.requested:  # Before this session's first step: nothing new to save.
+        raise errors.Terminated(
+            f'terminated (SIGTERM) before step {step + 1}; nothing new to save (latest '
+            f'checkpoint: {loop.run.manager.latest_checkpoint or "none yet"}): rerun the same '
+            'command to resume')
       loop.set_learning_rates(step)
       values = run_iteration()
       step += 1
@@ -240,7 +255,7 @@ def train_loop(loop, run_iteration, step, sigterm, training_done):
         break
       if sigterm.requested and not last:
         if not saved:
-          loop.save(step, finished=False)
+          loop.save(step, finished=False, extra=True)
         raise errors.Terminated(
             f'terminated (SIGTERM) at step {step}; checkpoint '
             f'{loop.run.manager.latest_checkpoint} written: rerun the same command to resume')

@@ -78,7 +78,7 @@ def train(model_dir, config=None):
   _print_start(config, data, length, strategy, model_dir)
   with termination.on_sigterm() as sigterm:
     step = loop_lib.train_loop(loop, run_iteration, step, sigterm, training_done)
-  return _finish(loop, step)
+    return _finish(loop, step)  # SIGTERM here: the export completes (termination.py).
 
 
 def _check_data(config, data):
