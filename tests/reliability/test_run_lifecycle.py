@@ -131,3 +131,25 @@ def test_a_kill_between_the_last_checkpoint_and_metrics_keeps_its_evaluation(
   assert metrics['final']['step'] == 4 and metrics['final']['test_error'] is not None
   for key in ('step', 'finished', 'final', 'best', 'exported'):
     assert metrics[key] == reference[key], key
+
+
+def test_a_checkpoint_written_before_the_latest_evaluation_was_kept_resumes(
+    finished_run, tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  run = runs.restore_run(finished_run)
+  latest = run.manager.latest_checkpoint
+  run.restore(latest)
+  # The same checkpoint as the trainer wrote it before it kept final/.
+  legacy = tf.train.Checkpoint(**{k: v for k, v in run.checkpointed.items() if k != 'final'})
+  legacy.save_counter.assign(run.manager.checkpoint.save_counter)
+  path = legacy.write(str(tmp_path / 'legacy' / 'ckpt-4'))
+  assert not any(n.startswith('final/') for n, _ in tf.train.list_variables(path))
+
+  resumed = runs.restore_run(finished_run)
+  resumed.restore_to_train(path)
+  assert int(resumed.state.final['step'].numpy()) == -1  # metrics.json's final stands in.
+  assert int(resumed.state.counters['step'].numpy()) == 4
+  assert int(resumed.manager.checkpoint.save_counter.numpy()) == int(
+      run.manager.checkpoint.save_counter.numpy())
+  for before, after in zip(run.critic.weights, resumed.critic.weights):
+    assert (before.numpy() == after.numpy()).all(), before.name

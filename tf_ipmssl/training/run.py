@@ -144,12 +144,14 @@ class Run:
   def _add_checkpoint_managers(self, model_dir):
     state = self.state
     averaged = {'averaged_critic': self.averaged_critic} if self.averaged_critic else {}
-    checkpoint = tf.train.Checkpoint(
+    # What a training checkpoint holds, by name.
+    self.checkpointed = dict(
         critic=self.critic, generator=self.generator, critic_optimizer=self.critic_optimizer,
         generator_optimizer=self.generator_optimizer, **state.counters,
         multipliers=tf.train.Checkpoint(**state.multipliers),
         best=tf.train.Checkpoint(**state.best), final=tf.train.Checkpoint(**state.final),
         **averaged)
+    checkpoint = tf.train.Checkpoint(**self.checkpointed)
     self.manager = tf.train.CheckpointManager(
         checkpoint, os.path.join(model_dir, run_files.CHECKPOINT_DIR),
         max_to_keep=self.config.loop.keep_checkpoints)
@@ -167,6 +169,18 @@ class Run:
       raise errors.UserError(f'no {which} checkpoint in {manager.directory}; train first '
                              '(bin/train) or pick the other checkpoint')
     return manager.latest_checkpoint
+
+  def restore_to_train(self, path):
+    """Restores a training checkpoint to go on training it, asserting that it holds every
+    variable of the run: all but the latest evaluation (`final/`), which a checkpoint
+    written before it was kept lacks (loop.Loop then takes metrics.json's)."""
+    if any(name.startswith('final/') for name, _ in tf.train.list_variables(path)):
+      self.manager.checkpoint.restore(path).assert_existing_objects_matched()
+      return
+    without_final = {k: v for k, v in self.checkpointed.items() if k != 'final'}
+    tf.train.Checkpoint(**without_final).restore(path).assert_existing_objects_matched()
+    self.manager.checkpoint.save_counter.assign(
+        tf.train.load_checkpoint(path).get_tensor('save_counter/.ATTRIBUTES/VARIABLE_VALUE'))
 
   def restore(self, path):
     """Restores every variable a training checkpoint (of checkpoints/) holds."""

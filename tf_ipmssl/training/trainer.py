@@ -103,7 +103,7 @@ def _restore(run, resuming, model_dir, total_steps, metrics):
   """Restores the latest checkpoint when resuming; returns the step to continue from."""
   if resuming:
     latest = run.manager.latest_checkpoint
-    run.manager.checkpoint.restore(latest).assert_existing_objects_matched()
+    run.restore_to_train(latest)
     logging.info('Resumed from %s', latest)
     print(f'Resuming from {latest}', flush=True)
   step = int(run.state.counters['step'].numpy())
