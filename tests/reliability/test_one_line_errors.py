@@ -1,6 +1,7 @@
 """Every failure a user can cause ends in one `error:` line: wrongly typed gin values, a full
 disk, a read-only model_dir; and the programs' --help."""
 import os
+import shutil
 import subprocess
 
 import pytest
