@@ -1,7 +1,7 @@
 """The fault campaign: random faults against a tiny bin/train run, each trial rerun to the end
 and compared with an uninterrupted run.
 
-  python tests/reliability/campaign.py --faults=100 --seed=0 [--work_dir=/tmp/campaign]
+  python tests/reliability/campaign.py --faults=100 --seed=0 --max_faults_per_trial=4
 
 From `--seed` it draws trials of one to three faults each until `--faults` faults have
 fired: kill -9 at a random instant or at a named crash window (fault_injection.POINTS:
