@@ -24,6 +24,9 @@ import json
 import os
 from typing import Optional
 
+from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
+
 CONFIG_FILE = 'config.gin'
 RUN_CONFIG_FILE = 'run_config.json'
 OPERATIVE_CONFIG_FILE = 'operative_config.gin'
@@ -62,8 +65,12 @@ def read_text(path: str) -> str:
     return f.read()
 
 
-def write_text(path: str, text: str):
-  """Writes `path` atomically: a reader sees the old content or the new, never a part."""
+def write_text(path: str, text: str, point: Optional[str] = None):
+  """Writes `path` atomically: a reader sees the old content or the new, never a part.
+
+  `point`: the fault_injection point reached between writing the new content and renaming
+  it into place.
+  """
   tmp = path + '.tmp'
   if _remote(path):
     with _gfile().GFile(tmp, 'w') as f:
@@ -72,7 +79,30 @@ def write_text(path: str, text: str):
     return
   with open(tmp, 'w', encoding='utf-8') as f:
     f.write(text)
+  if point:
+    fault_injection.reach(point)
   os.replace(tmp, path)
+
+
+def check_writable(model_dir: str):
+  """A UserError naming the cause when model_dir (or, while it does not exist, the folder it
+  would be made in) cannot be written: a read-only file system, no permission. Reads only;
+  paths with a scheme are not checked."""
+  if _remote(model_dir):
+    return
+  path = os.path.abspath(model_dir)
+  while not os.path.exists(path) and os.path.dirname(path) != path:
+    path = os.path.dirname(path)
+  if os.access(path, os.W_OK):
+    return
+  try:
+    read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+  except OSError:
+    read_only = False
+  cause = 'Read-only file system' if read_only else 'Permission denied'
+  raise errors.UserError(
+      f'cannot write to {model_dir} ({cause}); the run must write there to go on: use a '
+      'directory you can write (or make this one writable), then rerun the same command')
 
 
 def read_json(model_dir: str, name: str, unreadable_ok: bool = False) -> Optional[dict]:
@@ -92,8 +122,8 @@ def read_json(model_dir: str, name: str, unreadable_ok: bool = False) -> Optiona
     raise
 
 
-def write_json(model_dir: str, name: str, content: dict):
-  write_text(os.path.join(model_dir, name), json.dumps(content, indent=2))
+def write_json(model_dir: str, name: str, content: dict, point: Optional[str] = None):
+  write_text(os.path.join(model_dir, name), json.dumps(content, indent=2), point)
 
 
 def read_metrics(model_dir: str, unreadable_ok: bool = False) -> Optional[dict]:
@@ -108,4 +138,4 @@ def finished(model_dir: str) -> bool:
 
 
 def write_metrics(model_dir: str, metrics: dict):
-  write_json(model_dir, METRICS_FILE, metrics)
+  write_json(model_dir, METRICS_FILE, metrics, point='metrics_replace')

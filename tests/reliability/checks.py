@@ -1,6 +1,12 @@
-"""Shared checks of the reliability tests: one `error:` line, a signal mid-run."""
+"""Shared checks of the reliability tests: one `error:` line, a signal mid-run, bin/train in
+a mount namespace of its own (a small tmpfs, a read-only bind mount)."""
+import os
+import shlex
+import shutil
 import signal
 import subprocess
+
+import pytest
 
 from tests.training import runs
 
@@ -40,3 +46,22 @@ def signal_mid_run(model_dir, bindings, signum, after_line='step 3/'):
     if process.poll() is None:
       process.kill()
   return process.returncode, stderr
+
+
+def can_mount():
+  """Whether this process may mount in a mount namespace of its own (root, unshare)."""
+  if shutil.which('unshare') is None or os.geteuid() != 0:
+    return False
+  return subprocess.run(['unshare', '-m', 'mount', '-t', 'tmpfs', 'tmpfs', '/mnt'],
+                        capture_output=True).returncode == 0
+
+
+needs_mount = pytest.mark.skipif(not can_mount(), reason='needs root and mount namespaces')
+
+
+def in_private_mount(setup, model_dir, bindings, fault=None):
+  """bin/train after `setup` (mount commands) in a mount namespace of its own."""
+  command = shlex.join(runs.train_command(model_dir, bindings))
+  return subprocess.run(['unshare', '-m', 'sh', '-c', f'{setup} && exec {command}'],
+                        capture_output=True, text=True, env=runs.environment(fault),
+                        cwd=str(runs.REPO_ROOT), timeout=600)

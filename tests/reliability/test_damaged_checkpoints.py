@@ -1,8 +1,11 @@
 """A damaged checkpoint is set aside, not fatal: random bytes in the latest checkpoint's data
 make the run resume from the previous one and end bit-identical to an uninterrupted run; a
-truncated .index is one line in bin/train, bin/evaluate and bin/export."""
+truncated .index is one line in bin/train, bin/evaluate and bin/export. An old checkpoint
+that TensorFlow was deleting when the trainer was killed is not damage: its deletion is
+completed without a word."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -13,10 +16,10 @@ from tests.reliability import checks
 from tests.training import runs
 
 
-def _bindings(data_dir, steps):
+def _bindings(data_dir, steps, keep=3):
   return runs.tiny_bindings(data_dir, **{
       'train.steps': steps, 'train.checkpoint_every': 2, 'train.eval_every': 2,
-      'train.keep_checkpoints': 3, 'train.deterministic_ops': True})
+      'train.keep_checkpoints': keep, 'train.deterministic_ops': True})
 
 
 @pytest.fixture(scope='module')
@@ -112,3 +115,48 @@ def test_no_intact_checkpoint_is_one_line_and_rewrites_nothing(data_dir, six_ste
   checks.assert_one_error_line(result, f'no intact checkpoint is left in {model_dir}/checkpoints')
   assert open(os.path.join(model_dir, 'config.gin')).read() == config
   assert open(os.path.join(model_dir, 'versions.json')).read() == versions
+
+
+@pytest.fixture(scope='module')
+def killed_while_deleting(data_dir, tmp_path_factory):
+  """A 6-step run keeping 2 checkpoints, killed as step 6's save deletes ckpt-2: its .index
+  is gone, its data not yet, and the checkpoint list still names it."""
+  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
+  killed = runs.run_train(model_dir, _bindings(data_dir, 6, keep=2),
+                          fault='checkpoint_index_deleted=kill')
+  assert killed.returncode == -signal.SIGKILL, killed.stderr
+  checkpoints = os.path.join(model_dir, 'checkpoints')
+  assert 'ckpt-2' in open(os.path.join(checkpoints, 'checkpoint')).read()
+  assert not os.path.exists(os.path.join(checkpoints, 'ckpt-2.index'))
+  return model_dir
+
+
+def test_a_checkpoint_being_deleted_at_a_kill_is_not_reported_damaged(
+    data_dir, six_steps, killed_while_deleting, tmp_path):
+  model_dir = str(tmp_path / 'run')
+  shutil.copytree(killed_while_deleting, model_dir)
+  result = runs.run_train(model_dir, _bindings(data_dir, 6, keep=2))
+  assert result.returncode == 0, result.stderr
+  assert 'damaged' not in result.stdout + result.stderr
+  assert not os.path.exists(os.path.join(model_dir, 'damaged'))
+  checkpoints = os.path.join(model_dir, 'checkpoints')
+  assert not any(n.startswith('ckpt-2.') for n in os.listdir(checkpoints))
+  expected = runs.checkpoint_values(os.path.join(six_steps, 'checkpoints', 'ckpt-6'))
+  actual = runs.checkpoint_values(os.path.join(checkpoints, 'ckpt-6'))
+  assert expected.keys() == actual.keys()
+  for name in expected:
+    np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+
+
+@checks.needs_mount
+def test_resuming_on_a_read_only_disk_says_so_in_one_line(
+    data_dir, killed_while_deleting, tmp_path):
+  model_dir = str(tmp_path / 'run')
+  shutil.copytree(killed_while_deleting, model_dir)
+  before = sorted(os.listdir(model_dir))
+  read_only = f"mount --bind '{model_dir}' '{model_dir}' && mount -o remount,bind,ro '{model_dir}'"
+  result = checks.in_private_mount(read_only, model_dir, _bindings(data_dir, 6, keep=2))
+  line = checks.assert_one_error_line(result, model_dir, 'Read-only file system',
+                                      'rerun the same command')
+  assert 'damaged' not in result.stdout + line
+  assert sorted(os.listdir(model_dir)) == before

@@ -1,7 +1,10 @@
-"""bin/export never deletes what it did not write: a directory with a user's files, the run's
-own model dir and anything inside its checkpoints/ or best/ are refused with one line; an
-earlier export is replaced; a leftover temporary export that is not ours is refused."""
+"""bin/export never deletes what it did not write: a directory with a user's files (an earlier
+export with a user's file beside it included), the run's own model dir and anything inside
+its checkpoints/ or best/ are refused with one line; an earlier export is replaced; a
+leftover temporary export that is not ours is refused; an export killed at any instant is
+completed by exporting again."""
 import os
+import signal
 import subprocess
 import sys
 
@@ -23,10 +26,10 @@ def finished_run(tmp_path_factory):
   return model_dir
 
 
-def _export(model_dir, export_dir):
+def _export(model_dir, export_dir, fault=None):
   return subprocess.run([sys.executable, EXPORT, f'--model_dir={model_dir}',
                          f'--export_dir={export_dir}'], capture_output=True, text=True,
-                        env=runs.environment(), timeout=300)
+                        env=runs.environment(fault), timeout=300)
 
 
 def _listing(directory):
@@ -70,3 +73,33 @@ def test_an_earlier_export_is_replaced_and_a_foreign_tmp_refused(finished_run, t
   (tmp_path / 'other.tmp' / 'keep.txt').write_text('x')
   checks.assert_one_error_line(_export(finished_run, str(other)), 'was not written by an export')
   assert (tmp_path / 'other.tmp' / 'keep.txt').read_text() == 'x'
+
+
+EXPORT_FILES = ['assets', 'fingerprint.pb', 'saved_model.pb', 'tf_ipmssl_classifier.json',
+                'variables']
+
+
+@pytest.mark.parametrize('point', ['export_tmp_created', 'export_written',
+                                   'export_old_removed'])
+def test_an_export_killed_at_any_instant_is_completed_by_exporting_again(
+    finished_run, tmp_path, point):
+  target = str(tmp_path / 'classifier')
+  first = _export(finished_run, target)
+  assert first.returncode == 0, first.stderr
+  killed = _export(finished_run, target, fault=f'{point}=kill')
+  assert killed.returncode == -signal.SIGKILL, killed.stderr
+  again = _export(finished_run, target)
+  assert again.returncode == 0, again.stderr
+  assert sorted(os.listdir(target)) == EXPORT_FILES
+  assert not os.path.exists(target + '.tmp')
+
+
+def test_a_users_file_beside_an_earlier_export_is_kept(finished_run, tmp_path):
+  target = tmp_path / 'classifier'
+  first = _export(finished_run, str(target))
+  assert first.returncode == 0, first.stderr
+  (target / 'README.md').write_text('how I use this classifier')
+  checks.assert_one_error_line(_export(finished_run, str(target)),
+                               f'refusing to replace {target}', 'README.md')
+  assert (target / 'README.md').read_text() == 'how I use this classifier'
+  assert sorted(os.listdir(target)) == sorted(EXPORT_FILES + ['README.md'])

@@ -1,5 +1,5 @@
-"""A named data_dir is used or the run fails naming the missing files (issue 12, case 6):
-never a silent fallback to another copy, such as Debian's /usr/share/datasets/fashion-mnist."""
+"""A named data_dir is used or the run fails naming the missing files: never a silent
+fallback to another copy, such as Debian's /usr/share/datasets/fashion-mnist."""
 import os
 import pathlib
 

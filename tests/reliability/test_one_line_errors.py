@@ -1,7 +1,6 @@
-"""Every failure a user can cause ends in one `error:` line (issue 12, cases 5 and 8):
-wrongly typed gin values, a full disk, a read-only model_dir; and the programs' --help."""
+"""Every failure a user can cause ends in one `error:` line: wrongly typed gin values, a full
+disk, a read-only model_dir; and the programs' --help."""
 import os
-import shlex
 import shutil
 import subprocess
 
@@ -23,46 +22,28 @@ def test_wrongly_typed_gin_value(data_dir, tmp_path, binding, fragment):
   assert not os.path.exists(tmp_path / 'm' / 'checkpoints')
 
 
-def _can_mount():
-  if shutil.which('unshare') is None or os.geteuid() != 0:
-    return False
-  return subprocess.run(['unshare', '-m', 'mount', '-t', 'tmpfs', 'tmpfs', '/mnt'],
-                        capture_output=True).returncode == 0
-
-
-needs_mount = pytest.mark.skipif(not _can_mount(), reason='needs root and mount namespaces')
-
-
-def _in_private_mount(setup, model_dir, bindings):
-  """bin/train after `setup` (mount commands) in a mount namespace of its own."""
-  command = shlex.join(runs.train_command(model_dir, bindings))
-  return subprocess.run(['unshare', '-m', 'sh', '-c', f'{setup} && exec {command}'],
-                        capture_output=True, text=True, env=runs.environment(),
-                        cwd=str(runs.REPO_ROOT), timeout=600)
-
-
-@needs_mount
+@checks.needs_mount
 def test_full_disk_is_one_line(data_dir, tmp_path):
   disk = tmp_path / 'disk'
   disk.mkdir()
   model_dir = str(disk / 'm')
   # Room for the config and a checkpoint or two, not for the whole run.
-  result = _in_private_mount(f"mount -t tmpfs -o size=600k tmpfs '{disk}'", model_dir,
-                             runs.tiny_bindings(data_dir))
+  result = checks.in_private_mount(f"mount -t tmpfs -o size=600k tmpfs '{disk}'", model_dir,
+                                   runs.tiny_bindings(data_dir))
   checks.assert_one_error_line(result, 'rerun the same command')
   assert 'No space left on device' in result.stderr or 'out of space' in result.stderr
 
 
-@needs_mount
+@checks.needs_mount
 def test_read_only_model_dir(data_dir, tmp_path):
   model_dir = str(tmp_path / 'm')
   os.makedirs(model_dir)
   read_only = f"mount --bind '{model_dir}' '{model_dir}' && mount -o remount,bind,ro '{model_dir}'"
-  result = _in_private_mount(read_only, model_dir, runs.tiny_bindings(data_dir))
+  result = checks.in_private_mount(read_only, model_dir, runs.tiny_bindings(data_dir))
   checks.assert_one_error_line(result, 'Read-only file system')
   # A finished run on a read-only file system reports its result.
   assert runs.run_train(model_dir, runs.tiny_bindings(data_dir)).returncode == 0
-  result = _in_private_mount(read_only, model_dir, runs.tiny_bindings(data_dir))
+  result = checks.in_private_mount(read_only, model_dir, runs.tiny_bindings(data_dir))
   assert result.returncode == 0, result.stderr
   assert 'nothing to do' in result.stdout and 'Finished 4 steps' in result.stdout
 

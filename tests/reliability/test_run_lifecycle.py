@@ -1,6 +1,7 @@
-"""A run's life on disk (issue 12): a finished run only reports and writes nothing; a run
+"""A run's life on disk: a finished run only reports and writes nothing; a run
 killed during its final export exports again on rerun; a second trainer on one model_dir is
-refused while a stale lock is taken over; leftover checkpoint temp directories go."""
+refused while a stale lock is taken over; leftover checkpoint temp directories go; a kill
+between a checkpoint and its metrics.json loses no evaluation."""
 import json
 import os
 import shutil
@@ -112,3 +113,43 @@ def test_ctrl_c_prints_one_line_and_exits_130(data_dir, tmp_path):
   assert returncode == 130, stderr
   checks.one_error_line(stderr, 'interrupted at step', 'rerun the same command to resume')
   assert not os.path.exists(os.path.join(model_dir, 'train.lock'))
+
+
+def test_a_kill_between_the_last_checkpoint_and_metrics_keeps_its_evaluation(
+    finished_run, data_dir, tmp_path):
+  model_dir = str(tmp_path / 'model')
+  # The second checkpoint is the last step's: killed before metrics.json says step 4.
+  killed = runs.run_train(model_dir, runs.tiny_bindings(data_dir),
+                          fault='checkpoint_written#2=kill')
+  assert killed.returncode == -signal.SIGKILL, killed.stderr
+  assert _metrics(model_dir)['step'] == 2
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stderr
+  assert 'exporting again' in result.stdout
+  assert 'n/a' not in result.stdout
+  metrics, reference = _metrics(model_dir), _metrics(finished_run)
+  assert metrics['final']['step'] == 4 and metrics['final']['test_error'] is not None
+  for key in ('step', 'finished', 'final', 'best', 'exported'):
+    assert metrics[key] == reference[key], key
+
+
+def test_a_checkpoint_written_before_the_latest_evaluation_was_kept_resumes(
+    finished_run, tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  run = runs.restore_run(finished_run)
+  latest = run.manager.latest_checkpoint
+  run.restore(latest)
+  # The same checkpoint as the trainer wrote it before it kept final/.
+  legacy = tf.train.Checkpoint(**{k: v for k, v in run.checkpointed.items() if k != 'final'})
+  legacy.save_counter.assign(run.manager.checkpoint.save_counter)
+  path = legacy.write(str(tmp_path / 'legacy' / 'ckpt-4'))
+  assert not any(n.startswith('final/') for n, _ in tf.train.list_variables(path))
+
+  resumed = runs.restore_run(finished_run)
+  resumed.restore_to_train(path)
+  assert int(resumed.state.final['step'].numpy()) == -1  # metrics.json's final stands in.
+  assert int(resumed.state.counters['step'].numpy()) == 4
+  assert int(resumed.manager.checkpoint.save_counter.numpy()) == int(
+      run.manager.checkpoint.save_counter.numpy())
+  for before, after in zip(run.critic.weights, resumed.critic.weights):
+    assert (before.numpy() == after.numpy()).all(), before.name

@@ -1,7 +1,7 @@
-"""The exported classifier serves in TensorFlow's own tools (issue 12, cases 1 and 4):
-`saved_model_cli run`, a TF1-style Session load (TF Serving's path) and tf.saved_model.load
-answer with the labels of the in-memory classifier; the signature enforces [N, H, W, C]
-uint8 and answers an empty batch with empty outputs."""
+"""The exported classifier serves in TensorFlow's own tools: `saved_model_cli run`, a
+TF1-style Session load (TF Serving's path) and tf.saved_model.load answer with the labels
+of the in-memory classifier; the signature enforces [N, H, W, C] uint8 and answers an empty
+batch with empty outputs."""
 import os
 import pathlib
 import subprocess

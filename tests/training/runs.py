@@ -45,17 +45,22 @@ def train_command(model_dir, bindings, gin_files=(SSL_GIN,)):
   return command
 
 
-def environment():
+def environment(fault=None):
+  """This environment for a bin/ program; `fault`: its TF_IPMSSL_FAULT (fault_injection.py)."""
   env = dict(os.environ)
   env['TF_CPP_MIN_LOG_LEVEL'] = '2'
   env['PYTHONPATH'] = str(REPO_ROOT) + os.pathsep + env.get('PYTHONPATH', '')
+  env.pop('TF_IPMSSL_FAULT', None)
+  if fault:
+    env['TF_IPMSSL_FAULT'] = fault
   return env
 
 
-def run_train(model_dir, bindings, gin_files=(SSL_GIN,), timeout=600):
-  """Runs bin/train to completion; returns the CompletedProcess (text output)."""
+def run_train(model_dir, bindings, gin_files=(SSL_GIN,), timeout=600, fault=None):
+  """Runs bin/train to completion; returns the CompletedProcess (text output). `fault`:
+  a fault to fire in it (fault_injection.py, e.g. 'checkpoint_written#2=kill')."""
   return subprocess.run(train_command(model_dir, bindings, gin_files), capture_output=True,
-                        text=True, timeout=timeout, env=environment(), cwd=str(REPO_ROOT))
+                        text=True, timeout=timeout, env=environment(fault), cwd=str(REPO_ROOT))
 
 
 def train_with_gin_lines(directory, gin_lines, **overrides):

@@ -3,8 +3,14 @@
 A checkpoint is damaged when one of its files cannot be read back: random bytes in a
 `.data` shard fail its checksum (DataLossError), a truncated `.index` is "not an sstable".
 Resuming a run checks its checkpoints newest first; each damaged one is moved to
-`<model dir>/damaged/checkpoints/` (or `damaged/best/`) with its files, the checkpoint list is rewritten to the intact ones,
-and the run resumes from the newest intact checkpoint (docs/reliability.md).
+`<model dir>/damaged/checkpoints/` (or `damaged/best/`) with its files, the checkpoint list
+is rewritten to the intact ones, and the run resumes from the newest intact checkpoint
+(docs/reliability.md).
+
+An older checkpoint without its `.index` is not damaged but half deleted: TensorFlow's
+CheckpointManager writes the new checkpoint list (still naming the oldest checkpoint) before
+it deletes the oldest checkpoint's `.index` and then its data, so a trainer killed in
+between leaves it so. Its deletion is completed and the list rewritten, without a word.
 """
 import glob
 import os
@@ -47,14 +53,30 @@ def _write_checkpoint_list(checkpoint_dir, paths):
   run_files.write_text(os.path.join(checkpoint_dir, 'checkpoint'), text)
 
 
+def _complete_deletions(paths):
+  """`paths` (the checkpoint list, oldest first) without the checkpoints older than the newest
+  that have no `.index` (half deleted, the module doc); their leftover files are removed."""
+  kept = []
+  for i, path in enumerate(paths):
+    if i < len(paths) - 1 and not tf.io.gfile.exists(path + '.index'):
+      for name in tf.io.gfile.glob(glob.escape(path) + '.data-*'):
+        tf.io.gfile.remove(name)
+      continue
+    kept.append(path)
+  return kept
+
+
 def set_aside_damaged(model_dir: str, checkpoint_dir: str) -> Tuple[Optional[str], List[str]]:
-  """Moves every damaged checkpoint of `checkpoint_dir` to model_dir/damaged/; returns the
-  newest intact checkpoint (None if none is left) and one message per checkpoint moved."""
+  """Moves every damaged checkpoint of `checkpoint_dir` to model_dir/damaged/ and completes
+  the deletion of half-deleted ones (the module doc); returns the newest intact checkpoint
+  (None if none is left) and one message per checkpoint moved."""
   state = tf.train.get_checkpoint_state(checkpoint_dir)
   if state is None:
     return None, []
   paths = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
   paths = [p if os.path.isabs(p) else os.path.join(checkpoint_dir, p) for p in paths]
+  listed = paths
+  paths = _complete_deletions(paths)
   intact, messages = [], []
   for path in paths:
     why = damage(path)
@@ -66,7 +88,7 @@ def set_aside_damaged(model_dir: str, checkpoint_dir: str) -> Tuple[Optional[str
     for name in glob.glob(glob.escape(path) + '.*'):
       shutil.move(name, os.path.join(target, os.path.basename(name)))
     messages.append(f'checkpoint {path} is damaged ({why}); moved it to {target}/')
-  if messages:
+  if messages or intact != listed:
     if intact:
       _write_checkpoint_list(checkpoint_dir, intact)
     else:

@@ -3,6 +3,13 @@
 The serving function takes uint8 images [N, H, W, C] in the dataset's native size (28x28x1
 for Fashion-MNIST, 32x32x3 for CIFAR-10/SVHN), applies the training-time input transform
 (scale to [-1, 1], pad to 32x32) and returns class probabilities and predicted labels.
+
+An export never deletes what it did not write, and a process killed at any instant of it
+leaves directories that the next export recognizes as its own: the export is written into
+`<dir>.tmp` (marked as partial before anything else goes in), an earlier export is marked
+the same way before its files are removed, and the temporary one is then renamed into
+place. A directory is an export's own when it is empty, carries the partial-export marker,
+or holds a complete export and nothing besides the files that export wrote.
 """
 import json
 import os
@@ -12,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 from tf_ipmssl.data import pipelines
 
 SIGNATURE_KEY = 'serving_default'
@@ -55,12 +63,32 @@ def _is_run_dir(path):
   return any(tf.io.gfile.exists(os.path.join(path, m)) for m in _RUN_MARKERS)
 
 
+# What an export holds besides its metadata, where the metadata does not list it (an export
+# written before the list was recorded).
+_EXPORT_ENTRIES = ('assets', 'fingerprint.pb', 'saved_model.pb', 'variables')
+
+
+def _foreign_entries(path):
+  """The entries of directory `path` that an export did not write (the module doc): [] for
+  an empty directory, a partial export of ours or a complete export alone; None when `path`
+  holds files but no export at all."""
+  entries = tf.io.gfile.listdir(path)
+  names = [e.rstrip('/') for e in entries]
+  if not names or PARTIAL_MARKER in names:
+    return []
+  if not export_is_complete(path):
+    return None
+  with tf.io.gfile.GFile(os.path.join(path, METADATA_FILE)) as f:
+    written = json.load(f).get('entries', _EXPORT_ENTRIES)
+  return sorted(set(names) - set(written) - {METADATA_FILE})
+
+
 def check_export_dir(export_dir):
   """A UserError unless writing the export to export_dir loses nothing the user owns.
 
-  Refused: a run directory itself, anything inside a run's checkpoints/ or best/, a file, and
-  a non-empty directory that is not a previous classifier export (only an export is ever
-  replaced).
+  Refused: a run directory itself, anything inside a run's checkpoints/ or best/, a file, a
+  non-empty directory that is not a previous classifier export, and an earlier export with
+  other files beside it (only what an export wrote is ever replaced).
   """
   path = os.path.abspath(export_dir)
   if _is_run_dir(path):
@@ -77,24 +105,53 @@ def check_export_dir(export_dir):
   if not tf.io.gfile.isdir(path):
     raise errors.UserError(f'refusing to export to {export_dir}: it is a file; choose '
                            'another --export_dir')
-  if tf.io.gfile.listdir(path) and not export_is_complete(path):
+  foreign = _foreign_entries(path)
+  if foreign is None:
     raise errors.UserError(
         f'refusing to replace {export_dir}: it holds files that are not a tf_ipmssl '
         'classifier export; choose a new --export_dir (or move those files away)')
+  if foreign:
+    raise errors.UserError(
+        f'refusing to replace {export_dir}: besides an earlier export it holds '
+        f'{", ".join(foreign)}, which an export does not write; move '
+        f'{"it" if len(foreign) == 1 else "them"} away or choose a new --export_dir')
+
+
+def _mark_partial(directory):
+  with tf.io.gfile.GFile(os.path.join(directory, PARTIAL_MARKER), 'w') as f:
+    f.write('a tf_ipmssl export in progress (or being replaced); removed when it completes\n')
+
+
+def _remove_export(directory):
+  """Removes an export of ours (_foreign_entries == []) so that a kill at any instant leaves
+  it marked as partial or empty: the marker goes in first and out last."""
+  if tf.io.gfile.listdir(directory):
+    _mark_partial(directory)
+  for entry in tf.io.gfile.listdir(directory):
+    entry = os.path.join(directory, entry.rstrip('/'))
+    if os.path.basename(entry) == PARTIAL_MARKER:
+      continue
+    if tf.io.gfile.isdir(entry):
+      tf.io.gfile.rmtree(entry)
+    else:
+      tf.io.gfile.remove(entry)
+  if tf.io.gfile.exists(os.path.join(directory, PARTIAL_MARKER)):
+    tf.io.gfile.remove(os.path.join(directory, PARTIAL_MARKER))
+  tf.io.gfile.rmtree(directory)  # Empty by now.
 
 
 def _fresh_temporary_dir(export_dir):
-  """export_dir + '.tmp', empty: a leftover partial export of ours is removed; anything else
-  there is refused."""
+  """export_dir + '.tmp', empty but for the partial-export marker: a leftover of an export
+  (the module doc) is removed; anything else there is refused."""
   tmp_dir = export_dir.rstrip('/') + '.tmp'
   if tf.io.gfile.exists(tmp_dir):
-    if not tf.io.gfile.exists(os.path.join(tmp_dir, PARTIAL_MARKER)):
+    if not tf.io.gfile.isdir(tmp_dir) or _foreign_entries(tmp_dir) != []:
       raise errors.UserError(f'refusing to use {tmp_dir} for a temporary export: it exists '
                              'and was not written by an export; move it away')
-    tf.io.gfile.rmtree(tmp_dir)
+    _remove_export(tmp_dir)
   tf.io.gfile.makedirs(tmp_dir)
-  with tf.io.gfile.GFile(os.path.join(tmp_dir, PARTIAL_MARKER), 'w') as f:
-    f.write('a tf_ipmssl export in progress; removed when it completes\n')
+  fault_injection.reach('export_tmp_created')
+  _mark_partial(tmp_dir)
   return tmp_dir
 
 
@@ -115,20 +172,26 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset=''):
       input_signature=[tf.TensorSpec([None, *image_shape], tf.uint8, name='images')])
   tmp_dir = _fresh_temporary_dir(export_dir)
   archive.write_out(tmp_dir, verbose=False)
+  entries = sorted(e.rstrip('/') for e in tf.io.gfile.listdir(tmp_dir) if e != PARTIAL_MARKER)
   with tf.io.gfile.GFile(os.path.join(tmp_dir, METADATA_FILE), 'w') as f:
     json.dump({'image_shape': list(image_shape), 'num_classes': int(num_classes),
-               'dataset': dataset, 'input_dtype': 'uint8'}, f, indent=2)
+               'dataset': dataset, 'input_dtype': 'uint8', 'entries': entries}, f, indent=2)
   tf.io.gfile.remove(os.path.join(tmp_dir, PARTIAL_MARKER))
+  fault_injection.reach('export_written')
   if tf.io.gfile.exists(export_dir):  # An earlier export (or an empty directory).
-    tf.io.gfile.rmtree(export_dir)
+    _remove_export(export_dir)
+  fault_injection.reach('export_old_removed')
   tf.io.gfile.rename(tmp_dir, export_dir)
+  fault_injection.reach('export_renamed')
   return export_dir
 
 
 def export_is_complete(export_dir):
-  """True when export_dir holds a finished export (the rename is its last act)."""
+  """True when export_dir holds a finished export (the rename is its last act), not one
+  being replaced (marked partial)."""
   return (tf.io.gfile.exists(os.path.join(export_dir, 'saved_model.pb'))
-          and tf.io.gfile.exists(os.path.join(export_dir, METADATA_FILE)))
+          and tf.io.gfile.exists(os.path.join(export_dir, METADATA_FILE))
+          and not tf.io.gfile.exists(os.path.join(export_dir, PARTIAL_MARKER)))
 
 
 class LoadedClassifier:

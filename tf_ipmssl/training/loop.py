@@ -4,14 +4,18 @@ evaluation and model selection, samples, logging, early stopping and checkpoints
 `train_loop` runs a run's iterations from a step to the end (or an early stop); `Loop`
 holds the periodic work. Ctrl-C ends the loop with errors.Interrupted (checkpoints up to the
 last `checkpoint_every`); SIGTERM with a checkpoint at the step in progress, then
-errors.Terminated.
+errors.Terminated (before the session's first step: at once, with nothing new to save).
+A checkpoint SIGTERM adds between two `checkpoint_every` steps leaves the save counter
+where it was, so that the resumed run's checkpoints equal an uninterrupted run's.
 """
+import math
 import os
 import time
 
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
 from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.training import evaluation
@@ -33,7 +37,10 @@ class Loop:
     started: time.time() at the start of this bin/train session (default: now)."""
     self.model_dir, self.data, self.run, self.length = model_dir, data, run, length
     self.config = run.config
+    # The latest evaluation: the checkpoint's (the metrics.json beside it may be older).
     final = metrics.get('final') or {}
+    if int(run.state.final['step'].numpy()) >= 0:
+      final = reporting.evaluation_record(run.state.final)
     self.final = {key: final.get(key) for key in reporting.EVALUATION_KEYS}
     self.extra = {k: v for k, v in metrics.items() if k == 'stopped_early'}
     self.started = time.time() if started is None else started
@@ -120,13 +127,20 @@ class Loop:
       best['labeled_error'].assign(labeled_error)
       best['step'].assign(step)
       self.run.best_manager.save(checkpoint_number=step)
+      fault_injection.reach('best_written')
     scalars = {} if test_error is None else {'eval/test_error': test_error}
     if val_error is not None:
       scalars['eval/validation_error'] = val_error
     scalars['eval/labeled_error'] = labeled_error
     summaries.write_scalars(self.eval_writer, step, scalars)
-    self.final = {'step': step, 'validation_error': val_error, 'test_error': test_error,
-                  'labeled_error': labeled_error}
+    self._set_final({'step': step, 'validation_error': val_error, 'test_error': test_error,
+                     'labeled_error': labeled_error})
+
+  def _set_final(self, final):
+    """The latest evaluation, in metrics.json's `final` and in the checkpointed run state."""
+    self.final = final
+    for key, value in final.items():
+      self.run.state.final[key].assign(math.nan if value is None else value)
 
   def test_error(self):
     return evaluation.error_rate(self.predict, self.data.test_images, self.data.test_labels,
@@ -137,7 +151,7 @@ class Loop:
     if self.final['test_error'] is None:
       test_error = self.test_error()
       summaries.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
-      self.final['test_error'] = test_error
+      self._set_final({**self.final, 'test_error': test_error})
 
   def write_samples(self, step):
     if self.run.generator is None:
@@ -194,9 +208,18 @@ class Loop:
           f'{best_step} (patience {patience})', flush=True)
     return True
 
-  def save(self, step, finished):
+  def save(self, step, finished, extra=False):
+    """A training checkpoint at `step` and metrics.json. `extra`: a checkpoint outside the
+    `checkpoint_every` schedule (SIGTERM), not counted in the checkpoint's save_counter."""
     self.check_finite(step)
+    # The summaries up to this step reach the disk before the checkpoint a rerun resumes
+    # from: a killed trainer's unflushed ones are not written again.
+    self.writer.flush()
+    self.eval_writer.flush()
+    if extra:
+      self.run.manager.checkpoint.save_counter.assign_add(-1)
     self.run.manager.save(checkpoint_number=step)
+    fault_injection.reach('checkpoint_written')
     run_files.write_metrics(self.model_dir, self.record(step, finished))
 
 
@@ -207,6 +230,11 @@ def train_loop(loop, run_iteration, step, sigterm, training_done):
   export = every.export_classifier
   try:
     while step < length.total_steps and not training_done:
+      if sigterm.requested:  # Before this session's first step: nothing new to save.
+        raise errors.Terminated(
+            f'terminated (SIGTERM) before step {step + 1}; nothing new to save (latest '
+            f'checkpoint: {loop.run.manager.latest_checkpoint or "none yet"}): rerun the same '
+            'command to resume')
       loop.set_learning_rates(step)
       values = run_iteration()
       step += 1
@@ -230,7 +258,7 @@ def train_loop(loop, run_iteration, step, sigterm, training_done):
         break
       if sigterm.requested and not last:
         if not saved:
-          loop.save(step, finished=False)
+          loop.save(step, finished=False, extra=True)
         raise errors.Terminated(
             f'terminated (SIGTERM) at step {step}; checkpoint '
             f'{loop.run.manager.latest_checkpoint} written: rerun the same command to resume')

@@ -34,20 +34,24 @@ def run_data(data):
                               split_seed=data.split_seed)
 
 
-def metrics_record(final, extra, state, step, total_steps, finished):
-  """metrics.json's content: `final` (the latest evaluation), `extra` (other keys of the
-  module doc) and the run state's best and multipliers."""
+def evaluation_record(variables):
+  """{EVALUATION_KEYS: values} of run.RunState's `best` or `final` variables (None for an
+  error not computed, NaN there)."""
   def number(v):
     v = float(v.numpy())
     return None if not math.isfinite(v) else v
+  record = {key: number(variables[key]) for key in EVALUATION_KEYS if key != 'step'}
+  return {'step': int(variables['step'].numpy()), **record}
+
+
+def metrics_record(final, extra, state, step, total_steps, finished):
+  """metrics.json's content: `final` (the latest evaluation), `extra` (other keys of the
+  module doc) and the run state's best and multipliers."""
   out = dict(extra)
   out.update({
       'step': step, 'total_steps': total_steps, 'finished': finished,
       'final': dict(final),
-      'best': {'step': int(state.best['step'].numpy()),
-               'validation_error': number(state.best['validation_error']),
-               'test_error': number(state.best['test_error']),
-               'labeled_error': number(state.best['labeled_error'])},
+      'best': evaluation_record(state.best),
       'multipliers': {k: float(v.numpy()) for k, v in state.multipliers.items()},
   })
   return out

@@ -8,8 +8,9 @@ optimizers here. What each checkpoint directory holds:
   critic), `critic_optimizer`, `generator` and `generator_optimizer` (where the algorithm
   trains a generator), the counters `step`,
   `critic_iteration`, `nonfinite`, `multipliers/lambda_<constraint>`, `best/` (best
-  validation error, its test error, labeled-set error and step) and, with a weight average,
-  `averaged_critic`;
+  validation error, its test error, labeled-set error and step), `final/` (the same of the
+  latest evaluation: metrics.json's `final`, so that a trainer killed between a checkpoint
+  and its metrics.json loses no evaluation) and, with a weight average, `averaged_critic`;
 - best/ (`best_manager`): `critic` = the *evaluated* critic of the best validation step
   (the weight average when the run keeps one, else the trained critic).
 """
@@ -22,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
@@ -53,6 +55,11 @@ class RunState:
                  # The error on the labeled training images at the best step (NaN in a
                  # checkpoint written before it was recorded).
                  'labeled_error': counter('best_labeled_error', tf.float32, np.nan)}
+    # The latest evaluation (step -1: none yet; NaN: an error not computed there).
+    self.final = {'step': counter('final_step', tf.int64, -1),
+                  'validation_error': counter('final_validation_error', tf.float32, np.nan),
+                  'test_error': counter('final_test_error', tf.float32, np.nan),
+                  'labeled_error': counter('final_labeled_error', tf.float32, np.nan)}
 
 
 def run_config_of(model_dir, skip_unknown=True) -> run_config_lib.RunConfig:
@@ -152,17 +159,21 @@ class Run:
     state = self.state
     optional = {'averaged_critic': self.averaged_critic, 'generator': self.generator,
                 'generator_optimizer': self.generator_optimizer}
-    checkpoint = tf.train.Checkpoint(
+    # What a training checkpoint holds, by name.
+    self.checkpointed = dict(
         critic=self.critic, critic_optimizer=self.critic_optimizer, **state.counters,
         multipliers=tf.train.Checkpoint(**state.multipliers),
-        best=tf.train.Checkpoint(**state.best),
+        best=tf.train.Checkpoint(**state.best), final=tf.train.Checkpoint(**state.final),
         **{name: value for name, value in optional.items() if value is not None})
+    checkpoint = tf.train.Checkpoint(**self.checkpointed)
     self.manager = tf.train.CheckpointManager(
         checkpoint, os.path.join(model_dir, run_files.CHECKPOINT_DIR),
         max_to_keep=self.config.loop.keep_checkpoints)
     self.best_manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(critic=self.evaluated_critic),
         os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR), max_to_keep=1)
+    fault_injection.watch_checkpoint_manager(self.manager)
+    fault_injection.watch_checkpoint_manager(self.best_manager)
 
   def checkpoint_path(self, which='latest'):
     """The newest checkpoint of checkpoints/ ('latest') or best/ ('best')."""
@@ -172,6 +183,18 @@ class Run:
       raise errors.UserError(f'no {which} checkpoint in {manager.directory}; train first '
                              '(bin/train) or pick the other checkpoint')
     return manager.latest_checkpoint
+
+  def restore_to_train(self, path):
+    """Restores a training checkpoint to go on training it, asserting that it holds every
+    variable of the run: all but the latest evaluation (`final/`), which a checkpoint
+    written before it was kept lacks (loop.Loop then takes metrics.json's)."""
+    if any(name.startswith('final/') for name, _ in tf.train.list_variables(path)):
+      self.manager.checkpoint.restore(path).assert_existing_objects_matched()
+      return
+    without_final = {k: v for k, v in self.checkpointed.items() if k != 'final'}
+    tf.train.Checkpoint(**without_final).restore(path).assert_existing_objects_matched()
+    self.manager.checkpoint.save_counter.assign(
+        tf.train.load_checkpoint(path).get_tensor('save_counter/.ATTRIBUTES/VARIABLE_VALUE'))
 
   def restore(self, path):
     """Restores every variable a training checkpoint (of checkpoints/) holds."""

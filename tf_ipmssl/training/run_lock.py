@@ -4,14 +4,22 @@ A second trainer on the same directory is refused (two trainers would interleave
 checkpoints and metrics). A lock whose process is gone (a killed trainer) is stale and is
 taken over. A directory that cannot be written (read-only) is not locked: nothing can be
 written there anyway, and a finished run there can still report its result.
+
+The holder also keeps an exclusive flock(2) on the lock file for as long as it holds it; the
+kernel drops it when the process dies, however it dies. Deciding that a lock is stale and
+taking it over happens under that flock, so of two trainers racing for one stale lock only
+one takes it (the other is refused), and a lock file removed or replaced meanwhile is
+noticed (its inode is no longer the path's) and the attempt starts again.
 """
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import socket
 
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 
 LOCK_FILE = 'train.lock'
 
@@ -26,22 +34,68 @@ def _alive(pid):
   return True
 
 
+# The lock files this process holds: their path -> the open descriptor that keeps the flock.
+_held = {}
+
+
 def _holder(path):
   """The lock's {'host', 'pid'}, or None when unreadable (a half-written lock)."""
   try:
     with open(path) as f:
-      return json.load(f)
+      holder = json.load(f)
   except (OSError, ValueError):
     return None
+  return holder if isinstance(holder, dict) else None
 
 
-def _try_create(path):
+def _is_the_path(fd, path):
+  """Whether the open file `fd` is still the file at `path` (not removed or replaced)."""
   try:
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-  except FileExistsError:
+    return os.path.samestat(os.fstat(fd), os.stat(path))
+  except FileNotFoundError:
     return False
-  with os.fdopen(fd, 'w') as f:
-    json.dump({'host': socket.gethostname(), 'pid': os.getpid()}, f)
+
+
+def _in_use(model_dir, path, holder):
+  pid = (holder or {}).get('pid')
+  who = f'PID {pid}, ' if isinstance(pid, int) and _alive(pid) else ''
+  return errors.ConfigError(
+      f'{model_dir} is in use by another trainer ({who}lock {path}); wait for it to '
+      'finish, or use another --model_dir')
+
+
+def _try_take(model_dir, path):
+  """Takes the lock at `path` (the module doc); False when the file changed meanwhile.
+
+  Raises:
+    ConfigError: another trainer holds it.
+  """
+  fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+  try:
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      raise _in_use(model_dir, path, _holder(path)) from None
+    holder = _holder(path)
+    if holder:
+      same_host = holder.get('host') == socket.gethostname()
+      pid = holder.get('pid')
+      if same_host and isinstance(pid, int) and pid != os.getpid() and _alive(pid):
+        raise _in_use(model_dir, path, holder)  # A trainer that holds no flock.
+      if not same_host:
+        raise errors.ConfigError(
+            f'{model_dir} is locked by a trainer on host {holder.get("host")} (PID {pid}, '
+            f'lock {path}); if no trainer runs there, remove the lock')
+      fault_injection.reach('lock_takeover')  # Stale: its trainer is gone.
+    if not _is_the_path(fd, path):
+      os.close(fd)
+      return False
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps({'host': socket.gethostname(), 'pid': os.getpid()}).encode())
+  except BaseException:
+    os.close(fd)
+    raise
+  _held[path] = fd
   return True
 
 
@@ -72,20 +126,9 @@ def acquire(model_dir):
   _check_is_directory(model_dir)
   try:
     os.makedirs(model_dir, exist_ok=True)
-    for _ in range(2):
-      if _try_create(path):
+    for _ in range(10):
+      if _try_take(model_dir, path):
         return path
-      holder = _holder(path) or {}
-      same_host = holder.get('host') == socket.gethostname()
-      if same_host and isinstance(holder.get('pid'), int) and _alive(holder['pid']):
-        raise errors.ConfigError(
-            f'{model_dir} is in use by another trainer (PID {holder["pid"]}, lock {path}); '
-            'wait for it to finish, or use another --model_dir')
-      if holder and not same_host:
-        raise errors.ConfigError(
-            f'{model_dir} is locked by a trainer on host {holder.get("host")} (PID '
-            f'{holder.get("pid")}, lock {path}); if no trainer runs there, remove the lock')
-      os.remove(path)  # Stale: its trainer is gone.
   except OSError as e:
     if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
       return None
@@ -94,12 +137,18 @@ def acquire(model_dir):
 
 
 def release(path):
-  if path is None:
+  """Removes the lock file, then drops its flock (a trainer waiting on this file then finds
+  it removed and starts again on a new one)."""
+  fd = _held.pop(path, None)
+  if fd is None:
     return
-  holder = _holder(path)
-  if holder and holder.get('pid') == os.getpid():
-    with contextlib.suppress(OSError):
-      os.remove(path)
+  try:
+    holder = _holder(path)
+    if holder and holder.get('pid') == os.getpid() and _is_the_path(fd, path):
+      with contextlib.suppress(OSError):
+        os.remove(path)
+  finally:
+    os.close(fd)
 
 
 @contextlib.contextmanager

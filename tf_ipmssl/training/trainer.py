@@ -21,6 +21,7 @@ import keras
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.data import ssl_data
@@ -61,6 +62,7 @@ def train(model_dir, config):
     print(reporting.final_line(metrics['step'], metrics, config.loop.baseline,
                                reporting.run_data(data)), flush=True)
     return metrics
+  run_files.check_writable(model_dir)  # Before anything is repaired or written.
   if resuming:
     _set_aside_damaged_checkpoints(model_dir, metrics)
   strategy, run = _build_run(config, data, model_dir)
@@ -74,7 +76,7 @@ def train(model_dir, config):
   _print_start(config, data, length, strategy, model_dir)
   with termination.on_sigterm() as sigterm:
     step = loop_lib.train_loop(loop, run_iteration, step, sigterm, training_done)
-  return _finish(loop, step)
+    return _finish(loop, step)  # SIGTERM here: the export completes (termination.py).
 
 
 def _check_data(config, data):
@@ -99,7 +101,7 @@ def _restore(run, resuming, model_dir, total_steps, metrics):
   """Restores the latest checkpoint when resuming; returns the step to continue from."""
   if resuming:
     latest = run.manager.latest_checkpoint
-    run.manager.checkpoint.restore(latest).assert_existing_objects_matched()
+    run.restore_to_train(latest)
     logging.info('Resumed from %s', latest)
     print(f'Resuming from {latest}', flush=True)
   step = int(run.state.counters['step'].numpy())
@@ -143,6 +145,7 @@ def _print_start(config, data, length, strategy, model_dir):
 def _finish(loop, step):
   """Exports the selected classifier, writes the final metrics.json and the result line."""
   run, config = loop.run, loop.config
+  fault_injection.reach('training_done')
   exported = None
   if config.loop.export_classifier:
     exported = _export_selected_classifier(run, loop.data, loop.model_dir, step)
