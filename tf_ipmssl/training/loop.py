@@ -230,7 +230,7 @@ def train_loop(loop, run_iteration, step, sigterm, training_done):
   export = every.export_classifier
   try:
     while step < length.total_steps and not training_done:
-      if sigterm.requested:  # Before this session's first step: nothing new to save.
+      if sigterm.requested:  # Before this process's first step: nothing new to save.
         raise errors.Terminated(
             f'terminated (SIGTERM) before step {step + 1}; nothing new to save (latest '
             f'checkpoint: {loop.run.manager.latest_checkpoint or "none yet"}): rerun the same '
