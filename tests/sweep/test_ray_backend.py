@@ -160,8 +160,8 @@ def _table_files(tables_dir):
       content = f.read()
     if name == 'runs.csv':
       rows = [line.split(',') for line in content.decode().splitlines()]
-      assert rows[0][-1] == 'wall_seconds'
-      content = '\n'.join(','.join(row[:-1]) for row in rows).encode()
+      wall = rows[0].index('wall_seconds')
+      content = '\n'.join(','.join(row[:wall] + row[wall + 1:]) for row in rows).encode()
     files[name] = content
   return files
 
