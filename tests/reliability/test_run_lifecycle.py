@@ -153,3 +153,34 @@ def test_a_checkpoint_written_before_the_latest_evaluation_was_kept_resumes(
       run.manager.checkpoint.save_counter.numpy())
   for before, after in zip(run.critic.weights, resumed.critic.weights):
     assert (before.numpy() == after.numpy()).all(), before.name
+
+
+def test_a_checkpoint_written_before_the_labeled_error_was_recorded_resumes(
+    finished_run, tmp_path):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  run = runs.restore_run(finished_run)
+  run.restore(run.manager.latest_checkpoint)
+  # The same checkpoint as the trainer wrote it when it kept final/ but no labeled error.
+  def without_labeled_error(part):
+    return tf.train.Checkpoint(**{k: v for k, v in part.items() if k != 'labeled_error'})
+  legacy = tf.train.Checkpoint(**dict(run.checkpointed, best=without_labeled_error(run.state.best),
+                                      final=without_labeled_error(run.state.final)))
+  legacy.save_counter.assign(run.manager.checkpoint.save_counter)
+  path = legacy.write(str(tmp_path / 'legacy' / 'ckpt-4'))
+  names = [n for n, _ in tf.train.list_variables(path)]
+  assert any(n.startswith('final/') for n in names)
+  assert not any('labeled_error' in n for n in names)
+
+  resumed = runs.restore_run(finished_run)
+  resumed.restore_to_train(path)
+  assert np.isnan(resumed.state.best['labeled_error'].numpy())  # Not known: stays NaN.
+  assert np.isnan(resumed.state.final['labeled_error'].numpy())
+  for key in ('step', 'validation_error', 'test_error'):  # What it holds is restored.
+    assert resumed.state.final[key].numpy() == run.state.final[key].numpy(), key
+    assert resumed.state.best[key].numpy() == run.state.best[key].numpy(), key
+  assert int(resumed.state.counters['step'].numpy()) == 4
+  assert int(resumed.manager.checkpoint.save_counter.numpy()) == int(
+      run.manager.checkpoint.save_counter.numpy())
+  for before, after in zip(run.critic.weights, resumed.critic.weights):
+    assert (before.numpy() == after.numpy()).all(), before.name

@@ -186,15 +186,15 @@ class Run:
 
   def restore_to_train(self, path):
     """Restores a training checkpoint to go on training it, asserting that it holds every
-    variable of the run: all but the latest evaluation (`final/`), which a checkpoint
-    written before it was kept lacks (loop.Loop then takes metrics.json's)."""
-    if any(name.startswith('final/') for name, _ in tf.train.list_variables(path)):
-      self.manager.checkpoint.restore(path).assert_existing_objects_matched()
-      return
-    without_final = {k: v for k, v in self.checkpointed.items() if k != 'final'}
-    tf.train.Checkpoint(**without_final).restore(path).assert_existing_objects_matched()
-    self.manager.checkpoint.save_counter.assign(
-        tf.train.load_checkpoint(path).get_tensor('save_counter/.ATTRIBUTES/VARIABLE_VALUE'))
+    variable training depends on. What the run only observes may be missing from a
+    checkpoint written before it was kept: the latest evaluation (`final/`; loop.Loop then
+    takes metrics.json's) and the labeled-set error at the best step (then NaN)."""
+    def without_labeled_error(part):
+      return tf.train.Checkpoint(**{k: v for k, v in part.items() if k != 'labeled_error'})
+    required = dict(self.checkpointed, best=without_labeled_error(self.state.best))
+    del required['final']
+    tf.train.Checkpoint(**required).restore(path).assert_existing_objects_matched()
+    self.manager.checkpoint.restore(path).expect_partial()
 
   def restore(self, path):
     """Restores every variable a training checkpoint (of checkpoints/) holds."""
