@@ -1,17 +1,14 @@
 """A finished run's hyperparameters and metrics, as a real TensorBoard's HParams dashboard
 serves them: a TensorBoard on localhost over a root of two runs lists both with their values."""
-import contextlib
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 
 import pytest
 
+from tests import local_server
 from tests.training import runs
 from tf_ipmssl import run_files
 from tf_ipmssl.training import hparams
@@ -64,31 +61,6 @@ def test_the_trainer_writes_the_session(sweep_root):
   assert len(listing) == 1 and 'tfevents' in listing[0]
 
 
-def _free_port():
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def _tensorboard(logdir):
-  """A TensorBoard on localhost over logdir; yields its URL; stopped by its PID."""
-  port = _free_port()
-  process = subprocess.Popen(
-      [sys.executable, '-m', 'tensorboard.main', f'--logdir={logdir}', '--host=127.0.0.1',
-       f'--port={port}', '--load_fast=false', '--reload_interval=1'],
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  try:
-    yield f'http://127.0.0.1:{port}'
-  finally:
-    process.terminate()
-    try:
-      process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-      process.kill()
-      process.wait()
-
-
 def _post(url, body):
   request = urllib.request.Request(url, data=json.dumps(body).encode(),
                                    headers={'Content-Type': 'application/json'})
@@ -116,7 +88,7 @@ def _session_groups(url, deadline=90):
 def test_tensorboard_lists_the_runs_with_their_values(sweep_root):
   trained = run_files.read_json(os.path.join(sweep_root, 'cell', 'seed_0'),
                                 run_files.METRICS_FILE)
-  with _tensorboard(sweep_root) as url:
+  with local_server.tensorboard(sweep_root, '--reload_interval=1') as url:
     groups = _session_groups(url)
     experiment = _post(url + '/data/plugin/hparams/experiment', {'experimentName': ''})
   columns = {h['name'] for h in experiment['hparamInfos']}

@@ -10,10 +10,14 @@ by their PIDs. Chromium is driven over its DevTools pipe (no extra package).
 import base64
 import json
 import os
-import socket
+import pathlib
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
+
+from tests import local_server  # pylint: disable=g-import-not-at-top
 
 COLUMNS = ('cell', 'constraints', 'formulation', 'seed')
 METRICS = ('test_error', 'wall_seconds')
@@ -79,51 +83,35 @@ class DevTools:
         return reply['result']
 
 
-def _stop(process):
-  process.terminate()
-  try:
-    process.wait(timeout=20)
-  except subprocess.TimeoutExpired:
-    process.kill()
-    process.wait()
-
-
 def main(logdir, out, width=2000, height=1400):
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-  board = subprocess.Popen(
-      [sys.executable, '-m', 'tensorboard.main', f'--logdir={logdir}', '--host=127.0.0.1',
-       f'--port={port}', '--load_fast=false'],
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   chrome = None
-  try:
-    time.sleep(10)  # TensorBoard loads the logdir.
-    chrome = DevTools(['chromium', '--headless', '--no-sandbox', '--disable-gpu',
-                       '--disable-background-networking', '--disable-dev-shm-usage',
-                       '--hide-scrollbars', f'--window-size={width},{height}'])
-    target = chrome.call('Target.createTarget', url=f'http://127.0.0.1:{port}/#hparams')
-    session = chrome.call('Target.attachToTarget', targetId=target['targetId'],
-                          flatten=True)['sessionId']
-    chrome.call('Emulation.setDeviceMetricsOverride', session, width=width, height=height,
-                deviceScaleFactor=1, mobile=False)
-    script = SCRIPT % {'columns': json.dumps(COLUMNS), 'metrics': json.dumps(METRICS)}
-    for _ in range(60):
-      time.sleep(1)
-      result = chrome.call('Runtime.evaluate', session, expression=script)
-      if result['result'].get('value', -1) > 0:
-        break
-    else:
-      raise RuntimeError('the HParams dashboard did not load')
-    time.sleep(5)  # The table re-queries the session groups.
-    shot = chrome.call('Page.captureScreenshot', session, format='png')
-    with open(out, 'wb') as f:
-      f.write(base64.b64decode(shot['data']))
-    print(f'wrote {out}')
-  finally:
-    if chrome:
-      _stop(chrome.process)
-    _stop(board)
+  with local_server.tensorboard(logdir) as url:
+    try:
+      time.sleep(10)  # TensorBoard loads the logdir.
+      chrome = DevTools(['chromium', '--headless', '--no-sandbox', '--disable-gpu',
+                         '--disable-background-networking', '--disable-dev-shm-usage',
+                         '--hide-scrollbars', f'--window-size={width},{height}'])
+      target = chrome.call('Target.createTarget', url=f'{url}/#hparams')
+      session = chrome.call('Target.attachToTarget', targetId=target['targetId'],
+                            flatten=True)['sessionId']
+      chrome.call('Emulation.setDeviceMetricsOverride', session, width=width, height=height,
+                  deviceScaleFactor=1, mobile=False)
+      script = SCRIPT % {'columns': json.dumps(COLUMNS), 'metrics': json.dumps(METRICS)}
+      for _ in range(60):
+        time.sleep(1)
+        result = chrome.call('Runtime.evaluate', session, expression=script)
+        if result['result'].get('value', -1) > 0:
+          break
+      else:
+        raise RuntimeError('the HParams dashboard did not load')
+      time.sleep(5)  # The table re-queries the session groups.
+      shot = chrome.call('Page.captureScreenshot', session, format='png')
+      with open(out, 'wb') as f:
+        f.write(base64.b64decode(shot['data']))
+      print(f'wrote {out}')
+    finally:
+      if chrome:
+        local_server.stop(chrome.process)
 
 
 if __name__ == '__main__':
