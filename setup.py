@@ -38,8 +38,9 @@ setuptools.setup(
         "cpu": ["tensorflow-cpu>=2.16"],
         # TensorFlow with the CUDA libraries it needs, from PyPI (BUILD.md, "GPU").
         "gpu": ["tensorflow[and-cuda]>=2.16"],
-        # The tests start a two-node Ray cluster on this machine for the ray backend.
-        "test": ["pytest>=7", "ray>=2.9"],
+        # The tests start a two-node Ray cluster on this machine for the ray backend;
+        # pytest.ini runs them in two processes (pytest-xdist).
+        "test": ["pytest>=7", "pytest-xdist>=3", "ray>=2.9"],
         "plots": ["matplotlib>=3.7"],
         # bin/sweep --backend=ray (docs/cluster.md).
         "ray": ["ray>=2.9"],
