@@ -77,6 +77,25 @@ def test_a_fitted_labeled_set_refutes_the_mechanism(claims, tmp_path):
   assert verdict == 'does not hold', line
 
 
+def test_the_mechanism_is_undecided_on_one_seed(claims, tmp_path):
+  """One seed decides no pair, so neither the fit nor the mechanism: a classifier-free cell
+  above the fit threshold on one seed leaves it undecided."""
+  root = str(tmp_path / 'sweep')
+  for cell_id in claims.GRADIENT_NORM_ON_F:
+    _write(root, cell_id, [40.0], labeled=(12.0,))
+  for cell_id in claims.CLASSIFIER_FREE:
+    _write(root, cell_id, [20.0], labeled=(15.0,))
+  verdict, line = claims.mechanism(claims.sweep_results(root))
+  assert verdict == 'undecided', line
+  assert 'fit, ≤ 10%: no' in line  # What one seed shows is still reported.
+  for cell_id in claims.GRADIENT_NORM_ON_F:  # Two seeds everywhere: now decided.
+    _write(root, cell_id, [40.0, 41.0], labeled=(12.0, 13.0))
+  for cell_id in claims.CLASSIFIER_FREE:
+    _write(root, cell_id, [20.0, 21.0], labeled=(15.0, 14.0))
+  verdict, line = claims.mechanism(claims.sweep_results(root))
+  assert verdict == 'does not hold', line
+
+
 def test_overall_verdict(claims):
   assert claims.overall(['holds', 'holds']) == 'holds'
   assert claims.overall(['holds', 'within noise']) == 'partly'

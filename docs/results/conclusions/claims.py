@@ -139,7 +139,8 @@ def mechanism(results):
   the labeled-set error at the best validation step. Holds when the three classifier-free
   cells fit their labels (mean ≤ FITS) and each gradient-norm-on-f cell keeps a higher
   labeled error than each of them (the pairs' claim holds); does not hold when every cell
-  fits its labels."""
+  fits its labels. Like every pair, the fit is judged on two seeds or more: while a pair is
+  undecided, so is the mechanism."""
   title = '- **Mechanism (underfitting of the labeled set)**'
   labeled = {cell_id: claims.labeled_errors(results[cell_id])
              for cell_id in GRADIENT_NORM_ON_F + CLASSIFIER_FREE}
@@ -151,10 +152,11 @@ def mechanism(results):
   fits = all(v <= FITS for v in fit.values())
   verdict, checks = claims.check_claim(
       labeled, list(itertools.product(GRADIENT_NORM_ON_F, CLASSIFIER_FREE)))
-  if not fits:
-    verdict = claims.PARTLY if verdict == claims.HOLDS else claims.DOES_NOT_HOLD
-  if all(labeled[c].mean <= FITS for c in GRADIENT_NORM_ON_F):
-    verdict = claims.DOES_NOT_HOLD  # Every cell fits its labels: no underfitting to explain.
+  if verdict != claims.UNDECIDED:
+    if not fits:
+      verdict = claims.PARTLY if verdict == claims.HOLDS else claims.DOES_NOT_HOLD
+    if all(labeled[c].mean <= FITS for c in GRADIENT_NORM_ON_F):
+      verdict = claims.DOES_NOT_HOLD  # Every cell fits its labels: no underfitting to explain.
   fit_text = ', '.join(f'{c.split("/")[1]} {v:.2f}%' for c, v in fit.items())
   high_text = ', '.join(f'{c.split("/")[1]} {labeled[c].mean:.2f}%' for c in GRADIENT_NORM_ON_F)
   return verdict, (f'{title}: {verdict} — labeled-set error at the best validation step, '
