@@ -20,6 +20,7 @@ import pytest
 import ray
 import tensorflow as tf
 
+from tests import local_server
 from tests.training import runs as train_runs
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
@@ -34,12 +35,6 @@ SWEEP = str(cells_lib.REPO_ROOT / 'bin' / 'sweep')
 CELLS = ('table2/cifar10_fisher_f', 'table2/cifar10_fisher_fneg')
 STEPS = 8
 FAKE_TRAIN = (sys.executable, os.path.join(os.path.dirname(__file__), 'fake_train.py'))
-
-
-def _free_port():
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
 
 
 def _processes_of(sessions, marker):
@@ -86,7 +81,7 @@ def cluster():
   """
   # Ray's unix sockets live under the temp dir: its path must be short.
   temp_dir = tempfile.mkdtemp(prefix='rt', dir='/tmp')
-  port = _free_port()
+  port = local_server.free_port()
   address = f'127.0.0.1:{port}'
   common = ['--num-cpus=1', '--node-ip-address=127.0.0.1', '--disable-usage-stats',
             '--object-store-memory=80000000']
@@ -97,7 +92,7 @@ def cluster():
     try:
       for arguments in (['--head', f'--port={port}', f'--temp-dir={temp_dir}',
                          '--include-dashboard=false',
-                         f'--ray-client-server-port={_free_port()}'],
+                         f'--ray-client-server-port={local_server.free_port()}'],
                         [f'--address={address}']):
         # Its own session: every Ray process it leaves running can be found and killed.
         process = subprocess.Popen([RAY, 'start', *arguments, *common],

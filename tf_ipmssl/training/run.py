@@ -194,7 +194,7 @@ class Run:
     required = dict(self.checkpointed, best=without_labeled_error(self.state.best))
     del required['final']
     tf.train.Checkpoint(**required).restore(path).assert_existing_objects_matched()
-    self.manager.checkpoint.restore(path).expect_partial()
+    self.restore(path)  # Also what the run observes, where the checkpoint has it.
 
   def restore(self, path):
     """Restores every variable a training checkpoint (of checkpoints/) holds."""
