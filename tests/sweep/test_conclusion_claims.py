@@ -88,6 +88,11 @@ def test_the_mechanism_is_undecided_on_one_seed(claims, tmp_path):
   verdict, line = claims.mechanism(claims.sweep_results(root))
   assert verdict == 'undecided', line
   assert 'fit, ≤ 10%: no' in line  # What one seed shows is still reported.
+  # One pair decided (reversed), the others not: the pairs' verdict stands.
+  _write(root, claims.GRADIENT_NORM_ON_F[0], [40.0, 41.0], labeled=(12.0, 13.0))
+  _write(root, claims.CLASSIFIER_FREE[0], [20.0, 21.0], labeled=(15.0, 14.0))
+  verdict, line = claims.mechanism(claims.sweep_results(root))
+  assert verdict == 'does not hold so far', line
   for cell_id in claims.GRADIENT_NORM_ON_F:  # Two seeds everywhere: now decided.
     _write(root, cell_id, [40.0, 41.0], labeled=(12.0, 13.0))
   for cell_id in claims.CLASSIFIER_FREE:
