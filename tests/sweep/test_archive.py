@@ -41,7 +41,8 @@ def test_save_then_restore_into_a_lost_root(tmp_path):
   assert archive.save(run, store)
   kept = archive.archived_dir(run, store)
   assert kept == os.path.join(store, 'table2', 'cifar10_fisher_f', 'seed_0')
-  assert sorted(os.listdir(kept)) == ['dataset.json', 'metrics.json', 'operative_config.gin',
+  assert sorted(os.listdir(kept)) == [tables_lib.ARCHIVED_ON_FILE, 'dataset.json',
+                                      'metrics.json', 'operative_config.gin',
                                       archive.RUN_FILE]
   with open(os.path.join(kept, archive.RUN_FILE)) as f:
     assert json.load(f) == {'cell': CELL.id, 'seed': 0,
@@ -171,3 +172,111 @@ def test_bin_sweep_continues_from_the_archive_alone(tmp_path):
   same = subprocess.run([sys.executable, SWEEP, *flags[:3], f'--root={store}',
                          f'--archive={store}'], capture_output=True, text=True, timeout=120)
   assert same.returncode == 1 and 'another directory than --root' in same.stderr
+
+
+def _eval_scalars(model_dir, content=b'\x00scalars\xff'):
+  """An eval/ event file as the trainer writes it (any bytes: the archive copies them)."""
+  os.makedirs(os.path.join(model_dir, 'eval'), exist_ok=True)
+  path = os.path.join(model_dir, 'eval', 'events.out.tfevents.1.host.1.v2')
+  with open(path, 'wb') as f:
+    f.write(content)
+  return path
+
+
+def test_the_record_keeps_eval_scalars_and_the_cpu_that_saw_the_run_finish(tmp_path):
+  from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top
+  root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
+  run = _finished_run(root, 0, 21.5)
+  events = _eval_scalars(run.model_dir)
+  os.makedirs(os.path.join(run.model_dir, 'train'))  # Images and training scalars: left.
+  archive.save(run, store)
+  kept = archive.archived_dir(run, store)
+  assert sorted(os.listdir(kept)) == [tables_lib.ARCHIVED_ON_FILE, 'dataset.json', 'eval',
+                                      'metrics.json', 'operative_config.gin',
+                                      archive.RUN_FILE]
+  assert _read(os.path.join(kept, 'eval'), os.path.basename(events)) == _read(
+      os.path.dirname(events), os.path.basename(events))
+  with open(os.path.join(kept, tables_lib.ARCHIVED_ON_FILE)) as f:
+    assert json.load(f) == {'cpu': cpu_info.description()}
+  assert tables_lib.collect_cell(store, CELL).runs[0].cpu == cpu_info.description()[
+      'model_name']
+  (again,) = plan_lib.make_plan([CELL], (0,), str(tmp_path / 'fresh'))
+  assert archive.restore(again, store)
+  assert os.listdir(os.path.join(again.model_dir, 'eval')) == [os.path.basename(events)]
+  assert tables_lib.collect_cell(str(tmp_path / 'fresh'), CELL).runs[0].cpu == (
+      cpu_info.description()['model_name'])
+
+
+def test_a_run_that_names_its_cpu_gets_no_archived_on_file(tmp_path):
+  root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
+  run = _finished_run(root, 0, 21.5)
+  with open(os.path.join(run.model_dir, 'versions.json'), 'w') as f:
+    json.dump({'numerics': {'cpu': {'model_name': 'Some CPU', 'signature': 's'}}}, f)
+  archive.save(run, store)
+  kept = archive.archived_dir(run, store)
+  assert tables_lib.ARCHIVED_ON_FILE not in os.listdir(kept)
+  assert tables_lib.collect_cell(store, CELL).runs[0].cpu == 'Some CPU'
+
+
+def _recordless_rows(store, rows):
+  """The archive's runs_without_record.csv with (cell, seed, test error) rows."""
+  os.makedirs(store, exist_ok=True)
+  with open(os.path.join(store, tables_lib.RECORDLESS_ROWS_FILE), 'w') as f:
+    f.write('cell,seed,test_error,paper_error,dataset,labels,steps,wall_seconds,'
+            'labeled_error,final_labeled_error,cpu,record\n')
+    for cell_id, seed, error in rows:
+      f.write(f'{cell_id},{seed},{error:.4f},17.49,fashion_mnist,100,900,1000,0.00,3.00,'
+              'Old CPU,no\n')
+
+
+def test_a_run_standing_as_a_row_counts_as_finished_and_is_never_trained(tmp_path):
+  root, store = str(tmp_path / 'lost'), str(tmp_path / 'archive')
+  archive.save(_finished_run(root, 0, 17.0), store)
+  _recordless_rows(store, [(CELL.id, 1, 23.25)])
+  result = tables_lib.collect_cell(store, CELL)
+  assert result.seeds == (0, 1) and result.errors == (17.0, 23.25)
+  assert [r.has_record for r in result.runs] == [True, False]
+  assert result.runs[1].final_labeled_error == 3.0 and result.runs[1].cpu == 'Old CPU'
+  rows = tables_lib.runs_csv({CELL.id: result}).splitlines()
+  assert rows[0].endswith(',cpu,record') and rows[1].endswith(',yes')
+  assert rows[2].endswith(',Old CPU,no')
+  fresh = str(tmp_path / 'fresh')
+  runs = plan_lib.make_plan([CELL], (0, 1), fresh)
+  assert [archive.recordless(r, store) for r in runs] == [False, True]
+  assert archive.sync(runs, store) == (0, 1)  # Seed 0 restored; seed 1 stays a row.
+  assert not os.path.exists(runs[1].model_dir)
+
+  flags = ['--cells=table2/cifar10_fisher_f', '--seeds=2', f'--root={str(tmp_path / "new")}',
+           f'--archive={store}']
+  dry = subprocess.run([sys.executable, SWEEP, *flags, '--dry_run'], capture_output=True,
+                       text=True, timeout=120, check=True)
+  assert 'table2/cifar10_fisher_f seed 1 [row without record]: ' in dry.stdout
+  result = subprocess.run([sys.executable, SWEEP, *flags], capture_output=True, text=True,
+                          timeout=120, check=True)
+  assert '1 run(s) stand as rows of its runs_without_record.csv' in result.stdout
+  assert '1 run(s): 0 trained, 1 already finished, 0 failed' in result.stdout
+  assert not os.path.exists(plan_lib.run_dir(str(tmp_path / 'new'), CELL, 1))
+  tabulated = subprocess.run([sys.executable, SWEEP, '--cells=table2/cifar10_fisher_f',
+                              f'--root={store}', '--tables_only', '--noplots'],
+                             capture_output=True, text=True, timeout=120, check=True)
+  assert "| Ω_F(f) | 20.12 ± 4.42 (n=2) |" in tabulated.stdout
+
+
+def test_runs_train_with_the_train_checkout_s_bin_train(tmp_path):
+  checkout = tmp_path / 'checkout'
+  (checkout / 'bin').mkdir(parents=True)
+  with open(FAKE_TRAIN[1]) as f:
+    (checkout / 'bin' / 'train').write_text(f.read())
+  root = str(tmp_path / 'root')
+  (run,) = plan_lib.make_plan([CELL], (0,), root)
+  (outcome,) = runner.run_plan([run], root, report=lambda _: None, checkout=str(checkout))
+  assert outcome.status == runner.SUCCEEDED
+  with open(os.path.join(run.model_dir, 'calls.txt')) as f:
+    assert json.loads(f.read())[0] == f'--model_dir={run.model_dir}'
+  refused = subprocess.run([sys.executable, SWEEP, '--cells=table2/cifar10_fisher_f',
+                            '--seeds=1', f'--root={root}', f'--train_checkout={checkout}'],
+                           capture_output=True, text=True, timeout=120)
+  assert refused.returncode == 1
+  assert refused.stderr.strip().splitlines() == [
+      f'error: --train_checkout={checkout} lacks gin/table2/cifar10_fisher_f.gin: give a '
+      'tf_ipmssl checkout (e.g. git worktree add --detach DIR COMMIT)']

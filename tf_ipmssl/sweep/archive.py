@@ -3,8 +3,11 @@
 A sweep root holds checkpoints, summaries and logs, often on a scratch disk that a job or a
 machine does not keep. With an archive (`bin/sweep --archive=DIR`) each finished run's
 record — its results (metrics.json), its data (dataset.json), its configuration and
-versions — is copied to DIR/<cell id>/seed_<s>/ as soon as it finishes, beside the
-sweep's own identity of the run (sweep_run.json: cell, seed, gin files and bindings).
+versions, and its evaluation curves (the TensorBoard scalars of eval/; a few KB) — is
+copied to DIR/<cell id>/seed_<s>/ as soon as it finishes, beside the sweep's own identity
+of the run (sweep_run.json: cell, seed, gin files and bindings). A run whose versions.json
+does not name its CPU (trainers of an earlier layout) gets the CPU of the machine that saw
+it finish in archived_on.json.
 Before a sweep starts, each run missing from ROOT whose finished record is archived is
 restored from it, so a sweep restarted on a fresh disk skips what it has trained already.
 
@@ -12,19 +15,28 @@ DIR has ROOT's layout, so `bin/sweep --tables_only --root=DIR` builds the tables
 archive alone. A record is only ever written for a run whose identity matches the archived
 one: an archive holding the same cell and seed trained with other gin files or bindings is
 refused with a message, never overwritten or mixed into the tables.
+
+A run whose record was lost can still stand in an archive as one row of
+DIR/runs_without_record.csv (runs.csv's columns, tables.RECORDLESS_ROWS_FILE): the sweep
+counts it finished and never trains it again, and the tables read the row.
 """
 import os
+import shutil
 from typing import Sequence, Tuple
 
 from tf_ipmssl import errors
 from tf_ipmssl import run_files
 from tf_ipmssl.sweep import plan as plan_lib
+from tf_ipmssl.sweep import tables as tables_lib
 
 RUN_FILE = 'sweep_run.json'
 # metrics.json last: a copy cut short leaves no finished record behind.
 RECORD_FILES = (run_files.CONFIG_FILE, run_files.RUN_CONFIG_FILE,
                 run_files.OPERATIVE_CONFIG_FILE, run_files.VERSIONS_FILE,
-                run_files.DATASET_FILE, run_files.METRICS_FILE)
+                tables_lib.ARCHIVED_ON_FILE, run_files.DATASET_FILE, run_files.METRICS_FILE)
+# Folders copied whole, before metrics.json: the evaluations' TensorBoard scalars (the
+# trainer writes its images and the training scalars to train/, which stays behind).
+RECORD_DIRS = ('eval',)
 
 
 def identity(run: plan_lib.Run) -> dict:
@@ -37,9 +49,23 @@ def archived_dir(run: plan_lib.Run, archive: str) -> str:
   return plan_lib.run_dir(archive, run.cell, run.seed)
 
 
+def _copy_binary(source: str, target: str):
+  """`source` to `target` whole: a reader sees no part of it (a copy, then a rename)."""
+  shutil.copyfile(source, target + '.tmp')
+  os.replace(target + '.tmp', target)
+
+
 def _copy(source_dir: str, target_dir: str):
-  """The record files that exist in source_dir, each written whole (run_files.write_text)."""
+  """The record files and folders that exist in source_dir, each file written whole;
+  metrics.json last."""
   os.makedirs(target_dir, exist_ok=True)
+  for folder in RECORD_DIRS:
+    source = os.path.join(source_dir, folder)
+    if os.path.isdir(source):
+      os.makedirs(os.path.join(target_dir, folder), exist_ok=True)
+      for name in sorted(os.listdir(source)):
+        if os.path.isfile(os.path.join(source, name)):
+          _copy_binary(os.path.join(source, name), os.path.join(target_dir, folder, name))
   for name in RECORD_FILES:
     source = os.path.join(source_dir, name)
     if os.path.exists(source):
@@ -73,8 +99,22 @@ def save(run: plan_lib.Run, archive: str) -> bool:
   new = not run_files.finished(target)
   os.makedirs(target, exist_ok=True)
   run_files.write_json(target, RUN_FILE, identity(run))
+  if tables_lib.cpu_of(run.model_dir) is None and not os.path.exists(
+      os.path.join(target, tables_lib.ARCHIVED_ON_FILE)):
+    run_files.write_json(target, tables_lib.ARCHIVED_ON_FILE, {'cpu': _this_cpu()})
   _copy(run.model_dir, target)
   return new
+
+
+def _this_cpu() -> dict:
+  """This machine's CPU as versions.json names it (model name and kernels' signature)."""
+  from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top
+  return cpu_info.description()
+
+
+def recordless(run: plan_lib.Run, archive: str) -> bool:
+  """Whether the archive's runs_without_record.csv stands for this run (cell and seed)."""
+  return run.seed in tables_lib.recordless_seeds(archive, run.cell.id)
 
 
 def restore(run: plan_lib.Run, archive: str) -> bool:
@@ -93,6 +133,8 @@ def sync(runs: Sequence[plan_lib.Run], archive: str) -> Tuple[int, int]:
   archived run that ROOT lacks. Returns (archived, restored) counts."""
   archived = restored = 0
   for run in runs:
+    if recordless(run, archive) and not run_files.finished(archived_dir(run, archive)):
+      continue  # Stands as a row; bin/sweep leaves it out of the plan.
     if run_files.finished(run.model_dir):
       if not run_files.finished(archived_dir(run, archive)):
         archived += save(run, archive)

@@ -70,8 +70,9 @@ def _append_jsonl(path: str, record: dict):
     f.write(json.dumps(record) + '\n')
 
 
-def _environment(threads: Optional[int] = None) -> dict:
-  """The runs' environment; `threads`: TensorFlow threads per run (None: TF's default)."""
+def _environment(threads: Optional[int] = None, checkout: Optional[str] = None) -> dict:
+  """The runs' environment; `threads`: TensorFlow threads per run (None: TF's default);
+  `checkout`: the tf_ipmssl checkout whose bin/train runs (None: this one)."""
   env = dict(os.environ)
   env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   if threads is not None:
@@ -79,7 +80,7 @@ def _environment(threads: Optional[int] = None) -> dict:
     env.setdefault('TF_NUM_INTEROP_THREADS', str(threads))
   # bin/train finds the package from its own location; this covers a non-installed copy.
   env['PYTHONPATH'] = os.pathsep.join(
-      p for p in (str(cells_lib.REPO_ROOT), env.get('PYTHONPATH')) if p)
+      p for p in (checkout or str(cells_lib.REPO_ROOT), env.get('PYTHONPATH')) if p)
   return env
 
 
@@ -112,8 +113,13 @@ def _killed_with_parent():
 
 
 def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
-            threads: Optional[int] = None, die_with_parent: bool = False) -> Outcome:
+            threads: Optional[int] = None, die_with_parent: bool = False,
+            checkout: Optional[str] = None) -> Outcome:
   """Trains (or resumes) one run to completion in a subprocess; never raises on failure.
+
+  The command runs from `checkout` (default: this repository), so its relative bin/train
+  and gin files are that checkout's: `bin/sweep --train_checkout` trains a long sweep with
+  one commit's code while this checkout changes.
 
   With `die_with_parent`, the subprocess is killed when the calling process dies (call it
   from a thread that lives as long as the run: Linux ties this to the creating thread).
@@ -129,8 +135,8 @@ def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
     log.flush()
     try:
       returncode = subprocess.call(run.command(program), stdout=log, stderr=subprocess.STDOUT,
-                                   cwd=str(cells_lib.REPO_ROOT),
-                                   env=_environment(threads),
+                                   cwd=checkout or str(cells_lib.REPO_ROOT),
+                                   env=_environment(threads, checkout),
                                    preexec_fn=_killed_with_parent() if die_with_parent
                                    else None)
     except OSError as e:  # The program itself could not be started.
@@ -145,10 +151,11 @@ def run_one(run: plan_lib.Run, program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
 def run_plan(runs: Sequence[plan_lib.Run], root: str,
              program: Sequence[str] = plan_lib.TRAIN_PROGRAM,
              report: Callable[[str], None] = print, workers: int = 1,
-             archive: Optional[str] = None) -> List[Outcome]:
-  """Runs every run, `workers` at a time, in plan order; reports each outcome with
-  `report`, logs it under root and archives each run that finishes into `archive` (if
-  given). Returns the outcomes in plan order.
+             archive: Optional[str] = None,
+             checkout: Optional[str] = None) -> List[Outcome]:
+  """Runs every run, `workers` at a time, in plan order (from `checkout`, see run_one);
+  reports each outcome with `report`, logs it under root and archives each run that
+  finishes into `archive` (if given). Returns the outcomes in plan order.
   """
   if workers < 1:
     raise ValueError(f'workers must be at least 1, got {workers}')
@@ -162,7 +169,7 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
       verb = 'resuming' if state == PARTIAL else 'starting'
       with lock:
         report(f'{prefix}: {verb} (log: {log_path(run)})')
-    outcome = run_one(run, program, threads)
+    outcome = run_one(run, program, threads, checkout=checkout)
     with lock:
       report(describe(prefix, outcome))
       record(root, outcome, archive)

@@ -24,6 +24,14 @@ from tf_ipmssl import run_files
 from tf_ipmssl.sweep import plan as plan_lib
 
 
+# In an archive's run directory: the CPU of the machine that saw the run finish, for a run
+# whose versions.json does not name its own (sweep/archive.py).
+ARCHIVED_ON_FILE = 'archived_on.json'
+# At the top of a root or archive: runs whose record was lost, one runs.csv row each; they
+# count as finished runs of their cells (sweep/archive.py).
+RECORDLESS_ROWS_FILE = 'runs_without_record.csv'
+
+
 @dataclasses.dataclass(frozen=True)
 class RunResult:
   """One finished run: its seed, reported test error (%) and where it came from."""
@@ -39,6 +47,8 @@ class RunResult:
   labeled_error: Optional[float] = None
   final_labeled_error: Optional[float] = None
   cpu: Optional[str] = None  # The CPU it trained on (versions.json; None if not recorded).
+  # False for a run that stands only as a row of RECORDLESS_ROWS_FILE.
+  has_record: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +148,8 @@ def _seed_of(model_dir: str) -> int:
 
 def collect_cell(root: str, cell: cells_lib.Cell,
                  seeds: Optional[Sequence[int]] = None) -> CellResult:
-  """The finished runs of `cell` under root (all seed_* directories, or only `seeds`)."""
+  """The finished runs of `cell` under root (all seed_* directories, or only `seeds`),
+  and the rows of root's RECORDLESS_ROWS_FILE for seeds without a directory."""
   pattern = os.path.join(root, *cell.id.split('/'), f'{plan_lib.SEED_DIR_PREFIX}*')
   model_dirs = sorted((d for d in glob.glob(pattern) if os.path.isdir(d)), key=_seed_of)
   if seeds is not None:
@@ -156,8 +167,26 @@ def collect_cell(root: str, cell: cells_lib.Cell,
                           wall_seconds=_wall_seconds(metrics),
                           labeled_error=_labeled_error(metrics, 'best'),
                           final_labeled_error=_labeled_error(metrics, 'final'),
-                          cpu=_cpu_of(model_dir)))
-  return CellResult(cell, tuple(runs), unfinished)
+                          cpu=cpu_of(model_dir)))
+  seen = {_seed_of(d) for d in model_dirs}
+  runs += [run for run in _recordless_runs(root, cell.id)
+           if run.seed not in seen and (seeds is None or run.seed in set(seeds))]
+  return CellResult(cell, tuple(sorted(runs, key=lambda r: r.seed)), unfinished)
+
+
+def _recordless_runs(root: str, cell_id: str) -> Tuple[RunResult, ...]:
+  path = os.path.join(root, RECORDLESS_ROWS_FILE)
+  if not os.path.exists(path):
+    return ()
+  result = read_runs_csv(path).get(cell_id)
+  if result is None:
+    return ()
+  return tuple(dataclasses.replace(run, has_record=False) for run in result.runs)
+
+
+def recordless_seeds(root: str, cell_id: str) -> Tuple[int, ...]:
+  """The seeds of `cell_id` that stand as rows of root's RECORDLESS_ROWS_FILE."""
+  return tuple(run.seed for run in _recordless_runs(root, cell_id))
 
 
 def _labeled_error(metrics, which):
@@ -165,9 +194,14 @@ def _labeled_error(metrics, which):
   return None if value is None else float(value)
 
 
-def _cpu_of(model_dir: str) -> Optional[str]:
+def cpu_of(model_dir: str) -> Optional[str]:
+  """The model name of the CPU the run trained on: versions.json's, else that of the
+  machine that archived it as it finished (ARCHIVED_ON_FILE); None if neither names one."""
   versions = run_files.read_json(model_dir, run_files.VERSIONS_FILE, unreadable_ok=True)
   cpu = ((versions or {}).get('numerics') or {}).get('cpu')
+  if cpu is None:
+    cpu = (run_files.read_json(model_dir, ARCHIVED_ON_FILE, unreadable_ok=True) or {}).get(
+        'cpu')
   return None if cpu is None else cpu.get('model_name')
 
 
@@ -276,12 +310,14 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
   summed over its bin/train sessions (metrics.json's `wall_seconds`; for runs written before
   that key existed, that of the last session); labeled_error and final_labeled_error: the
   error on its labeled training images at the best validation step and at the end; cpu:
-  the CPU's model name (versions.json); each blank where the run did not record it.
+  the CPU's model name (versions.json); each blank where the run did not record it; record:
+  'no' for a run that stands only as a row of RECORDLESS_ROWS_FILE (its record was lost),
+  else 'yes'.
   """
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')
   writer.writerow(['cell', 'seed', 'test_error', 'paper_error', 'dataset', 'labels', 'steps',
-                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'cpu'])
+                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'cpu', 'record'])
   for result in results.values():
     for run in result.runs:
       wall = '' if run.wall_seconds is None else f'{run.wall_seconds:.0f}'
@@ -290,7 +326,7 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
                        '' if paper is None else f'{paper:.2f}', run.dataset or '',
                        run.labels or '', '' if run.steps is None else run.steps, wall,
                        _blank(run.labeled_error), _blank(run.final_labeled_error),
-                       run.cpu or ''])
+                       run.cpu or '', 'yes' if run.has_record else 'no'])
   return out.getvalue()
 
 
@@ -308,7 +344,8 @@ def read_runs_csv(path: str) -> Dict[str, CellResult]:
           dataset=row.get('dataset') or None, labels=row.get('labels') or None,
           steps=number(row, 'steps', int), wall_seconds=number(row, 'wall_seconds'),
           labeled_error=number(row, 'labeled_error'),
-          final_labeled_error=number(row, 'final_labeled_error'), cpu=row.get('cpu') or None))
+          final_labeled_error=number(row, 'final_labeled_error'), cpu=row.get('cpu') or None,
+          has_record=row.get('record') != 'no'))
   return {cell_id: CellResult(cells_lib.get_cell(cell_id),
                               tuple(sorted(runs, key=lambda r: r.seed)))
           for cell_id, runs in by_cell.items()}

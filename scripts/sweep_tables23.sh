@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The miniature Tables 2 and 3 (100 Fashion-MNIST labels, the CPU preset unchanged): the
+# supervised baseline, Table 2's 12 and Table 3's 11 CIFAR-10 cells on seeds 0-2, then
+# seeds 3 and 4 of the cells that decide conclusions (2) and (3). Two runs at a time, every
+# run trained by one commit of the training code (a git worktree of TRAIN_COMMIT). Each
+# finished run's record goes to RECORDS, in this checkout, as it finishes; runs recorded
+# there (or standing as rows of its runs_without_record.csv) are never trained again, so
+# rerunning this script on any machine continues the sweep.
+#
+#   scripts/sweep_tables23.sh [--commit]
+#
+# --commit: also commit RECORDS every few minutes while the sweep runs (and at its end),
+# so that a session that ends abruptly loses no finished run.
+# Settings (environment): TRAIN_COMMIT (default below), WORK (run directories and the
+# worktree; default runs/tables23, ignored by git), RECORDS (default
+# docs/results/tables23_records), WORKERS (default 2), PYTHON (default .venv/bin/python).
+set -u
+cd "$(dirname "$0")/.."
+CHECKOUT=$(pwd)
+TRAIN_COMMIT=${TRAIN_COMMIT:-bbbb1c3ef15cfb12f13aed6dbb763cae4c938e8e}
+WORK=$(realpath -m "${WORK:-runs/tables23}")
+RECORDS=${RECORDS:-docs/results/tables23_records}
+WORKERS=${WORKERS:-2}
+PYTHON=${PYTHON:-.venv/bin/python}
+COMMIT=0
+case "${1:-}" in
+  --commit) COMMIT=1 ;;
+  "") ;;
+  *) echo "usage: scripts/sweep_tables23.sh [--commit]" >&2; exit 2 ;;
+esac
+
+SRC=$WORK/src
+if [ ! -f "$SRC/bin/train" ]; then
+  mkdir -p "$WORK"
+  git worktree prune
+  git worktree add --detach "$SRC" "$TRAIN_COMMIT" || exit 1
+fi
+if [ "$(git -C "$SRC" rev-parse HEAD)" != "$(git rev-parse "$TRAIN_COMMIT^{commit}")" ]; then
+  echo "error: $SRC is not at $TRAIN_COMMIT: remove it (git worktree remove $SRC)" >&2
+  exit 1
+fi
+
+commit_records() {
+  git add -- "$RECORDS" 2>/dev/null || return 0
+  if ! git diff --cached --quiet -- "$RECORDS"; then
+    local n
+    n=$(find "$RECORDS" -name metrics.json | wc -l)
+    git commit -q -m "Records: Tables 2 and 3 in miniature, $n run(s) recorded" \
+        -- "$RECORDS" || true
+  fi
+}
+
+if [ "$COMMIT" = 1 ]; then
+  ( while sleep 300; do commit_records; done ) &
+  COMMITTER=$!
+  trap 'kill $COMMITTER 2>/dev/null; commit_records' EXIT
+fi
+
+sweep() {
+  "$PYTHON" bin/sweep --root="$WORK/root" --archive="$RECORDS" --train_checkout="$SRC" \
+      --gin_file=gin/presets/cpu_fashion_mnist_100.gin --workers="$WORKERS" --noplots "$@"
+}
+echo "tables23 sweep: training with $TRAIN_COMMIT from $SRC; records in $RECORDS" \
+     "($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs))"
+sweep --cells=appendix_c/cifar10_none_4k --seeds=0,1,2 \
+    --gin_file=gin/presets/cpu_fashion_mnist_100_supervised.gin
+for s in 0 1 2; do
+  sweep --table=table2 --dataset=cifar10 --seeds="$s,"
+done
+for s in 0 1 2; do
+  sweep --table=table3 --dataset=cifar10 --seeds="$s,"
+done
+# Seeds 3 and 4 where the conclusions are decided. Table 3's no-normalization Fisher is
+# table2/cifar10_fisher_f's configuration: its seeds 3 and 4 are that cell's runs.
+sweep --cells=table2/cifar10_gp_f,table2/cifar10_fisher_f,table3/cifar10_batch_norm_fisher,table3/cifar10_layer_norm_singleton_per_channel_fisher \
+    --seeds=3,4
+echo "tables23 sweep done $(date -u +%FT%TZ)"
