@@ -207,14 +207,18 @@ def test_the_record_keeps_eval_scalars_and_the_cpu_that_saw_the_run_finish(tmp_p
       cpu_info.description()['model_name'])
 
 
-def test_a_run_that_names_its_cpu_gets_no_archived_on_file(tmp_path):
+def test_a_run_that_names_its_cpu_gets_no_archived_on_file_and_its_path_is_left_out(tmp_path):
   root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
   run = _finished_run(root, 0, 21.5)
   with open(os.path.join(run.model_dir, 'versions.json'), 'w') as f:
-    json.dump({'numerics': {'cpu': {'model_name': 'Some CPU', 'signature': 's'}}}, f)
+    json.dump({'command': ['bin/train', f'--model_dir={run.model_dir}', '--gin_file=x.gin'],
+               'numerics': {'cpu': {'model_name': 'Some CPU', 'signature': 's'}}}, f, indent=2)
   archive.save(run, store)
   kept = archive.archived_dir(run, store)
   assert tables_lib.ARCHIVED_ON_FILE not in os.listdir(kept)
+  with open(os.path.join(kept, 'versions.json')) as f:  # No machine path in the record.
+    assert json.load(f)['command'] == [
+        'bin/train', '--model_dir=<root>/table2/cifar10_fisher_f/seed_0', '--gin_file=x.gin']
   assert tables_lib.collect_cell(store, CELL).runs[0].cpu == 'Some CPU'
 
 

@@ -69,7 +69,18 @@ def _copy(source_dir: str, target_dir: str):
   for name in RECORD_FILES:
     source = os.path.join(source_dir, name)
     if os.path.exists(source):
-      run_files.write_text(os.path.join(target_dir, name), run_files.read_text(source))
+      text = run_files.read_text(source)
+      if name == run_files.VERSIONS_FILE:
+        text = _without_machine_path(text, source_dir)
+      run_files.write_text(os.path.join(target_dir, name), text)
+
+
+def _without_machine_path(versions_text: str, model_dir: str) -> str:
+  """versions.json with the run directory in its recorded command as '<root>/<cell
+  id>/seed_<s>': an archive is kept (and committed) apart from the machine that trained."""
+  where = os.path.abspath(model_dir)
+  portable = '/'.join(['<root>'] + where.split(os.sep)[-3:])
+  return versions_text.replace(f'"--model_dir={where}"', f'"--model_dir={portable}"')
 
 
 def _check_identity(run: plan_lib.Run, archive: str):
