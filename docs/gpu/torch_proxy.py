@@ -1,10 +1,10 @@
 """GPU proxy timing of one SSL iteration in PyTorch, for machines without TensorFlow.
 
-The GPU host measured here carries PyTorch and CUDA 13 but no TensorFlow, and nothing
-could be installed there (no registry; TensorFlow 2.21's wheel alone is 546 MiB, plus
-~2.5 GB of CUDA 12 libraries). So `bin/benchmark` could not run on it. This script times the
-same computation, written from algorithm.md#networks, #critic-objective in PyTorch, to project what one iteration and a
-full CIFAR-10 run cost on such a GPU. It is a proxy, not a measurement of tf_ipmssl: both
+The GPU host measured here carries PyTorch and CUDA 13 but no TensorFlow, and reaches no
+package registry (TensorFlow 2.21's wheel alone is 546 MiB, plus ~2.5 GB of CUDA 12
+libraries). So `bin/benchmark` could not run on it. This script times the same computation,
+written from algorithm.md#networks, #critic-objective in PyTorch, to project what one
+iteration and a full CIFAR-10 run cost on such a GPU. It is a proxy, not a measurement of tf_ipmssl: both
 frameworks hand the convolutions to cuDNN, but kernel choices, fusion and launch overheads
 differ (docs/performance.md says how the numbers were used).
 
