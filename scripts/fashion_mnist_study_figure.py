@@ -1,6 +1,6 @@
 """Draws docs/results/fashion_mnist_study/fashion_mnist_study_figure.png from the Fashion-MNIST study's sweep directory.
 
-  python docs/results/fashion_mnist_study/figures.py runs/fashion_mnist_study
+  .venv/bin/python scripts/fashion_mnist_study_figure.py runs/fashion_mnist_study
 
 ROOT is the --root of `bin/sweep --table=fashion_mnist_study`; runs are read from
 ROOT/fashion_mnist_study/<cell>/seed_<s> as the sweep's tables read them.
@@ -20,11 +20,12 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl import run_files  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables as tables_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
+
+RESULTS = pathlib.Path(__file__).resolve().parents[1] / 'docs' / 'results'
 
 STUDY = 'fashion_mnist_study'
 CURVES = (('kplus1_fisher_f', 2, 'SSL: K+1, Fisher(f)'), ('supervised', 1, 'supervised only'))
@@ -77,7 +78,7 @@ def main(root):
   right.grid(alpha=0.3)
   right.legend()
   figure.tight_layout()
-  out = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fashion_mnist_study_figure.png')
+  out = str(RESULTS / 'fashion_mnist_study' / 'fashion_mnist_study_figure.png')
   figure.savefig(out, dpi=110)
   print(out)
   for result in rows:

@@ -1,6 +1,6 @@
 """Learning curves of SSL vs supervised training on Fashion-MNIST, from the sweep's runs.
 
-  python docs/results/fashion_mnist_figures.py runs/fashion_mnist_ssl
+  .venv/bin/python scripts/fashion_mnist_curves.py runs/fashion_mnist_ssl
 
 ROOT is the --root of `bin/sweep --table=fashion_mnist_ssl`. One panel per label budget:
 validation error (%) of every run against critic updates (SSL: 2 per step; supervised: 1),
@@ -18,9 +18,10 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
+
+RESULTS = pathlib.Path(__file__).resolve().parents[1] / 'docs' / 'results'
 
 STUDY = 'fashion_mnist_ssl'
 UPDATES_PER_STEP = {'supervised': 1}  # Every other row: n_c = 2 critic updates per step.
@@ -71,7 +72,7 @@ def main(root):
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)
   figure.tight_layout()
-  out = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fashion_mnist_curves.png')
+  out = str(RESULTS / 'fashion_mnist_curves.png')
   figure.savefig(out, dpi=90)
   print(f'wrote {out}')
 

@@ -1,6 +1,6 @@
 """Draws docs/results/fashion_mnist_diagnosis.png from bin/diagnose's JSON files.
 
-  python docs/results/fashion_mnist_diagnosis.py OUT.png LABEL=RUN_DIR/diagnosis.json ...
+  .venv/bin/python scripts/fashion_mnist_diagnosis.py OUT.png LABEL=RUN_DIR/diagnosis.json ...
 
 One column per run (e.g. the quickstart at the paper's ρ_F, the released code's pairwise f,
 the plain critic, the fix). Rows: labeled CE and validation error; Ω and λ of each
