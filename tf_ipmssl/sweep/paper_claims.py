@@ -197,7 +197,8 @@ TABLE3_CLAIMS = (
     Claim('Layer norm with singleton statistics better than with per-channel statistics (each '
           'parameter shape, each IPM)',
           tuple(Pair(_ln(f'per_channel_{params}', ipm), _ln(f'singleton_{params}', ipm))
-                for ipm in ('fisher', 'fisher_sobolev') for params in ('per_channel', 'per_pixel'))),
+                for ipm in ('fisher', 'fisher_sobolev')
+                for params in ('per_channel', 'per_pixel'))),
     Claim('With singleton statistics, parameters per feature map better than per pixel',
           tuple(paper_pair(_ln('singleton_per_pixel', ipm), _ln('singleton_per_channel', ipm))
                 for ipm in ('fisher', 'fisher_sobolev')),
