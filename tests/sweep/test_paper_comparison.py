@@ -81,18 +81,3 @@ def test_bin_sweep_writes_the_comparison(tmp_path):
          f'--tables_dir={tables_dir}', '--baseline_cell=appendix_c/cifar10_none_4k')
   with open(os.path.join(tables_dir, 'comparison.png'), 'rb') as f:
     assert f.read(8) == b'\x89PNG\r\n\x1a\n'
-
-
-def test_paired_verdicts():
-  low = _result('table1/cifar10_fisher_kplus1', {0: 20.0, 1: 22.0, 2: 21.0})
-  high = _result('table1/cifar10_fisher_plain', {0: 25.0, 1: 26.0, 2: 27.0})
-  noisy = _result('table1/cifar10_sobolev_plain', {0: 19.0, 1: 25.0, 2: 21.0})
-  # d = (−5, −4, −6): mean −5, std 1.
-  assert paper_comparison.paired_verdict(low, high, True) == (
-      'holds', 'table1/cifar10_fisher_kplus1 − table1/cifar10_fisher_plain = -5.00 ± 1.00 '
-      'points (n=3 paired)')
-  assert paper_comparison.paired_verdict(low, high, False)[0] == 'does not hold'
-  # d = (1, −3, 0): mean −0.67, std 2.08.
-  assert paper_comparison.paired_verdict(low, noisy, True)[0] == 'within noise'
-  one = _result('table1/cifar10_wgan_gp_plain', {0: 40.0})
-  assert paper_comparison.paired_verdict(low, one, True)[0] == 'undecided'

@@ -158,27 +158,3 @@ def write(results: Dict[str, tables_lib.CellResult], baseline_id: str, tables_di
   return written
 
 
-
-HOLDS, DOES_NOT_HOLD, WITHIN_NOISE, UNDECIDED = (
-    'holds', 'does not hold', 'within noise', 'undecided')
-
-
-def paired_verdict(first: tables_lib.CellResult, second: tables_lib.CellResult,
-                   paper_says_first_lower: bool) -> Tuple[str, str]:
-  """Whether `first` has a lower error than `second` the way the paper says, on the seeds
-  both have: the per-seed differences d (first − second) have mean m and sample std s.
-  'holds' when m has the paper's sign and |m| > s (t = |m|√n/s > √n), 'does not hold' when
-  m has the other sign and |m| > s, otherwise 'within noise' ('undecided' below 2 seeds).
-  Returns (verdict, the numbers as text)."""
-  other = dict(zip(second.seeds, second.errors))
-  diffs = [e - other[s] for s, e in zip(first.seeds, first.errors) if s in other]
-  mean, std = tables_lib.mean_std(diffs)
-  if mean is None:
-    return UNDECIDED, 'no shared seeds'
-  text = (f'{first.cell.id} − {second.cell.id} = {mean:+.2f}'
-          + ('' if std is None else f' ± {std:.2f}') + f' points (n={len(diffs)} paired)')
-  if std is None:
-    return UNDECIDED, text
-  if abs(mean) <= std:
-    return WITHIN_NOISE, text
-  return (HOLDS if (mean < 0) == paper_says_first_lower else DOES_NOT_HOLD), text

@@ -17,7 +17,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import results_page  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables  # pylint: disable=g-import-not-at-top
-from takeaways import BASELINE  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.sweep.paper_claims import BASELINE  # pylint: disable=g-import-not-at-top
 
 
 def table(root):

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Regenerates the generated parts of the miniature Tables 1-3 pages and the conclusions page.
+
+  scripts/update_result_pages.py                       # from each table's runs.csv
+  scripts/update_result_pages.py --records=DIR         # + the run records under DIR
+
+Each table's runs come from docs/results/table<k>_fashion_mnist_100/runs.csv (written by
+`bin/sweep --tables_only`); with --records, the records under DIR (laid out as a sweep root,
+DIR/<cell id>/seed_<s>) replace the rows of the same cell and seed, and the Table 2 and 3
+pages name the runs known from their runs.csv row alone. Writes the parts between the
+pages' `<!-- begin NAME -->` / `<!-- end NAME -->` markers (tf_ipmssl/sweep/paper_pages.py):
+take-aways and the three conclusions under the pair rule of tf_ipmssl/sweep/claims.py, the
+comparison with the paper, status, labeled-set errors and wall times.
+"""
+import os
+import pathlib
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tf_ipmssl import programs  # pylint: disable=g-import-not-at-top
+programs.use_checkout_venv(__file__)  # Outside any venv: the checkout's .venv.
+
+from absl import flags  # pylint: disable=g-import-not-at-top
+
+from tf_ipmssl import command_line
+from tf_ipmssl import errors
+from tf_ipmssl.sweep import paper_pages
+
+flags.DEFINE_string('results_dir', str(REPO / 'docs' / 'results'),
+                    'The folder of the pages and of the tables\' folders with their runs.csv.')
+flags.DEFINE_string('records', None, 'A folder of run records (DIR/<cell id>/seed_<s>); '
+                    'they replace the runs.csv rows of the same cell and seed.')
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise errors.ConfigError(f'unexpected arguments {argv[1:]}; use --results_dir/--records')
+  for path, what in ((FLAGS.results_dir, '--results_dir'), (FLAGS.records, '--records')):
+    if path is not None and not os.path.isdir(path):
+      raise errors.ConfigError(f'{what}={path} is not a folder')
+  for page in paper_pages.write(FLAGS.results_dir, FLAGS.records):
+    print(f'Wrote {page}')
+
+
+if __name__ == '__main__':
+  command_line.run(main)

@@ -1,0 +1,110 @@
+"""The generated parts of the results pages: runs from runs.csv and records, merged; the
+parts' numbers; scripts/update_result_pages.py end to end on a copy of the pages."""
+import os
+import shutil
+import subprocess
+import sys
+
+from tests.sweep import fake_results
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import paper_claims
+from tf_ipmssl.sweep import paper_pages
+from tf_ipmssl.sweep import tables as tables_lib
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RESULTS = os.path.join(REPO, 'docs', 'results')
+PAGES = ('table1_fashion_mnist_100.md', 'table2_fashion_mnist_100.md',
+         'table3_fashion_mnist_100.md', 'conclusions.md')
+GP_F = 'table2/cifar10_gp_f'
+
+
+def _run(seed, error, **kwargs):
+  return tables_lib.RunResult(seed=seed, test_error=error, model_dir='', **kwargs)
+
+
+def _cell(cell_id, *runs):
+  return tables_lib.CellResult(cells_lib.get_cell(cell_id), tuple(runs))
+
+
+def test_merge_replaces_a_seed_and_keeps_the_others():
+  rows = {GP_F: _cell(GP_F, _run(0, 30.0), _run(1, 31.0))}
+  records = {GP_F: _cell(GP_F, _run(1, 41.0), _run(2, 42.0))}
+  merged = paper_pages.merge(rows, records)
+  assert merged[GP_F].seeds == (0, 1, 2) and merged[GP_F].errors == (30.0, 41.0, 42.0)
+
+
+def _results_dir(tmp_path, table2_rows):
+  """A results folder with the committed pages and Table 1's runs, and Table 2 rows."""
+  results = tmp_path / 'results'
+  for page in PAGES:
+    os.makedirs(results, exist_ok=True)
+    shutil.copy(os.path.join(RESULTS, page), results / page)
+  for table in ('table1', 'table2', 'table3'):
+    os.makedirs(results / f'{table}_fashion_mnist_100')
+  shutil.copy(os.path.join(RESULTS, 'table1_fashion_mnist_100', 'runs.csv'),
+              results / 'table1_fashion_mnist_100' / 'runs.csv')
+  (results / 'table2_fashion_mnist_100' / 'runs.csv').write_text(
+      tables_lib.runs_csv(table2_rows))
+  return str(results)
+
+
+def test_load_from_rows_and_records(tmp_path):
+  baseline = paper_claims.BASELINE
+  rows = {GP_F: _cell(GP_F, _run(0, 30.0), _run(1, 31.0)),
+          baseline: _cell(baseline, _run(0, 28.0), _run(1, 29.0), _run(2, 30.0))}
+  results_dir = _results_dir(tmp_path, rows)
+  records = str(tmp_path / 'records')
+  fake_results.write_run(records, cells_lib.get_cell(GP_F), 1, 51.0)
+  fake_results.write_run(records, cells_lib.get_cell(GP_F), 2, 52.0)
+  table1, table23, row_only = paper_pages.load(results_dir, records)
+  assert table1['table1/cifar10_fisher_plain'].n == 3
+  assert table23[GP_F].errors == (30.0, 51.0, 52.0)
+  assert row_only == {(GP_F, 0), (baseline, 0), (baseline, 1), (baseline, 2)}
+  assert table23['table3/cifar10_none_fisher'].n == 0  # Every cell, with or without runs.
+  status = paper_pages.status(table23, 'table2', row_only)
+  assert status.startswith('3 of 36 runs finished (1 of 12 cells at n ≥ 3); the supervised '
+                           'baseline: 3 of 3.')
+  assert ('no record beyond their runs.csv row: appendix_c/cifar10_none_4k seed 0, '
+          'appendix_c/cifar10_none_4k seed 1, appendix_c/cifar10_none_4k seed 2, '
+          'table2/cifar10_gp_f seed 0.') in status
+  # Without records every run is a row, and none is named.
+  _, table23, row_only = paper_pages.load(results_dir)
+  assert table23[GP_F].errors == (30.0, 31.0) and row_only == set()
+
+
+def test_labeled_table_and_wall_times():
+  results = paper_pages.with_every_cell({GP_F: _cell(
+      GP_F, _run(0, 30.0, labeled_error=10.0, final_labeled_error=20.0, wall_seconds=1234.4),
+      _run(1, 32.0, labeled_error=12.0, final_labeled_error=40.0, cpu='Xeon'))},
+      paper_pages.table_cells('table2'))
+  row = paper_pages.labeled_table(results).splitlines()[2]
+  assert row == ('| table2/cifar10_gp_f | gradient norm on f | 31.00 ± 1.41 (n=2) | '
+                 '30.00 ± 14.14 (n=2) | 11.00 ± 1.41 (n=2) | 20 (10) / 40 (12) |')
+  assert paper_pages.wall_times(results, 'table2').splitlines()[2:] == [
+      '| table2/cifar10_gp_f | 0 | 1,234 | not recorded |',
+      '| table2/cifar10_gp_f | 1 | – | Xeon |']
+
+
+def test_the_script_regenerates_every_page(tmp_path):
+  rows = tables_lib.read_runs_csv(os.path.join(RESULTS, 'table2_fashion_mnist_100', 'runs.csv'))
+  results_dir = _results_dir(tmp_path, rows)
+  script = os.path.join(REPO, 'scripts', 'update_result_pages.py')
+  done = subprocess.run([sys.executable, script, f'--results_dir={results_dir}'],
+                        capture_output=True, text=True, cwd=str(tmp_path), check=False)
+  assert done.returncode == 0, done.stderr
+  assert done.stdout.count('Wrote ') == 4
+  with open(os.path.join(results_dir, 'conclusions.md')) as f:
+    conclusions = f.read()
+  assert '<!-- begin conclusion1 -->\n**Verdict: holds.**' in conclusions
+  assert 'fisher_plain − fisher_kplus1: +66.1 / +7.0 / +5.3 (n=3, mean +26.1): holds' in \
+      conclusions
+  assert 'K+1 vs plain, fisher: within noise' in conclusions  # The replaced rule's line.
+  with open(os.path.join(results_dir, 'table3_fashion_mnist_100.md')) as f:
+    assert '0 of 33 runs finished' in f.read()
+  # A user mistake: one line, exit 1.
+  done = subprocess.run([sys.executable, script, f'--results_dir={results_dir}',
+                         f'--records={tmp_path / "nowhere"}'],
+                        capture_output=True, text=True, cwd=str(tmp_path), check=False)
+  assert done.returncode == 1
+  assert done.stderr.strip().splitlines() == [
+      f'error: --records={tmp_path / "nowhere"} is not a folder']

@@ -1,0 +1,210 @@
+"""The generated parts of the miniature Tables 1-3 pages and of the conclusions page.
+
+The runs come from each table's runs.csv (docs/results/table<k>_fashion_mnist_100/runs.csv,
+written by `bin/sweep --tables_only`) and, where given, a folder of run records laid out as
+a sweep root (<dir>/<cell id>/seed_<s>/metrics.json); a record replaces the runs.csv row of
+the same cell and seed. Each part replaces what lies between its page's markers
+`<!-- begin NAME -->` / `<!-- end NAME -->` (results_page.splice); the prose around them
+is written by hand:
+  table1_fashion_mnist_100.md: comparison, takeaways, rule;
+  table2_fashion_mnist_100.md: status, comparison, takeaways, labeled, wall_times, rule;
+  table3_fashion_mnist_100.md: status, comparison, takeaways, wall_times, rule;
+  conclusions.md: conclusion1, conclusion2, conclusion3, rule.
+"""
+import os
+import textwrap
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import claims
+from tf_ipmssl.sweep import paper_claims
+from tf_ipmssl.sweep import paper_comparison
+from tf_ipmssl.sweep import results_page
+from tf_ipmssl.sweep import tables as tables_lib
+
+Results = Dict[str, tables_lib.CellResult]
+SEEDS = 3
+FOLDER = '{table}_fashion_mnist_100'
+
+
+def _folder(results_dir: str, table: str) -> str:
+  return os.path.join(results_dir, FOLDER.format(table=table))
+
+
+def table_cells(table: str) -> List[cells_lib.Cell]:
+  """The table's CIFAR-10 cells and the supervised baseline."""
+  return list(cells_lib.select_cells(tables=[table], datasets=['cifar10'])) + [
+      cells_lib.get_cell(paper_claims.BASELINE)]
+
+
+def merge(*sources: Results) -> Results:
+  """One result per cell from several sources; a later source's run replaces an earlier
+  one's of the same seed."""
+  runs: Dict[str, Dict[int, tables_lib.RunResult]] = {}
+  cells: Dict[str, cells_lib.Cell] = {}
+  for source in sources:
+    for cell_id, result in source.items():
+      cells[cell_id] = result.cell
+      runs.setdefault(cell_id, {}).update({run.seed: run for run in result.runs})
+  return {cell_id: tables_lib.CellResult(cells[cell_id], tuple(
+      by_seed[s] for s in sorted(by_seed))) for cell_id, by_seed in runs.items()}
+
+
+def with_every_cell(results: Results, cells: Sequence[cells_lib.Cell]) -> Results:
+  """`results` restricted to `cells`, in their order; a cell without runs gets an empty
+  result."""
+  return {cell.id: results.get(cell.id, tables_lib.CellResult(cell)) for cell in cells}
+
+
+def load(results_dir: str, records: Optional[str] = None) -> Tuple[Results, Results, Set]:
+  """(Table 1's results, Tables 2 and 3's with their baseline, the (cell id, seed) of the
+  Tables 2 and 3 runs known from a runs.csv row alone). With `records`, its runs replace
+  the rows of the same cell and seed."""
+  def csv_results(table):
+    path = os.path.join(_folder(results_dir, table), 'runs.csv')
+    return tables_lib.read_runs_csv(path) if os.path.exists(path) else {}
+  table1 = with_every_cell(csv_results('table1'), table_cells('table1'))
+  rows = merge(csv_results('table2'), csv_results('table3'))
+  cells = table_cells('table2')[:-1] + table_cells('table3')
+  if not records:
+    return table1, with_every_cell(rows, cells), set()
+  recorded = tables_lib.collect(records, cells)
+  kept = {(cell_id, seed) for cell_id, result in recorded.items() for seed in result.seeds}
+  row_only = {(cell_id, run.seed) for cell_id, result in rows.items() for run in result.runs
+              if (cell_id, run.seed) not in kept}
+  return table1, with_every_cell(merge(rows, recorded), cells), row_only
+
+
+def _items(lines: Sequence[str]) -> str:
+  """Markdown items wrapped for the page; '  - ' lines are nested items."""
+  return '\n'.join(
+      '  ' + results_page.wrapped(line[2:], results_page.WIDTH - 2).replace('\n', '\n  ')
+      if line.startswith('  - ') else results_page.wrapped(line) for line in lines)
+
+
+def status(results: Results, table: str, row_only: Set) -> str:
+  """'N of M runs finished (...)': the table's runs and the baseline's; with records, the
+  runs that have no record beyond their runs.csv row."""
+  cells = [r for r in results.values() if r.cell.table == table]
+  done = sum(r.n for r in cells)
+  complete = sum(r.n >= SEEDS for r in cells)
+  base = results[paper_claims.BASELINE]
+  text = (f'{done} of {len(cells) * SEEDS} runs finished ({complete} of {len(cells)} cells '
+          f'at n ≥ {SEEDS}); the supervised baseline: {base.n} of {SEEDS}.')
+  missing = sorted(f'{c} seed {s}' for c, s in row_only
+                   if results[c].cell.table in (table, 'appendix_c'))
+  if missing:
+    text += (' Runs with no record beyond their runs.csv row: ' + ', '.join(missing) + '.')
+  return text
+
+
+def comparison(results: Results, folder: str) -> str:
+  """The page's per-cell comparison with the paper: the table folder's comparison.md as
+  `bin/sweep --tables_only` wrote it from the runs' full-precision errors, else the same
+  computed from `results`."""
+  path = os.path.join(folder, 'comparison.md')
+  if os.path.exists(path):
+    with open(path) as f:
+      return f.read()
+  baseline = results[paper_claims.BASELINE]
+  compared = [r for cell_id, r in results.items() if cell_id != paper_claims.BASELINE]
+  return paper_comparison.markdown(paper_comparison.compare(compared, baseline))
+
+
+def _mean_std_text(values):
+  mean, std = tables_lib.mean_std(values)
+  if mean is None:
+    return '–'
+  return f'{mean:.2f}' + ('' if std is None else f' ± {std:.2f}') + f' (n={len(values)})'
+
+
+def labeled_table(results: Results) -> str:
+  """Per Table 2 cell: its group, test error, and labeled-set error at the end of training
+  and at the best validation step (mean ± std over the seeds, and per seed)."""
+  lines = ['| cell | group | test error | labeled error, end of training | '
+           'labeled error, best step | per seed, end (best) |',
+           '|---|---|---:|---:|---:|---|']
+  for cell in cells_lib.select_cells(tables=['table2'], datasets=['cifar10']):
+    result = results[cell.id]
+    final = claims.labeled_errors(result).errors
+    best = claims.labeled_errors(result, 'best').errors
+    per_seed = ' / '.join(f'{f:g} ({b:g})' for f, b in zip(final, best)) or '–'
+    lines.append(f'| {cell.id} | {paper_claims.GROUPS[cell.id]} | {result.text} | '
+                 f'{_mean_std_text(final)} | {_mean_std_text(best)} | {per_seed} |')
+  return '\n'.join(lines)
+
+
+def wall_times(results: Results, table: str) -> str:
+  """Per finished run of the table and the baseline: its wall time (metrics.json's
+  `wall_seconds`, summed over its bin/train sessions) and CPU."""
+  lines = ['| cell | seed | wall time (s) | CPU |', '|---|---:|---:|---|']
+  for result in results.values():
+    if result.cell.table not in (table, 'appendix_c'):
+      continue
+    for run in result.runs:
+      wall = '–' if run.wall_seconds is None else f'{run.wall_seconds:,.0f}'
+      lines.append(f'| {result.cell.id} | {run.seed} | {wall} | {run.cpu or "not recorded"} |')
+  return '\n'.join(lines)
+
+
+def rule(table1: Results) -> str:
+  """The verdict rule, what it can show, and Table 1 under the replaced rule."""
+  return '\n\n'.join(textwrap.fill(text, results_page.WIDTH, break_long_words=False,
+                                   break_on_hyphens=False)
+                     for text in (claims.RULE, claims.WHAT_IT_CAN_SHOW,
+                                  paper_claims.old_rule_line(table1)))
+
+
+def table1_takeaways(table1: Results) -> List[str]:
+  best = paper_claims.best_ssl_claim(table1)
+  return paper_claims.claim_items(table1, paper_claims.TABLE1_CLAIMS
+                                  + ((best,) if best else ()))
+
+
+def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = frozenset()
+          ) -> Dict[str, Dict[str, str]]:
+  """{page file name: {part name: its text}}; the tables' folders are under results_dir."""
+  rule_text = rule(table1)
+  mechanism = paper_claims.mechanism(table23)
+  found = {'table1_fashion_mnist_100.md': {
+      'comparison': comparison(table1, _folder(results_dir, 'table1')),
+      'takeaways': _items(table1_takeaways(table1)),
+      'rule': rule_text}}
+  for table, claim_list in (('table2', paper_claims.TABLE2_CLAIMS),
+                            ('table3', paper_claims.TABLE3_CLAIMS)):
+    results = with_every_cell(table23, table_cells(table))
+    lines = paper_claims.claim_items(table23, claim_list)
+    page = {'status': status(table23, table, row_only),
+            'comparison': comparison(results, _folder(results_dir, table)),
+            'wall_times': wall_times(results, table), 'rule': rule_text}
+    if table == 'table2':
+      lines.append(mechanism.text)
+      page['labeled'] = labeled_table(table23)
+    page['takeaways'] = _items(lines)
+    found[f'{table}_fashion_mnist_100.md'] = page
+  verdicts = paper_claims.conclusion_verdicts(table1, table23)
+  bodies = (paper_claims.claim_items(table1, paper_claims.K_PLUS_1_CLAIMS),
+            paper_claims.claim_items(table23, paper_claims.CONCLUSION2_CLAIMS),
+            paper_claims.claim_items(table23, paper_claims.CONCLUSION3_CLAIMS)
+            + [mechanism.text])
+  found['conclusions.md'] = {
+      f'conclusion{k}': f'**Verdict: {verdict}.**\n\n' + _items(body)
+      for k, (verdict, body) in enumerate(zip(verdicts, bodies), start=1)}
+  found['conclusions.md']['rule'] = rule_text
+  return found
+
+
+def write(results_dir: str, records: Optional[str] = None) -> List[str]:
+  """Regenerates every page's parts under `results_dir`; returns the pages written."""
+  table1, table23, row_only = load(results_dir, records)
+  written = []
+  for name, page_parts in parts(results_dir, table1, table23, row_only).items():
+    path = os.path.join(results_dir, name)
+    with open(path) as f:
+      text = f.read()
+    for part, body in page_parts.items():
+      text = results_page.splice(text, part, body, path)
+    with open(path, 'w') as f:
+      f.write(text)
+    written.append(path)
+  return written
