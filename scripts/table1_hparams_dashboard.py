@@ -1,6 +1,6 @@
 """Writes the miniature Table 1's runs (runs.csv) as HParams sessions for TensorBoard.
 
-  python docs/results/table1_fashion_mnist_100/hparams_dashboard.py LOGDIR
+  .venv/bin/python scripts/table1_hparams_dashboard.py LOGDIR
   .venv/bin/tensorboard --logdir LOGDIR      # the HParams tab: one row per run
 
 A run trained now writes its own MODEL_DIR/hparams/ (tf_ipmssl/training/hparams.py). The
@@ -14,8 +14,7 @@ import os
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 import gin  # pylint: disable=g-import-not-at-top
 
@@ -23,7 +22,7 @@ from tf_ipmssl import command_line  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.training import hparams  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.training import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
 
-RUNS = pathlib.Path(__file__).resolve().parent / 'runs.csv'
+RUNS = ROOT / 'docs' / 'results' / 'table1_fashion_mnist_100' / 'runs.csv'
 PRESET = 'gin/presets/cpu_fashion_mnist_100.gin'
 SUPERVISED_PRESET = 'gin/presets/cpu_fashion_mnist_100_supervised.gin'
 
@@ -52,5 +51,5 @@ def main(logdir):
 
 if __name__ == '__main__':
   if len(sys.argv) != 2:
-    sys.exit('usage: hparams_dashboard.py LOGDIR')
+    sys.exit('usage: scripts/table1_hparams_dashboard.py LOGDIR')
   main(sys.argv[1])

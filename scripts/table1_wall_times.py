@@ -1,6 +1,6 @@
 """Wall time per run of the miniature Table 1, summed over the bin/train sessions.
 
-  python docs/results/table1_fashion_mnist_100/wall_times.py ROOT
+  .venv/bin/python scripts/table1_wall_times.py ROOT
 
 The sweep's runs were trained before metrics.json summed a run's sessions (`wall_seconds`),
 so runs.csv's wall_seconds of a resumed run is its last session's. This script adds up, per
@@ -9,10 +9,8 @@ session: first to last scalar; a session's start-up before its first logged step
 counted) and prints a markdown table: cell, seed, sessions, spans, total.
 """
 import os
-import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import results_page  # pylint: disable=g-import-not-at-top

@@ -1,7 +1,7 @@
 """Screenshots TensorBoard's HParams table of a logdir with headless Chromium.
 
-  python docs/results/table1_fashion_mnist_100/hparams_dashboard.py /tmp/t1
-  python docs/results/table1_fashion_mnist_100/hparams_screenshot.py /tmp/t1 OUT.png
+  .venv/bin/python scripts/table1_hparams_dashboard.py /tmp/t1
+  .venv/bin/python scripts/table1_hparams_screenshot.py /tmp/t1 OUT.png
 
 Starts a TensorBoard on localhost and Chromium (`apt-get install chromium`), shows the
 columns named in COLUMNS, sorts by the test error, saves the page as a PNG and stops both
@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # For tests/.
 
 from tests import local_server  # pylint: disable=g-import-not-at-top
 
