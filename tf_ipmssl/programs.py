@@ -19,8 +19,8 @@ import runpy
 import sys
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-PROGRAMS = ('benchmark', 'cells', 'diagnose', 'evaluate', 'export', 'predict', 'sweep',
-            'train')
+PROGRAMS = ('benchmark', 'cells', 'diagnose', 'evaluate', 'export', 'make_image_folder',
+            'predict', 'sweep', 'train')
 # What every program imports; TensorFlow comes from the cpu or gpu extra (BUILD.md).
 REQUIRED_MODULES = ('absl', 'gin', 'tensorflow')
 # Set in the environment of the re-executed program, so that it never loops.
@@ -69,6 +69,7 @@ def _console_script(name):
   return main
 
 
-benchmark, cells, diagnose, evaluate, export, predict, sweep, train = (
+(benchmark, cells, diagnose, evaluate, export, make_image_folder, predict, sweep,
+ train) = (
     _console_script(name) for name in PROGRAMS)
 
