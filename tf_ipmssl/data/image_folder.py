@@ -27,8 +27,8 @@ the split seed chooses nothing. Without validation/, the run selects no step (se
 labeled images it trains on would pick the most overfitted one): it reports and exports the
 last step's classifier.
 
-Everything is checked before anything is decoded into memory or written; each problem is one
-`errors.UserError` line naming the fix: missing labeled/ or unlabeled/, a class with no image,
+Everything is checked before a run writes anything (the memory check before any image is
+decoded); each problem is one `errors.UserError` line naming the fix: missing labeled/ or unlabeled/, a class with no image,
 fewer than two classes, a validation/ or test/ class that labeled/ lacks, files that are not
 readable images (the first named, with how many more), a channel count other than the bound
 one, and a folder whose decoded images would not fit in memory.

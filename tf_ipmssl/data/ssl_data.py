@@ -119,6 +119,7 @@ def build_ssl_data(dataset: Optional[str] = None,
     ConfigError: unknown dataset or source, bad max_*_examples or include_extra.
     SplitError: impossible num_labeled / validation_size.
     DatasetNotFoundError: the dataset is nowhere to be found.
+    UserError: an image folder that cannot be read as image_folder.py says.
   """
   if dataset is None:
     raise errors.ConfigError("bind build_ssl_data.dataset, e.g. to 'fashion_mnist'")
