@@ -16,7 +16,7 @@ from tf_ipmssl.data import ssl_data
 
 
 def write_image(path, array):
-  """Writes uint8 [H, W, C] (C = 1 or 3) in the format of the path's extension."""
+  """Writes uint8 [H, W, C] (C = 1 to 4) in the format of the path's extension."""
   os.makedirs(os.path.dirname(path), exist_ok=True)
   array = np.asarray(array, np.uint8)
   if path.endswith('.png'):
@@ -234,3 +234,16 @@ def test_bin_train_refuses_before_writing(tmp_path, damage):
   lines = [line for line in result.stderr.splitlines() if line.startswith('error: ')]
   assert len(lines) == 1 and fragment in lines[0], result.stderr
   assert not model_dir.exists()
+
+
+def test_alpha_channels_are_dropped(tmp_path):
+  write_image(str(tmp_path / 'labeled' / 'a' / 'ga.png'), constant(32, 32, (70, 9)))
+  write_image(str(tmp_path / 'labeled' / 'b' / 'ga.png'), constant(32, 32, (90, 9)))
+  (tmp_path / 'unlabeled').mkdir()
+  data = read(tmp_path)  # Grayscale with alpha: grayscale.
+  assert data.image_shape == (32, 32, 1)
+  np.testing.assert_array_equal(data.labeled_images[:, 0, 0, 0], [70, 90])
+  write_image(str(tmp_path / 'unlabeled' / 'rgba.png'), constant(32, 32, (1, 2, 3, 4)))
+  data = read(tmp_path)  # Colour with alpha: colour.
+  assert data.image_shape == (32, 32, 3)
+  np.testing.assert_array_equal(data.unlabeled_images[:, 0, 0], [[70] * 3, [90] * 3, [1, 2, 3]])
