@@ -17,8 +17,7 @@ import scipy.io
 
 from tf_ipmssl.data import dataset_specs
 
-CIFAR10_LABEL_NAMES = ('airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog',
-                       'horse', 'ship', 'truck')
+CIFAR10_LABEL_NAMES = dataset_specs.CIFAR10.class_names
 
 
 def fake_dataset_dir(directory, name):

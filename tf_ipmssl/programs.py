@@ -19,7 +19,8 @@ import runpy
 import sys
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-PROGRAMS = ('benchmark', 'cells', 'diagnose', 'evaluate', 'export', 'sweep', 'train')
+PROGRAMS = ('benchmark', 'cells', 'diagnose', 'evaluate', 'export', 'make_image_folder',
+            'predict', 'sweep', 'train')
 # What every program imports; TensorFlow comes from the cpu or gpu extra (BUILD.md).
 REQUIRED_MODULES = ('absl', 'gin', 'tensorflow')
 # Set in the environment of the re-executed program, so that it never loops.
@@ -68,6 +69,7 @@ def _console_script(name):
   return main
 
 
-benchmark, cells, diagnose, evaluate, export, sweep, train = (
+(benchmark, cells, diagnose, evaluate, export, make_image_folder, predict, sweep,
+ train) = (
     _console_script(name) for name in PROGRAMS)
 

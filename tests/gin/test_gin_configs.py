@@ -19,6 +19,8 @@ from tests.gin import expected
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import command_line
 from tf_ipmssl.data import dataset_specs
+from tf_ipmssl.data import datasets
+from tf_ipmssl.data import folder_writer
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import run_record
@@ -41,6 +43,11 @@ def data_dir(tmp_path_factory):
   directory = tmp_path_factory.mktemp('data')
   for name in DATASETS:
     fixtures.make_fake_dataset(str(directory), name, num_train=80, num_test=20)
+  # bases/image_folder.gin's folder: the fake Fashion-MNIST as PNG files.
+  folder_writer.write_image_folder(
+      str(directory / dataset_specs.IMAGE_FOLDER),
+      datasets.load_dataset('fashion_mnist', source='local', data_dir=str(directory)),
+      labeled_per_class=2, validation_size=20)
   return str(directory)
 
 
@@ -135,6 +142,9 @@ def test_gin_file_trains(name, data_dir, tmp_path):
 
   bindings = _tiny_bindings(data_dir, num_labeled)
   bindings.append(f"build_ssl_data.dataset = '{dataset}'")
+  if dataset == dataset_specs.IMAGE_FOLDER:  # Its labels are all given, in its own folders.
+    bindings += [f"build_ssl_data.data_dir = '{data_dir}/{dataset}'",
+                 "build_ssl_data.source = 'auto'", 'build_ssl_data.validation_size = 0']
   if add_constraint:
     bindings.append('train.constraints = [@Fisher()]')
   gin.clear_config()

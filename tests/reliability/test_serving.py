@@ -1,6 +1,6 @@
 """The exported classifier serves in TensorFlow's own tools: `saved_model_cli run`, a
 TF1-style Session load (TF Serving's path) and tf.saved_model.load answer with the labels
-of the in-memory classifier; the signature enforces [N, H, W, C] uint8 and answers an empty
+of the in-memory classifier (and their class names); the signature enforces [N, H, W, C] uint8 and answers an empty
 batch with empty outputs."""
 import os
 import pathlib
@@ -12,6 +12,7 @@ import pytest
 
 from tests import fixtures
 from tests.training import runs
+from tf_ipmssl.data import dataset_specs
 
 SAVED_MODEL_CLI = str(pathlib.Path(sys.executable).with_name('saved_model_cli'))
 
@@ -90,10 +91,16 @@ def test_tf2_load_answers_and_keeps_the_metadata(exported_run, images_and_expect
   export_dir = os.path.join(exported_run, 'export')
   module = tf.saved_model.load(export_dir)
   out = module.signatures['serving_default'](images=tf.constant(images))
-  assert set(out) == {'probabilities', 'labels'}
+  assert set(out) == {'probabilities', 'labels', 'class_names'}
   np.testing.assert_array_equal(out['labels'].numpy(), expected.argmax(-1))
+  # Fashion-MNIST's class names, by label.
+  names = list(dataset_specs.FASHION_MNIST.class_names)
+  assert [n.decode() for n in out['class_names'].numpy()] == [names[l]
+                                                              for l in expected.argmax(-1)]
+  assert [n.decode() for n in module.signatures['class_names']()['class_names'].numpy()] == names
   classifier = export.LoadedClassifier(export_dir)
   assert classifier.metadata['image_shape'] == [28, 28, 1]
+  assert classifier.metadata['class_names'] == names and classifier.metadata['resize'] is None
   np.testing.assert_array_equal(classifier(images)['labels'], expected.argmax(-1))
 
 
@@ -119,3 +126,4 @@ def test_empty_batch_answers_empty_outputs(exported_run):
   module = tf.saved_model.load(os.path.join(exported_run, 'export'))
   out = module.signatures['serving_default'](images=tf.zeros([0, 28, 28, 1], tf.uint8))
   assert out['labels'].shape == (0,) and out['probabilities'].shape == (0, 10)
+  assert out['class_names'].shape == (0,)

@@ -108,3 +108,36 @@ def test_bin_export_and_evaluate(exported_run, tmp_path):
   assert evaluations['best']['error'] == pytest.approx(metrics['best']['test_error'])
   assert evaluations['export']['error'] == pytest.approx(metrics['best']['test_error'])
   assert metrics['exported'] == {'checkpoint': 'best', 'step': metrics['best']['step']}
+
+
+def test_bin_predict_on_a_native_size_export(exported_run, tmp_path):
+  """A Fashion-MNIST export takes 28x28 images: a colour one is made grayscale, another size
+  is skipped; the names are Fashion-MNIST's."""
+  import csv  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.data import dataset_specs  # pylint: disable=g-import-not-at-top
+  _, model_dir = exported_run
+  rng = np.random.default_rng(5)
+  gray = rng.integers(0, 256, [28, 28, 1], dtype=np.uint8)
+  colour = rng.integers(0, 256, [28, 28, 3], dtype=np.uint8)
+  paths = [str(tmp_path / name) for name in ('gray.png', 'colour.png', 'big.png')]
+  for path, image in zip(paths, (gray, colour, np.zeros([32, 32, 1], np.uint8))):
+    tf.io.write_file(path, tf.io.encode_png(image))
+  export_dir = os.path.join(model_dir, 'export')
+  result = subprocess.run(
+      [sys.executable, str(runs.REPO_ROOT / 'bin' / 'predict'), f'--export_dir={export_dir}',
+       *paths, f'--output={tmp_path / "p.csv"}'],
+      capture_output=True, text=True, env=runs.environment(), timeout=300)
+  assert result.returncode == 0, result.stderr
+  assert f'skipped {paths[2]}: is 32x32; this classifier takes 28x28 images' in result.stderr
+  serve = tf.saved_model.load(export_dir).signatures['serving_default']
+  inputs = np.stack([gray, tf.image.rgb_to_grayscale(colour).numpy()])
+  expected = serve(images=tf.constant(inputs))['probabilities'].numpy()
+  names = list(dataset_specs.FASHION_MNIST.class_names)
+  with open(tmp_path / 'p.csv', newline='') as f:
+    rows = list(csv.reader(f))
+  assert rows[0] == ['path', 'class_name', 'probability'] + names
+  assert [row[:2] for row in rows[1:]] == [[p, names[e.argmax()]]
+                                           for p, e in zip(paths, expected)]
+  np.testing.assert_allclose([[float(v) for v in row[3:]] for row in rows[1:]], expected,
+                             rtol=1e-6)

@@ -2,7 +2,8 @@
 
 The loaders (`datasets`, `local_files`, `tfds_source`), the result tables (`cells`) and the
 test fixtures read this registry. Adding a dataset means one `DatasetSpec` here, a reader
-in `local_files` (named by `DatasetSpec.reader`), a gin base and a test fixture.
+in `local_files` (named by `DatasetSpec.reader`), a gin base and a test fixture. A folder of
+the user's own images (`IMAGE_FOLDER`, data/image_folder.py) needs none of these.
 
 This module imports neither TensorFlow nor numpy, so that `cells` (and `bin/cells`) stay
 instant.
@@ -31,6 +32,7 @@ class DatasetSpec:
     subdirs: sub-directories of data_dir / $TF_IPMSSL_DATA_DIR that may hold it.
     system_dirs: where a system package installs it.
     how_to_get: instructions for the "not found" error message.
+    class_names: the name of each class, by label.
   """
   name: str
   title: str
@@ -41,6 +43,7 @@ class DatasetSpec:
   reader: str
   subdirs: Tuple[str, ...]
   how_to_get: str
+  class_names: Tuple[str, ...]
   extra_files: Tuple[str, ...] = ()
   optional_suffix: str = ''
   files_dir: Optional[str] = None
@@ -60,6 +63,8 @@ CIFAR10 = DatasetSpec(
     how_to_get=(
         'download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz into one of '
         'the directories above (extracting it is optional)'),
+    class_names=('airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse',
+                 'ship', 'truck'),
 )
 
 SVHN = DatasetSpec(
@@ -70,6 +75,7 @@ SVHN = DatasetSpec(
     how_to_get=(
         'download http://ufldl.stanford.edu/housenumbers/train_32x32.mat and test_32x32.mat '
         '(and extra_32x32.mat for include_extra) into one of the directories above'),
+    class_names=tuple(str(digit) for digit in range(10)),
 )
 
 FASHION_MNIST = DatasetSpec(
@@ -84,10 +90,16 @@ FASHION_MNIST = DatasetSpec(
         ', or download the four files from '
         'http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/ into one of the '
         'directories above'),
+    class_names=('T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt',
+                 'Sneaker', 'Bag', 'Ankle boot'),
 )
 
 # Name -> spec, in the order datasets are listed to users.
 REGISTRY: Dict[str, DatasetSpec] = {spec.name: spec for spec in (CIFAR10, SVHN, FASHION_MNIST)}
+
+# `build_ssl_data.dataset` of a folder of the user's own images (data/image_folder.py): not a
+# registered dataset (its classes and size are the folder's).
+IMAGE_FOLDER = 'image_folder'
 
 
 def names() -> Tuple[str, ...]:

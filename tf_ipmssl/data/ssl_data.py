@@ -2,7 +2,9 @@
 
 `build_ssl_data` is the boundary between the data layer and the trainer
 (docs/algorithm.md#data-and-model-selection): it loads a dataset (`datasets.load_dataset`),
-optionally shrinks it for smoke runs, and applies the label split (`splits.make_splits`).
+optionally shrinks it for smoke runs, and applies the label split (`splits.make_splits`); or
+it reads a folder of the user's own images, whose labels are all given
+(`dataset='image_folder'`, image_folder.py).
 Its settings are gin's `build_ssl_data.*`, read into the run configuration
 (training/run_config.py), which passes them here.
 """
@@ -13,6 +15,7 @@ import numpy as np
 
 from tf_ipmssl import errors
 from tf_ipmssl import gin_settings
+from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import datasets
 from tf_ipmssl.data import splits as splits_lib
 
@@ -38,6 +41,9 @@ class SSLData:
     num_labeled: the labeled examples asked for (None: the whole train split minus
       validation, labeled).
     split_seed: the seed of the label/validation split.
+    class_names: the name of each class, by index.
+    resizes_images: whether images of any size are brought to image_shape by
+      image_folder.fit_images (an image folder; the export then applies it in its graph).
   """
   name: str
   num_classes: int
@@ -53,6 +59,8 @@ class SSLData:
   source: str
   num_labeled: Optional[int] = None
   split_seed: int = 0
+  class_names: Tuple[str, ...] = ()
+  resizes_images: bool = False
 
 
 def _check_max_examples(name: str, value):
@@ -80,11 +88,15 @@ def build_ssl_data(dataset: Optional[str] = None,
                    include_extra: bool = False,
                    download: bool = False,
                    max_train_examples: Optional[int] = None,
-                   max_test_examples: Optional[int] = None) -> SSLData:
+                   max_test_examples: Optional[int] = None,
+                   channels: Optional[int] = None) -> SSLData:
   """Loads `dataset` and splits its training set for semi-supervised learning.
 
   Args:
-    dataset: a name of `dataset_specs.REGISTRY` ('cifar10', 'svhn', 'fashion_mnist').
+    dataset: a name of `dataset_specs.REGISTRY` ('cifar10', 'svhn', 'fashion_mnist'), or
+      'image_folder': the user's images in data_dir (image_folder.py), where num_labeled and
+      validation_size must be None and 0 (gin/bases/image_folder.gin), split_seed chooses
+      nothing and source, include_extra, download and max_*_examples do not apply.
     source: 'auto', 'local' or 'tfds' (see `datasets.load_dataset`).
     data_dir: directory searched first for the data (also TFDS's data_dir).
     num_labeled: labels in total, num_labeled / K per class; None labels every
@@ -98,6 +110,7 @@ def build_ssl_data(dataset: Optional[str] = None,
       `splits.subset_indices`) before splitting. None keeps all; results on a subset
       are not the paper's numbers.
     max_test_examples: likewise for the test split.
+    channels: image folders only: 1 (grayscale), 3 (colour) or None (from the images).
 
   Returns:
     SSLData.
@@ -106,6 +119,7 @@ def build_ssl_data(dataset: Optional[str] = None,
     ConfigError: unknown dataset or source, bad max_*_examples or include_extra.
     SplitError: impossible num_labeled / validation_size.
     DatasetNotFoundError: the dataset is nowhere to be found.
+    UserError: an image folder that cannot be read as image_folder.py says.
   """
   if dataset is None:
     raise errors.ConfigError("bind build_ssl_data.dataset, e.g. to 'fashion_mnist'")
@@ -115,6 +129,17 @@ def build_ssl_data(dataset: Optional[str] = None,
     errors.check_number('build_ssl_data.num_labeled', num_labeled, integer=True, low=1)
   _check_max_examples('max_train_examples', max_train_examples)
   _check_max_examples('max_test_examples', max_test_examples)
+  errors.check_choice(dataset, datasets.DATASETS + (dataset_specs.IMAGE_FOLDER,), 'dataset',
+                      'valid names')
+  if dataset == dataset_specs.IMAGE_FOLDER:
+    # Imported here: it imports TensorFlow, which this module does not need otherwise.
+    from tf_ipmssl.data import image_folder  # pylint: disable=g-import-not-at-top
+    _check_folder_settings(num_labeled, validation_size, source, include_extra, download,
+                           max_train_examples, max_test_examples)
+    return _folder_data(image_folder.read_image_folder(data_dir, channels), split_seed)
+  if channels is not None:
+    raise errors.ConfigError(f'build_ssl_data.channels applies to image folders only; '
+                             f'{dataset!r} has its own: leave it unbound')
   data = datasets.load_dataset(dataset, source=source, data_dir=data_dir,
                                include_extra=include_extra, download=download)
 
@@ -150,7 +175,51 @@ def build_ssl_data(dataset: Optional[str] = None,
       splits=split,
       source=where,
       num_labeled=num_labeled,
-      split_seed=split_seed)
+      split_seed=split_seed,
+      class_names=dataset_specs.REGISTRY[data.name].class_names)
+
+
+def _check_folder_settings(num_labeled, validation_size, source, include_extra, download,
+                           max_train_examples, max_test_examples):
+  """ConfigErrors for settings that would choose among an image folder's images."""
+  if num_labeled is not None or validation_size:
+    raise errors.ConfigError(
+        'an image folder gives every label (labeled/) and its own validation/ folder: bind '
+        'build_ssl_data.num_labeled = None and build_ssl_data.validation_size = 0 (as '
+        'gin/bases/image_folder.gin does, after the other gin files)')
+  given = {'source': source != 'auto' and source != 'local', 'include_extra': include_extra,
+           'download': download, 'max_train_examples': max_train_examples is not None,
+           'max_test_examples': max_test_examples is not None}
+  bound = [name for name, value in given.items() if value]
+  if bound:
+    raise errors.ConfigError(
+        f'build_ssl_data.{bound[0]} does not apply to an image folder; leave it unbound')
+
+
+def _folder_data(folder, split_seed) -> SSLData:
+  """The SSLData of an image_folder.ImageFolder: train is the labeled images, then those of
+  unlabeled/."""
+  num_labeled = len(folder.labeled_labels)
+  return SSLData(
+      name=dataset_specs.IMAGE_FOLDER,
+      num_classes=len(folder.class_names),
+      image_shape=folder.image_shape,
+      labeled_images=folder.labeled_images,
+      labeled_labels=folder.labeled_labels,
+      unlabeled_images=folder.unlabeled_images,
+      validation_images=folder.validation_images,
+      validation_labels=folder.validation_labels,
+      test_images=folder.test_images,
+      test_labels=folder.test_labels,
+      splits=splits_lib.SplitIndices(
+          labeled=np.arange(num_labeled, dtype=np.int64),
+          validation=np.zeros([0], np.int64),
+          unlabeled=np.arange(len(folder.unlabeled_images), dtype=np.int64)),
+      source=folder.source,
+      num_labeled=None,
+      split_seed=split_seed,
+      class_names=folder.class_names,
+      resizes_images=True)
 
 
 # build_ssl_data.* in gin: its settings, read into the run configuration (run_config.py).

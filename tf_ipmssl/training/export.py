@@ -1,8 +1,11 @@
 """SavedModel export of the classifier Φ + S (not the GAN), for inference.
 
 The serving function takes uint8 images [N, H, W, C] in the dataset's native size (28x28x1
-for Fashion-MNIST, 32x32x3 for CIFAR-10/SVHN), applies the training-time input transform
-(scale to [-1, 1], pad to 32x32) and returns class probabilities and predicted labels.
+for Fashion-MNIST, 32x32x3 for CIFAR-10/SVHN; an image folder's: any one size, brought to
+32x32 in the graph by the rule it was trained with, image_folder.fit_images), applies the
+training-time input transform (scale to [-1, 1], pad to 32x32) and returns class
+probabilities, predicted labels and their class names; a second signature, `class_names`,
+answers every class name. A served export needs no code of this library.
 
 An export never deletes what it did not write, and a process killed at any instant of it
 leaves directories that the next export recognizes as its own: the export is written into
@@ -20,15 +23,22 @@ import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
+from tf_ipmssl.data import image_folder
 from tf_ipmssl.data import pipelines
 
 SIGNATURE_KEY = 'serving_default'
+CLASS_NAMES_KEY = 'class_names'
 METADATA_FILE = 'tf_ipmssl_classifier.json'
 
 
-def _serving_function(critic, image_shape):
-  """The serving computation on uint8 images [N, H, W, C]: checked shape, empty batches."""
+def _serving_function(critic, image_shape, class_names, resize):
+  """The serving computation on uint8 images [N, H, W, C]: checked shape, empty batches; with
+  `resize`, images of any one size brought to image_shape by image_folder.fit_images."""
   expected = ', '.join(map(str, image_shape))
+  names = tf.constant(class_names, tf.string)
+  if resize:
+    expected = f'H, W, {image_shape[-1]}'
+  checked = tf.constant(image_shape[-1:] if resize else image_shape, tf.int32)
 
   def serve(images):
     shape = tf.shape(images)
@@ -37,18 +47,21 @@ def _serving_function(critic, image_shape):
     tf.debugging.assert_rank(
         images, 4, message=f'the classifier takes uint8 images of shape [N, {expected}]')
     tf.debugging.assert_equal(
-        shape[1:], tf.constant(image_shape, tf.int32),
+        shape[4 - len(checked):], checked,
         message=f'the classifier takes uint8 images of shape [N, {expected}]; got another '
-        'height, width or channel count')
+        + ('channel count' if resize else 'height, width or channel count'))
     count = shape[0]
     # An empty batch runs the network on one blank image and answers its first 0 rows:
     # some convolution kernels reject an empty input.
     batch = tf.cond(count > 0, lambda: images,
                     lambda: tf.zeros([1, *image_shape], tf.uint8))
+    if resize:
+      batch = image_folder.fit_images(batch, image_shape[0])
     logits = tf.cast(critic.classify(pipelines.to_model_input(batch), training=False),
                      tf.float32)[:count]
-    return {'probabilities': tf.nn.softmax(logits, axis=-1),
-            'labels': tf.argmax(logits, axis=-1, output_type=tf.int32)}
+    labels = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return {'probabilities': tf.nn.softmax(logits, axis=-1), 'labels': labels,
+            'class_names': tf.gather(names, labels)}
   return serve
 
 
@@ -155,9 +168,16 @@ def _fresh_temporary_dir(export_dir):
   return tmp_dir
 
 
-def export_classifier(critic, image_shape, export_dir, num_classes, dataset=''):
+def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
+                      class_names=None, resize=None):
   """Writes the SavedModel to export_dir: into a temporary directory beside it, then renamed
   into place. Only a previous classifier export is replaced (check_export_dir).
+
+  Its signature SIGNATURE_KEY answers probabilities, labels and the labels' class_names
+  (`class_names`, by label; default '0', '1', ...); the signature CLASS_NAMES_KEY, without
+  inputs, answers every class name. `resize`: None (images in image_shape) or the rule
+  (image_folder.RESIZE_RULE) by which images of any size are brought to image_shape in the
+  graph.
 
   Written with keras.export.ExportArchive, which saves the Keras variables as TF variables
   the graph refers to: the export then serves in `saved_model_cli run`, a TF1 Session
@@ -165,17 +185,25 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset=''):
   """
   check_export_dir(export_dir)
   image_shape = tuple(int(d) for d in image_shape)
+  class_names = [str(name) for name in class_names or range(num_classes)]
+  if len(class_names) != num_classes:
+    raise ValueError(f'{len(class_names)} class names for {num_classes} classes')
   archive = keras.export.ExportArchive()
   archive.track(critic)
+  input_shape = [None, None, None, image_shape[-1]] if resize else [None, *image_shape]
   archive.add_endpoint(
-      name=SIGNATURE_KEY, fn=_serving_function(critic, image_shape),
-      input_signature=[tf.TensorSpec([None, *image_shape], tf.uint8, name='images')])
+      name=SIGNATURE_KEY, fn=_serving_function(critic, image_shape, class_names, resize),
+      input_signature=[tf.TensorSpec(input_shape, tf.uint8, name='images')])
+  archive.add_endpoint(
+      name=CLASS_NAMES_KEY,
+      fn=lambda: {'class_names': tf.constant(class_names, tf.string)}, input_signature=[])
   tmp_dir = _fresh_temporary_dir(export_dir)
   archive.write_out(tmp_dir, verbose=False)
   entries = sorted(e.rstrip('/') for e in tf.io.gfile.listdir(tmp_dir) if e != PARTIAL_MARKER)
   with tf.io.gfile.GFile(os.path.join(tmp_dir, METADATA_FILE), 'w') as f:
     json.dump({'image_shape': list(image_shape), 'num_classes': int(num_classes),
-               'dataset': dataset, 'input_dtype': 'uint8', 'entries': entries}, f, indent=2)
+               'dataset': dataset, 'input_dtype': 'uint8', 'class_names': class_names,
+               'resize': resize, 'entries': entries}, f, indent=2)
   tf.io.gfile.remove(os.path.join(tmp_dir, PARTIAL_MARKER))
   fault_injection.reach('export_written')
   if tf.io.gfile.exists(export_dir):  # An earlier export (or an empty directory).
@@ -206,6 +234,8 @@ class LoadedClassifier:
     with tf.io.gfile.GFile(metadata_path) as f:
       self.metadata = json.load(f)
     self.image_shape = tuple(self.metadata['image_shape'])
+    # Images of any size where the export resizes them (image_folder.fit_images).
+    self._checked = self.image_shape[-1:] if self.metadata.get('resize') else self.image_shape
     self._module = tf.saved_model.load(export_dir)
 
   def __call__(self, images):
@@ -214,9 +244,11 @@ class LoadedClassifier:
       raise errors.UserError(
           f'the classifier takes uint8 images (0..255), got dtype {images.dtype}; convert with '
           'np.asarray(images, np.uint8) before scaling')
-    if images.ndim != 4 or tuple(images.shape[1:]) != self.image_shape:
+    if images.ndim != 4 or tuple(images.shape[4 - len(self._checked):]) != self._checked:
+      expected = ', '.join(map(str, self._checked))
+      if len(self._checked) == 1:
+        expected = f'H, W, {expected}'
       raise errors.UserError(
-          f'the classifier takes images of shape [N, {", ".join(map(str, self.image_shape))}], '
-          f'got {list(images.shape)}')
+          f'the classifier takes images of shape [N, {expected}], got {list(images.shape)}')
     out = self._module.signatures[SIGNATURE_KEY](images=tf.constant(images))
     return {k: v.numpy() for k, v in out.items()}

@@ -65,6 +65,7 @@ class Loop:
     """metrics.json's content at `step`; `now`: the time.time() its wall time ends at."""
     record = reporting.metrics_record(self.final, self.extra, self.run.state, step,
                                       self.length.total_steps, finished)
+    record['class_names'] = list(self.data.class_names)
     if self.wall_before is not None:
       now = time.time() if now is None else now
       record['wall_seconds'] = self.wall_before + now - self.started
@@ -123,7 +124,7 @@ class Loop:
       test_error = self.test_error()
     if improved:
       best['validation_error'].assign(val_error)
-      best['test_error'].assign(test_error)
+      best['test_error'].assign(math.nan if test_error is None else test_error)
       best['labeled_error'].assign(labeled_error)
       best['step'].assign(step)
       self.run.best_manager.save(checkpoint_number=step)
@@ -143,12 +144,15 @@ class Loop:
       self.run.state.final[key].assign(math.nan if value is None else value)
 
   def test_error(self):
+    """The test error in %; None without a test split (an image folder without test/)."""
+    if not len(self.data.test_labels):
+      return None
     return evaluation.error_rate(self.predict, self.data.test_images, self.data.test_labels,
                                  self.config.loop.eval_batch_size)
 
   def complete_final_evaluation(self, step):
     """The test error of an early stop's last evaluation, which did not improve."""
-    if self.final['test_error'] is None:
+    if self.final['test_error'] is None and len(self.data.test_labels):
       test_error = self.test_error()
       summaries.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
       self._set_final({**self.final, 'test_error': test_error})

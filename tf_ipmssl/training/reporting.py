@@ -6,7 +6,7 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   wanted) complete; `stopped_early`: the step of an early stop (absent otherwise);
 - `final`: {`step`, `validation_error`, `test_error`, `labeled_error`} of the latest
   evaluation (errors in %; `test_error` is null at evaluations where it was not computed,
-  see loop.Loop.evaluate; `labeled_error`: the error on the labeled training images, with
+  see loop.Loop.evaluate, and always without a test split (an image folder without test/); `labeled_error`: the error on the labeled training images, with
   the evaluated weights);
 - `best`: the same keys at the best validation error so far (step −1 and nulls without a
   validation split; `labeled_error` null for a run resumed from a checkpoint written before
@@ -17,7 +17,8 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   `wall_seconds`: the run's wall time over all its sessions, each counted from its start to
   its latest metrics.json (a killed session's work after its last checkpoint, which the next
   session redoes, is not counted; absent for a run resumed from a metrics.json written
-  before this key existed); `diverged_before_step` when a loss became NaN/Inf.
+  before this key existed); `diverged_before_step` when a loss became NaN/Inf;
+- `class_names`: the name of each class, by label (the exported classifier answers them).
 """
 import math
 
@@ -62,7 +63,7 @@ def final_line(step, metrics, baseline=None, data=None):
   docs/algorithm.md#data-and-model-selection) first, then the last step's; with `baseline`
   (train.baseline) and `data` (baseline.RunData), the comparison of baseline.py."""
   best, final = metrics['best'], metrics['final']
-  if best['step'] < 0 or best['test_error'] is None:
+  if best['step'] < 0:
     return (f'Finished {step} steps: test error {fmt(final["test_error"])} at the last step '
             '(no validation split, so no model selection)')
   line = (f'Finished {step} steps: test error {fmt(best["test_error"])} at the best '

@@ -33,6 +33,8 @@ import tensorflow as tf
 import tf_ipmssl
 from tf_ipmssl import errors
 from tf_ipmssl import run_files
+from tf_ipmssl.data import dataset_specs
+from tf_ipmssl.data import image_folder
 from tf_ipmssl.training import cpu_info
 
 # Bindings that may differ on resume: how a run is observed, how long it goes on, where
@@ -137,17 +139,29 @@ def _numerics():
 
 
 def record_dataset(model_dir, data):
-  """What a classifier restored from this run needs without loading the data."""
+  """What a classifier restored from this run needs without loading the data: dataset.json's
+  name, num_classes, image_shape (the critic's input), source, class_names (by label) and
+  resize (the rule that brings images of any size to image_shape, image_folder.fit_images;
+  null where images come in image_shape)."""
   run_files.write_json(model_dir, run_files.DATASET_FILE, {
       'name': data.name, 'num_classes': int(data.num_classes),
-      'image_shape': [int(d) for d in data.image_shape], 'source': data.source})
+      'image_shape': [int(d) for d in data.image_shape], 'source': data.source,
+      'class_names': list(data.class_names),
+      'resize': image_folder.RESIZE_RULE if data.resizes_images else None})
 
 
 def read_dataset(model_dir):
+  """dataset.json of the run in model_dir; a run recorded before class_names were gets its
+  dataset's (dataset_specs), and no resize rule."""
   dataset = run_files.read_json(model_dir, run_files.DATASET_FILE)
   if dataset is None:
     raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no '
                            f'{run_files.DATASET_FILE})')
+  if 'class_names' not in dataset:
+    spec = dataset_specs.REGISTRY.get(dataset['name'])
+    dataset['class_names'] = list(spec.class_names) if spec else [
+        str(label) for label in range(dataset['num_classes'])]
+  dataset.setdefault('resize', None)
   return dataset
 
 

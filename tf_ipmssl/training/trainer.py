@@ -23,6 +23,7 @@ import tensorflow as tf
 from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
+from tf_ipmssl.data import image_folder
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.training import checkpoint_integrity
@@ -127,6 +128,10 @@ def _iteration_fn(run, data, strategy):
 
 
 def _print_start(config, data, length, strategy, model_dir):
+  if not len(data.validation_labels):
+    print('No validation split: no step is selected (selecting on the labeled images the run '
+          "trains on would pick the most overfitted one); the last step's classifier is "
+          'reported' + (' and exported' if config.loop.export_classifier else ''), flush=True)
   print(f'Training {config.mode} on {data.name} ({data.source}): {len(data.labeled_images)} '
         f'labeled, {len(data.unlabeled_images)} unlabeled, {len(data.validation_labels)} '
         f'validation, {len(data.test_labels)} test; {length.total_steps} steps '
@@ -177,7 +182,8 @@ def _export_selected_classifier(run, data, model_dir, step):
     selected = {'checkpoint': 'best', 'step': int(run.state.best['step'].numpy())}
   export.export_classifier(run.evaluated_critic, data.image_shape,
                            os.path.join(model_dir, run_files.EXPORT_DIR), data.num_classes,
-                           data.name)
+                           data.name, data.class_names,
+                           image_folder.RESIZE_RULE if data.resizes_images else None)
   return selected
 
 

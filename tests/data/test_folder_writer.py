@@ -1,0 +1,77 @@
+"""bin/make_image_folder: a built-in dataset as an image folder of PNG files, with the built-in
+loader's labeled and validation images, read back pixel for pixel."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import fixtures
+from tests.training import runs
+from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
+from tf_ipmssl.data import datasets
+from tf_ipmssl.data import folder_writer
+from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import ssl_data
+
+
+@pytest.fixture(scope='module')
+def fake_dir(tmp_path_factory):
+  directory = str(tmp_path_factory.mktemp('fashion'))
+  fixtures.make_fake_dataset(directory, 'fashion_mnist', num_train=160, num_test=40)
+  return directory
+
+
+def _indices(paths):
+  return sorted(int(re.search(r'_(\d+)\.png$', p).group(1)) for p in paths)
+
+
+def test_folder_holds_the_built_in_split(fake_dir, tmp_path):
+  data = datasets.load_dataset('fashion_mnist', source='local', data_dir=fake_dir)
+  out = str(tmp_path / 'folder')
+  written = folder_writer.write_image_folder(out, data, labeled_per_class=2, validation_size=20,
+                                             split_seed=3, max_unlabeled=30, max_test=20)
+  assert written == {'labeled': 20, 'unlabeled': 30, 'validation': 20, 'test': 20}
+  built_in = ssl_data.build_ssl_data('fashion_mnist', source='local', data_dir=fake_dir,
+                                     num_labeled=20, validation_size=20, split_seed=3)
+  for folder, expected in (('labeled', built_in.splits.labeled),
+                           ('validation', built_in.splits.validation)):
+    assert _indices(image_folder.list_files(os.path.join(out, folder))) == list(expected)
+  unlabeled = _indices(image_folder.list_files(os.path.join(out, 'unlabeled')))
+  assert not set(unlabeled) & set(built_in.splits.labeled)
+  assert not set(unlabeled) & set(built_in.splits.validation)
+  names = dataset_specs.FASHION_MNIST.class_names
+  for path in image_folder.list_files(os.path.join(out, 'labeled')):
+    index = _indices([path])[0]
+    # The class folder of the image's label, and the image's pixels, exactly.
+    assert os.path.basename(os.path.dirname(path)) == folder_writer.folder_name(
+        names[data.train_labels[index]])
+    np.testing.assert_array_equal(tf.io.decode_png(tf.io.read_file(path)).numpy(),
+                                  data.train_images[index])
+  assert folder_writer.folder_name('T-shirt/top') == 't-shirt_top'
+  assert folder_writer.folder_name('Ankle boot') == 'ankle_boot'
+  folder = ssl_data.build_ssl_data('image_folder', data_dir=out, num_labeled=None,
+                                   validation_size=0)
+  assert folder.class_names == tuple(sorted(folder_writer.folder_name(n) for n in names))
+  assert len(folder.unlabeled_images) == 50 and len(folder.test_labels) == 20
+  np.testing.assert_array_equal(np.bincount(folder.labeled_labels), [2] * 10)
+  with pytest.raises(errors.UserError, match='is not an empty folder'):
+    folder_writer.write_image_folder(out, data)
+
+
+def test_bin_make_image_folder(fake_dir, tmp_path):
+  out = str(tmp_path / 'folder')
+  result = subprocess.run(
+      [sys.executable, str(runs.REPO_ROOT / 'bin' / 'make_image_folder'), f'--output={out}',
+       f'--data_dir={fake_dir}', '--labeled_per_class=1', '--validation_size=0',
+       '--max_test=10'], capture_output=True, text=True, env=runs.environment(), timeout=300)
+  assert result.returncode == 0, result.stderr
+  # 160 training images: 10 labeled, 150 unlabeled; 10 of the 40 test images.
+  where = fixtures.fake_dataset_dir(fake_dir, 'fashion_mnist')
+  assert (f'Wrote 170 PNG images of fashion_mnist (local:{where}) to {out}: 10 labeled, '
+          '150 unlabeled, 0 validation, 10 test') in result.stdout
+  assert not os.path.exists(os.path.join(out, 'validation'))

@@ -1,0 +1,249 @@
+"""The image-folder dataset on tiny generated folders: its layout, formats, resize rule and
+channels, and every bad input refused in one line (in-process, and through bin/train before
+anything is written)."""
+import os
+import subprocess
+
+import numpy as np
+from PIL import Image
+import pytest
+import tensorflow as tf
+
+from tests.training import runs
+from tf_ipmssl import errors
+from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import ssl_data
+
+
+def write_image(path, array):
+  """Writes uint8 [H, W, C] (C = 1 to 4) in the format of the path's extension."""
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  array = np.asarray(array, np.uint8)
+  if path.endswith('.png'):
+    tf.io.write_file(path, tf.io.encode_png(array))
+  elif path.endswith('.jpg'):
+    tf.io.write_file(path, tf.io.encode_jpeg(array, quality=100))
+  else:  # BMP, GIF: TensorFlow has no encoder.
+    Image.fromarray(array[..., 0] if array.shape[-1] == 1 else array).save(path)
+  return path
+
+
+def constant(height, width, value):
+  return np.broadcast_to(np.asarray(value, np.uint8), [height, width, np.size(value)])
+
+
+def make_folder(root, validation=False, test=True):
+  """3 classes (given out of order), unlabeled images at depth 2, a hidden file: grayscale."""
+  for name, value in (('zebra', 200), ('ant', 20), ('moth', 120)):
+    for i in range(2):
+      write_image(str(root / 'labeled' / name / f'{i}.png'), constant(40 + i, 36, [value]))
+    if test:
+      write_image(str(root / 'test' / name / 'a.png'), constant(32, 32, [value]))
+  if validation:
+    write_image(str(root / 'validation' / 'moth' / 'v.png'), constant(50, 40, [120]))
+  for i in range(3):
+    write_image(str(root / 'unlabeled' / 'deep' / 'er' / f'{i}.png'), constant(33, 90, [i]))
+  (root / 'unlabeled' / '.DS_Store').write_text('not an image')
+  return str(root)
+
+
+def read(root, channels=None):
+  return ssl_data.build_ssl_data('image_folder', data_dir=str(root), num_labeled=None,
+                                 validation_size=0, channels=channels)
+
+
+def test_layout_classes_labels_and_unlabeled(tmp_path):
+  data = read(make_folder(tmp_path, validation=True))
+  assert data.class_names == ('ant', 'moth', 'zebra') and data.num_classes == 3
+  assert data.image_shape == (32, 32, 1)
+  np.testing.assert_array_equal(data.labeled_labels, [0, 0, 1, 1, 2, 2])
+  # Constant images stay constant whatever their size: each label's value.
+  np.testing.assert_array_equal(data.labeled_images[:, 5, 5, 0], [20, 20, 120, 120, 200, 200])
+  np.testing.assert_array_equal(data.test_labels, [0, 1, 2])
+  np.testing.assert_array_equal(data.test_images[:, 0, 0, 0], [20, 120, 200])
+  np.testing.assert_array_equal(data.validation_labels, [1])
+  # The labeled images count as unlabeled, then the 3 of unlabeled/ (any depth; hidden skipped).
+  assert len(data.unlabeled_images) == 6 + 3
+  np.testing.assert_array_equal(data.unlabeled_images[:6], data.labeled_images)
+  np.testing.assert_array_equal(data.unlabeled_images[6:, 0, 0, 0], [0, 1, 2])
+  assert data.num_labeled is None and data.resizes_images
+  assert data.source == f'image_folder:{tmp_path}'
+
+
+def test_without_validation_and_test_folders(tmp_path):
+  data = read(make_folder(tmp_path, test=False))
+  assert len(data.validation_labels) == 0 and len(data.test_labels) == 0
+
+
+def test_formats_png_jpeg_bmp_gif(tmp_path):
+  colours = {'png': (255, 0, 0), 'jpg': (0, 0, 255), 'bmp': (0, 255, 0), 'gif': (255, 255, 0)}
+  for extension, colour in colours.items():
+    write_image(str(tmp_path / 'labeled' / extension / f'x.{extension}'), constant(32, 32, colour))
+  (tmp_path / 'unlabeled').mkdir()
+  data = read(tmp_path)
+  assert data.class_names == ('bmp', 'gif', 'jpg', 'png')
+  for image, name in zip(data.labeled_images, data.class_names):
+    np.testing.assert_allclose(image[16, 16].astype(int), colours[name], atol=2)
+
+
+def test_resize_rule_known_answers():
+  # A ramp (value 2 * column) downscaled by 2: the antialiased bilinear filter keeps a linear
+  # function away from the borders, so output column j holds 2 * (2j + 0.5) = 4j + 1.
+  ramp = np.broadcast_to(2 * np.arange(64, dtype=np.uint8)[None, :, None], [64, 64, 1])
+  fitted = image_folder.fit_images(ramp).numpy()
+  assert fitted.shape == (32, 32, 1)
+  np.testing.assert_array_equal(fitted[:, 1:31, 0], np.broadcast_to(4 * np.arange(1, 31) + 1,
+                                                                    (32, 30)))
+  # A wide 64x128 image: short side to 32 (32x64), then the centre 32 columns (16..47).
+  wide = np.broadcast_to(2 * np.arange(128, dtype=np.uint8)[None, :, None], [64, 128, 1])
+  np.testing.assert_array_equal(image_folder.fit_images(wide).numpy()[:, :, 0],
+                                np.broadcast_to(4 * np.arange(16, 48) + 1, (32, 32)))
+  # 32x32 passes unchanged; a tall 50x32 image loses 9 rows above and 9 below.
+  rng = np.random.default_rng(0)
+  square = rng.integers(0, 256, [2, 32, 32, 3], dtype=np.uint8)
+  np.testing.assert_array_equal(image_folder.fit_images(square).numpy(), square)
+  tall = rng.integers(0, 256, [50, 32, 3], dtype=np.uint8)
+  np.testing.assert_array_equal(image_folder.fit_images(tall).numpy(), tall[9:41])
+
+
+def test_channels_from_the_images(tmp_path):
+  make_folder(tmp_path)
+  assert read(tmp_path).image_shape == (32, 32, 1)
+  write_image(str(tmp_path / 'unlabeled' / 'colour.png'), constant(32, 32, (10, 20, 30)))
+  data = read(tmp_path)
+  assert data.image_shape == (32, 32, 3)
+  # Grayscale images repeated into three channels; the colour one as it is.
+  np.testing.assert_array_equal(data.labeled_images[0, 0, 0], [20, 20, 20])
+  np.testing.assert_array_equal(data.unlabeled_images[6, 0, 0], [10, 20, 30])  # Sorted first.
+
+
+def refused(root, *fragments, channels=None, error=errors.UserError):
+  with pytest.raises(error) as raised:
+    read(root, channels=channels)
+  message = str(raised.value)
+  assert '\n' not in message
+  for fragment in fragments:
+    assert fragment in message, (fragment, message)
+  return message
+
+
+def test_missing_labeled_or_unlabeled(tmp_path):
+  make_folder(tmp_path)
+  os.rename(tmp_path / 'unlabeled', tmp_path / 'elsewhere')
+  refused(tmp_path, f'{tmp_path} has no unlabeled/ folder')
+  os.rename(tmp_path / 'labeled', tmp_path / 'labels')
+  refused(tmp_path, f'{tmp_path} has no labeled/ folder', 'labeled/<class name>/')
+  refused(tmp_path / 'nowhere', 'does not exist')
+
+
+def test_class_with_no_image(tmp_path):
+  make_folder(tmp_path)
+  (tmp_path / 'labeled' / 'empty' / 'sub').mkdir(parents=True)
+  refused(tmp_path, f'{tmp_path / "labeled" / "empty"} holds no image')
+
+
+def test_one_class_or_loose_files(tmp_path):
+  write_image(str(tmp_path / 'labeled' / 'only' / 'a.png'), constant(8, 8, [1]))
+  (tmp_path / 'unlabeled').mkdir()
+  refused(tmp_path, 'holds 1 class folder(s)', 'at least two')
+  write_image(str(tmp_path / 'labeled' / 'stray.png'), constant(8, 8, [1]))
+  refused(tmp_path, 'stray.png lies directly in labeled/')
+
+
+def test_unreadable_files_named_with_how_many_more(tmp_path):
+  make_folder(tmp_path)
+  for name in ('a_broken.png', 'b_broken.jpg', 'c_broken.gif'):
+    (tmp_path / 'unlabeled' / name).write_bytes(b'not an image')
+  refused(tmp_path, f'{tmp_path / "unlabeled" / "a_broken.png"} (and 2 more) is not a readable '
+          'PNG, JPEG, BMP or GIF image')
+
+
+def test_file_of_another_format(tmp_path):
+  make_folder(tmp_path)
+  (tmp_path / 'labeled' / 'ant' / 'notes.txt').write_text('hello')
+  refused(tmp_path, f'{tmp_path / "labeled" / "ant" / "notes.txt"} is not a PNG, JPEG, BMP or '
+          'GIF image')
+
+
+@pytest.mark.parametrize('folder', ['test', 'validation'])
+def test_class_not_among_the_labeled(tmp_path, folder):
+  make_folder(tmp_path)
+  write_image(str(tmp_path / folder / 'beetle' / 'x.png'), constant(8, 8, [1]))
+  refused(tmp_path, f'{tmp_path / folder / "beetle"} is a class that', 'ant, moth, zebra')
+
+
+def test_mixed_channel_counts_when_bound(tmp_path):
+  make_folder(tmp_path)
+  refused(tmp_path, 'build_ssl_data.channels must be', channels=2, error=errors.ConfigError)
+  write_image(str(tmp_path / 'unlabeled' / 'colour.png'), constant(32, 32, (10, 20, 30)))
+  refused(tmp_path, f'{tmp_path / "unlabeled" / "colour.png"} is colour, but '
+          'build_ssl_data.channels = 1', 'leave build_ssl_data.channels unbound', channels=1)
+  refused(tmp_path, f'{tmp_path / "labeled" / "ant" / "0.png"} (and 11 more) is grayscale, '
+          'but build_ssl_data.channels = 3', channels=3)
+
+
+def test_folder_too_large_for_memory(tmp_path, monkeypatch):
+  make_folder(tmp_path)
+  # 12 images, 32x32x3 bytes each when the channels are not yet known: 36,864 bytes (36 KiB).
+  monkeypatch.setattr(image_folder, 'available_memory_bytes', lambda: 4 * 9 * 1024)
+  refused(tmp_path, 'holds 12 images, 36.0 KiB decoded at 32x32x3, more than the 9.0 KiB '
+          'limit (a quarter of the 36.0 KiB of available memory')
+  monkeypatch.setattr(image_folder, 'available_memory_bytes', lambda: 4 * 36864)
+  read(tmp_path)  # The limit is a quarter of the available memory: exactly enough.
+  monkeypatch.setattr(image_folder, 'available_memory_bytes', lambda: 4 * 36864 - 4)
+  refused(tmp_path, 'holds 12 images')
+  # Channels bound to 1: a third of the size.
+  monkeypatch.setattr(image_folder, 'available_memory_bytes', lambda: 4 * 12288)
+  read(tmp_path, channels=1)
+
+
+def test_settings_that_do_not_apply(tmp_path):
+  make_folder(tmp_path)
+  for settings in ({'num_labeled': 6}, {'validation_size': 2}):
+    with pytest.raises(errors.ConfigError, match='build_ssl_data.num_labeled = None'):
+      ssl_data.build_ssl_data('image_folder', data_dir=str(tmp_path),
+                              **{'num_labeled': None, 'validation_size': 0, **settings})
+  with pytest.raises(errors.ConfigError, match='max_train_examples does not apply'):
+    ssl_data.build_ssl_data('image_folder', data_dir=str(tmp_path), num_labeled=None,
+                            validation_size=0, max_train_examples=4)
+  with pytest.raises(errors.ConfigError, match='channels applies to image folders only'):
+    ssl_data.build_ssl_data('fashion_mnist', channels=1)
+  with pytest.raises(errors.ConfigError, match='image_folder'):
+    ssl_data.build_ssl_data('image_folders')
+
+
+@pytest.mark.parametrize('damage', ['unreadable', 'no_labeled'])
+def test_bin_train_refuses_before_writing(tmp_path, damage):
+  root = tmp_path / 'images'
+  make_folder(root)
+  if damage == 'unreadable':
+    (root / 'unlabeled' / 'broken.png').write_bytes(b'xx')
+    fragment = f'{root / "unlabeled" / "broken.png"} is not a readable'
+  else:
+    os.rename(root / 'labeled', root / 'labels')
+    fragment = 'has no labeled/ folder'
+  model_dir = tmp_path / 'run'
+  result = subprocess.run(runs.train_command(str(model_dir), runs.tiny_bindings(
+      root, dataset='image_folder', **{'build_ssl_data.num_labeled': None,
+                                       'build_ssl_data.validation_size': 0,
+                                       'build_ssl_data.source': "'auto'"})),
+                          capture_output=True, text=True, timeout=600, env=runs.environment(),
+                          cwd=str(runs.REPO_ROOT))
+  assert result.returncode == 1, result.stdout + result.stderr
+  assert 'Traceback' not in result.stderr
+  lines = [line for line in result.stderr.splitlines() if line.startswith('error: ')]
+  assert len(lines) == 1 and fragment in lines[0], result.stderr
+  assert not model_dir.exists()
+
+
+def test_alpha_channels_are_dropped(tmp_path):
+  write_image(str(tmp_path / 'labeled' / 'a' / 'ga.png'), constant(32, 32, (70, 9)))
+  write_image(str(tmp_path / 'labeled' / 'b' / 'ga.png'), constant(32, 32, (90, 9)))
+  (tmp_path / 'unlabeled').mkdir()
+  data = read(tmp_path)  # Grayscale with alpha: grayscale.
+  assert data.image_shape == (32, 32, 1)
+  np.testing.assert_array_equal(data.labeled_images[:, 0, 0, 0], [70, 90])
+  write_image(str(tmp_path / 'unlabeled' / 'rgba.png'), constant(32, 32, (1, 2, 3, 4)))
+  data = read(tmp_path)  # Colour with alpha: colour.
+  assert data.image_shape == (32, 32, 3)
+  np.testing.assert_array_equal(data.unlabeled_images[:, 0, 0], [[70] * 3, [90] * 3, [1, 2, 3]])

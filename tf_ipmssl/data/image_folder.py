@@ -1,0 +1,333 @@
+"""A folder of the user's own images as a dataset (`build_ssl_data.dataset = 'image_folder'`).
+
+Layout of `build_ssl_data.data_dir`:
+
+  labeled/<class name>/*     the labeled images; the class names are these folders' names,
+                             sorted (class index i is the i-th name)
+  unlabeled/*                the unlabeled images, at any depth (may be empty)
+  validation/<class name>/*  optional: labeled images held out for model selection
+  test/<class name>/*        optional: labeled images for the reported test error
+
+Images are PNG, JPEG, BMP or GIF files (the first frame of an animated GIF), decoded by
+TensorFlow (`tf.io.decode_image`); inside a class folder they may lie at any depth. Hidden
+files and folders (names starting with '.') are skipped; any other file must be a readable
+image. The validation and test folders may hold fewer classes than labeled/, not others.
+
+Every image is brought to the critic's input size by one rule, `fit_images`: resize (bilinear,
+antialiased) so that its short side is 32 pixels, then crop the centre 32x32, rounding to uint8.
+The exported classifier of such a run applies the same rule in its graph, so that it takes
+images of any size. Channels: `channels=1` (grayscale) or 3 (colour) as bound, else 1 when
+every image is grayscale and 3 otherwise (grayscale images then repeated into three channels);
+an alpha channel is dropped. A bound channel count is a statement about the images: a folder
+with images of another channel count is refused (GIFs decode as colour).
+
+As with the built-in datasets, the labeled images also count as unlabeled. The labels are all
+given: `num_labeled`, `validation_size` and the subsets of `build_ssl_data` do not apply, and
+the split seed chooses nothing. Without validation/, the run selects no step (selecting on the
+labeled images it trains on would pick the most overfitted one): it reports and exports the
+last step's classifier.
+
+Everything is checked before a run writes anything (the memory check before any image is
+decoded); each problem is one `errors.UserError` line naming the fix: missing labeled/ or unlabeled/, a class with no image,
+fewer than two classes, a validation/ or test/ class that labeled/ lacks, files that are not
+readable images (the first named, with how many more), a channel count other than the bound
+one, and a folder whose decoded images would not fit in memory.
+"""
+import dataclasses
+import os
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
+from tf_ipmssl.data import pipelines
+
+NAME = dataset_specs.IMAGE_FOLDER
+LABELED, UNLABELED, VALIDATION, TEST = 'labeled', 'unlabeled', 'validation', 'test'
+IMAGE_EXTENSIONS = ('.bmp', '.gif', '.jpeg', '.jpg', '.png')
+IMAGE_FORMATS = 'PNG, JPEG, BMP or GIF'
+CHANNELS = (None, 1, 3)
+# The part of the available memory the decoded images may take: a run holds them more than
+# once (the arrays, the labeled images again among the unlabeled, the pipelines' tensors).
+MEMORY_FRACTION = 0.25
+# The resize rule, by name, as the export's metadata and dataset.json record it.
+RESIZE_RULE = 'short side to 32 (bilinear, antialiased), centre 32x32 crop'
+
+
+def fit_images(images, size=pipelines.MODEL_IMAGE_SIZE):
+  """The resize rule: uint8 images [..., H, W, C] of any one size -> uint8 [..., size, size, C].
+
+  Resizes (bilinear, antialiased) so that the short side is `size` (the long side to the
+  nearest integer, halves up), crops the centre size x size (the extra pixel of an odd margin
+  on the bottom or right), rounds and clips to uint8. An image already size x size passes
+  unchanged. Works in graphs with unknown H and W (the exported serving function).
+  """
+  images = tf.convert_to_tensor(images)
+  shape = tf.shape(images)
+  height, width = shape[-3], shape[-2]
+  short = tf.minimum(height, width)
+  # round(side * size / short) in integers, so that no float rounding can differ.
+  new_height = (2 * height * size + short) // (2 * short)
+  new_width = (2 * width * size + short) // (2 * short)
+  resized = tf.image.resize(images, tf.stack([new_height, new_width]), method='bilinear',
+                            antialias=True)
+  top, left = (new_height - size) // 2, (new_width - size) // 2
+  cropped = resized[..., top:top + size, left:left + size, :]
+  fitted = tf.cast(tf.clip_by_value(tf.round(cropped), 0.0, 255.0), tf.uint8)
+  return tf.ensure_shape(fitted, images.shape[:-3].concatenate([size, size, images.shape[-1]]))
+
+
+def to_channels(image, channels):
+  """uint8 [..., c] with c in 1..4 (grayscale, +alpha, colour, +alpha) as `channels` (1 or 3):
+  alpha dropped, grayscale repeated into colour, colour to grayscale by
+  tf.image.rgb_to_grayscale's weights."""
+  count = tf.shape(image)[-1]
+  gray = image[..., :1]
+  colour = image[..., :3]
+  if channels == 3:
+    return tf.cond(count < 3, lambda: tf.concat([gray] * 3, axis=-1), lambda: colour)
+  return tf.cond(count < 3, lambda: gray, lambda: tf.image.rgb_to_grayscale(colour))
+
+
+def decode(contents):
+  """An image file's bytes -> uint8 [H, W, c] in its own channel count (first GIF frame)."""
+  return tf.io.decode_image(contents, dtype=tf.uint8, expand_animations=False)
+
+
+def is_image_name(name):
+  return name.lower().endswith(IMAGE_EXTENSIONS)
+
+
+def _visible(names):
+  return sorted(n for n in names if not n.startswith('.'))
+
+
+def list_files(directory) -> List[str]:
+  """Every file under `directory` at any depth, hidden ones skipped, sorted."""
+  found = []
+  for root, dirs, names in os.walk(directory, followlinks=True):
+    dirs[:] = _visible(dirs)
+    found += [os.path.join(root, n) for n in _visible(names)]
+  return sorted(found)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ImageFolder:
+  """A folder's images as arrays: uint8 [N, 32, 32, C], labels int64 [N] (class indices).
+
+  `unlabeled_images` holds the labeled images first, then those of unlabeled/.
+  """
+  class_names: Tuple[str, ...]
+  labeled_images: np.ndarray
+  labeled_labels: np.ndarray
+  unlabeled_images: np.ndarray
+  validation_images: np.ndarray
+  validation_labels: np.ndarray
+  test_images: np.ndarray
+  test_labels: np.ndarray
+  source: str
+
+  @property
+  def image_shape(self) -> Tuple[int, int, int]:
+    return tuple(self.labeled_images.shape[1:])
+
+
+def _shown(data_dir, path):
+  return os.path.join(data_dir, os.path.relpath(path, data_dir))
+
+
+def _class_files(data_dir, folder, required) -> Optional[Dict[str, List[str]]]:
+  """{class name: its files} of `folder` (labeled/, validation/ or test/); None when an
+  optional folder is absent."""
+  directory = os.path.join(data_dir, folder)
+  if not os.path.isdir(directory):
+    if required:
+      raise errors.UserError(
+          f'{data_dir} has no {folder}/ folder; an image folder holds labeled/<class name>/ '
+          'with the labeled images and unlabeled/ with the others (see '
+          'tf_ipmssl/data/image_folder.py)')
+    return None
+  entries = _visible(os.listdir(directory))
+  loose = [e for e in entries if not os.path.isdir(os.path.join(directory, e))]
+  if loose:
+    raise errors.UserError(
+        f'{os.path.join(data_dir, folder, loose[0])} lies directly in {folder}/, where only '
+        f'class folders belong ({folder}/<class name>/{loose[0]}); move it into its class '
+        'folder')
+  classes = {name: list_files(os.path.join(directory, name)) for name in entries}
+  for name, files in classes.items():
+    if not files:
+      raise errors.UserError(
+          f'the class folder {os.path.join(data_dir, folder, name)} holds no image; add '
+          'images or remove the folder')
+  return classes
+
+
+def _layout(data_dir):
+  """(class names, [(folder, files, labels)]) of the folder, its layout checked."""
+  if data_dir is None:
+    raise errors.ConfigError("bind build_ssl_data.data_dir to your image folder, e.g. "
+                             "build_ssl_data.data_dir = 'my_images'")
+  if not os.path.isdir(data_dir):
+    raise errors.UserError(f'the image folder {data_dir} does not exist; bind '
+                           'build_ssl_data.data_dir to a folder holding labeled/ and unlabeled/')
+  labeled = _class_files(data_dir, LABELED, required=True)
+  if len(labeled) < 2:
+    raise errors.UserError(
+        f'{os.path.join(data_dir, LABELED)} holds {len(labeled)} class folder(s); a classifier '
+        'needs at least two (labeled/<class name>/ for each class)')
+  class_names = tuple(labeled)  # Sorted by _visible.
+  unlabeled_dir = os.path.join(data_dir, UNLABELED)
+  if not os.path.isdir(unlabeled_dir):
+    raise errors.UserError(
+        f'{data_dir} has no {UNLABELED}/ folder; put the unlabeled images there (at any '
+        'depth), or create it empty to train on the labeled images alone')
+  parts = [(LABELED, labeled), (UNLABELED, {None: list_files(unlabeled_dir)})]
+  for folder in (VALIDATION, TEST):
+    classes = _class_files(data_dir, folder, required=False)
+    if classes is None:
+      continue
+    foreign = [name for name in classes if name not in class_names]
+    if foreign:
+      raise errors.UserError(
+          f'{os.path.join(data_dir, folder, foreign[0])} is a class that '
+          f'{os.path.join(data_dir, LABELED)} lacks (its classes: {", ".join(class_names)}); '
+          'rename or remove the folder, or add labeled images of that class')
+    parts.append((folder, classes))
+  listed = []
+  for folder, classes in parts:
+    files, labels = [], []
+    for name, paths in classes.items():
+      files += paths
+      labels += [-1 if name is None else class_names.index(name)] * len(paths)
+    listed.append((folder, files, np.asarray(labels, np.int64)))
+  return class_names, listed
+
+
+def available_memory_bytes() -> Optional[int]:
+  """The memory the system can still give (Linux's MemAvailable), None where unknown."""
+  try:
+    with open('/proc/meminfo') as f:
+      for line in f:
+        if line.startswith('MemAvailable:'):
+          return int(line.split()[1]) * 1024
+  except (OSError, ValueError, IndexError):
+    pass
+  try:
+    return os.sysconf('SC_AVPHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
+  except (ValueError, OSError, AttributeError):
+    return None
+
+
+def _check_memory(data_dir, count, channels):
+  size = pipelines.MODEL_IMAGE_SIZE
+  needed = count * size * size * (channels or 3)
+  available = available_memory_bytes()
+  if available is None:
+    return
+  limit = int(available * MEMORY_FRACTION)
+  if needed > limit:
+    raise errors.UserError(
+        f'the image folder {data_dir} holds {count} images, {_size(needed)} decoded at '
+        f'{size}x{size}x{channels or 3}, more than the {_size(limit)} limit (a quarter of the '
+        f'{_size(available)} of available memory: a run holds its images several times); use '
+        'fewer images or a machine with more memory')
+
+
+def _size(count):
+  """A byte count for people: '1.5 GiB', '45.0 KiB', '12 bytes'."""
+  for unit, scale in (('GiB', 2**30), ('MiB', 2**20), ('KiB', 2**10)):
+    if count >= scale:
+      return f'{count / scale:.1f} {unit}'
+  return f'{count} bytes'
+
+
+def _decode_all(files):
+  """(present [N] bool, uint8 [N, 32, 32, 3] images, native channel counts [N]); a file that
+  cannot be read or decoded is not present."""
+  count = len(files)
+  present = np.zeros(count, bool)
+  images = np.zeros([count, pipelines.MODEL_IMAGE_SIZE, pipelines.MODEL_IMAGE_SIZE, 3], np.uint8)
+  channels = np.zeros(count, np.int64)
+  if not count:
+    return present, images, channels
+
+  def load(index, path):
+    image = decode(tf.io.read_file(path))
+    return index, fit_images(to_channels(image, 3)), tf.shape(image)[-1]
+
+  dataset = (tf.data.Dataset.from_tensor_slices((tf.range(count, dtype=tf.int64), files))
+             .map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+             .ignore_errors().batch(1024))
+  for index, batch, native in dataset.as_numpy_iterator():
+    present[index], images[index], channels[index] = True, batch, native
+  return present, images, channels
+
+
+def _refuse_files(data_dir, bad, what, fix):
+  first = _shown(data_dir, bad[0])
+  more = f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''
+  raise errors.UserError(f'{first}{more} {what}; {fix}')
+
+
+def read_image_folder(data_dir, channels=None) -> ImageFolder:
+  """Reads the image folder `data_dir` (see the module doc).
+
+  Args:
+    data_dir: the folder.
+    channels: None (from the images), 1 (grayscale) or 3 (colour).
+
+  Returns:
+    ImageFolder.
+
+  Raises:
+    UserError: the folder is not as the module doc says; the message names the fix.
+  """
+  if channels not in CHANNELS:
+    raise errors.ConfigError(f'build_ssl_data.channels must be None (from the images), 1 '
+                             f'(grayscale) or 3 (colour), got {channels!r}')
+  class_names, parts = _layout(data_dir)
+  files = [path for _, paths, _ in parts for path in paths]
+  foreign = [path for path in files if not is_image_name(path)]
+  if foreign:
+    _refuse_files(data_dir, foreign, f'is not a {IMAGE_FORMATS} image (by its name)',
+                  'move such files out of the folder, or convert them')
+  _check_memory(data_dir, len(files), channels)
+  present, images, native = _decode_all(files)
+  if not present.all():
+    _refuse_files(data_dir, [f for f, ok in zip(files, present) if not ok],
+                  f'is not a readable {IMAGE_FORMATS} image',
+                  'remove or replace such files')
+  colour = native >= 3
+  if channels is None:
+    channels = 3 if colour.any() else 1
+  else:
+    other = [f for f, c in zip(files, colour) if c != (channels == 3)]
+    if other:
+      kind = 'colour' if channels == 1 else 'grayscale'
+      _refuse_files(data_dir, other,
+                    f'is {kind}, but build_ssl_data.channels = {channels} (the folder mixes '
+                    'channel counts)',
+                    f'convert such images, or leave build_ssl_data.channels unbound (then '
+                    f'{"colour" if colour.any() else "grayscale"})')
+  images = images[..., :channels]
+  arrays, start = {}, 0
+  for folder, paths, labels in parts:
+    arrays[folder] = (images[start:start + len(paths)], labels)
+    start += len(paths)
+  empty = (images[:0], np.zeros([0], np.int64))
+  labeled_images, labeled_labels = arrays[LABELED]
+  validation_images, validation_labels = arrays.get(VALIDATION, empty)
+  test_images, test_labels = arrays.get(TEST, empty)
+  return ImageFolder(
+      class_names=class_names,
+      labeled_images=labeled_images,
+      labeled_labels=labeled_labels,
+      unlabeled_images=np.concatenate([labeled_images, arrays[UNLABELED][0]]),
+      validation_images=validation_images,
+      validation_labels=validation_labels,
+      test_images=test_images,
+      test_labels=test_labels,
+      source=f'{NAME}:{os.path.abspath(data_dir)}')

@@ -1,0 +1,126 @@
+"""Classifying image files with an exported classifier (bin/predict), from the SavedModel alone.
+
+`Predictor(export_dir)` loads the export with tf.saved_model.load and learns what it needs from
+its signatures: the input's size and channels (any size for an image folder's export, which
+resizes in its graph) and the class names (the `class_names` signature; an export written before
+it existed answers '0', '1', ...). Files are decoded by TensorFlow (PNG, JPEG, BMP, GIF), brought
+to the export's channel count (image_folder.to_channels) and classified in batches of one size.
+A file that cannot be classified (unreadable, not an image, another size than a fixed-size
+export takes) is reported with its reason; the others are classified.
+"""
+import csv
+import dataclasses
+import os
+import re
+from typing import Iterator, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from tf_ipmssl import errors
+from tf_ipmssl.data import image_folder
+from tf_ipmssl.training import export
+# Files decoded and classified at a time, and the largest batch sent to the signature.
+CHUNK = 256
+BATCH = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+  """One file's answer: `probabilities` [K] and the predicted class; or `problem`, why it
+  could not be classified (then the rest are None)."""
+  path: str
+  class_name: Optional[str] = None
+  probability: Optional[float] = None
+  probabilities: Optional[np.ndarray] = None
+  problem: Optional[str] = None
+
+
+def image_paths(paths: Sequence[str]) -> List[str]:
+  """The files to classify: each path that is not a folder, and every visible file inside
+  each folder at any depth (image_folder.list_files), in the order given."""
+  found = []
+  for path in paths:
+    found += image_folder.list_files(path) if os.path.isdir(path) else [path]
+  return found
+
+
+class Predictor:
+  """An exported classifier, reloaded from export_dir (see the module doc)."""
+
+  def __init__(self, export_dir):
+    if not tf.io.gfile.exists(os.path.join(export_dir, 'saved_model.pb')):
+      raise errors.UserError(f'{export_dir} holds no SavedModel (saved_model.pb); pass the '
+                             "export/ folder of a run (bin/train's, or bin/export's)")
+    module = tf.saved_model.load(export_dir)
+    if export.SIGNATURE_KEY not in module.signatures:
+      raise errors.UserError(f'{export_dir} has no {export.SIGNATURE_KEY!r} signature; it is not a '
+                             'classifier exported by bin/train or bin/export')
+    self._serve = module.signatures[export.SIGNATURE_KEY]
+    _, inputs = self._serve.structured_input_signature
+    # [N, H, W, C]; H and W unknown where the export resizes images of any size.
+    self.input_shape = tuple(inputs['images'].shape.as_list()[1:])
+    if export.CLASS_NAMES_KEY in module.signatures:
+      names = module.signatures[export.CLASS_NAMES_KEY]()['class_names'].numpy()
+      self.class_names = tuple(n.decode('utf-8') for n in names)
+    else:
+      blank = np.zeros([1, *(d or 32 for d in self.input_shape)], np.uint8)
+      count = self._serve(images=tf.constant(blank))['probabilities'].shape[-1]
+      self.class_names = tuple(str(label) for label in range(count))
+
+  @property
+  def channels(self) -> int:
+    return self.input_shape[-1]
+
+  def _load(self, path):
+    """uint8 [H, W, C] of the file at `path`, or the reason it cannot be classified."""
+    try:
+      image = image_folder.decode(tf.io.read_file(path))
+    except (tf.errors.OpError, OSError) as e:
+      # TensorFlow's message without its `{{function_node ...}}` prefix and `[Op:...]` suffix.
+      reason = re.sub(r'\{\{.*?\}\}\s*|\s*\[Op:.*$', '', getattr(e, 'message', str(e)).strip())
+      return f'not a readable {image_folder.IMAGE_FORMATS} image ({reason})'
+    image = image_folder.to_channels(image, self.channels).numpy()
+    height, width = self.input_shape[:2]
+    if height is not None and image.shape[:2] != (height, width):
+      return (f'is {image.shape[0]}x{image.shape[1]}; this classifier takes '
+              f'{height}x{width} images')
+    return image
+
+  def _classify(self, images):
+    """probabilities [N, K] of uint8 images [N, H, W, C] of one size."""
+    return np.concatenate([
+        self._serve(images=tf.constant(images[i:i + BATCH]))['probabilities'].numpy()
+        for i in range(0, len(images), BATCH)])
+
+  def predict(self, paths: Sequence[str]) -> Iterator[Prediction]:
+    """One Prediction per file of `paths`, in their order."""
+    for start in range(0, len(paths), CHUNK):
+      chunk = paths[start:start + CHUNK]
+      loaded = [self._load(path) for path in chunk]
+      probabilities = [None] * len(chunk)
+      by_shape = {}
+      for i, image in enumerate(loaded):
+        if not isinstance(image, str):
+          by_shape.setdefault(image.shape, []).append(i)
+      for indices in by_shape.values():
+        for i, p in zip(indices, self._classify(np.stack([loaded[i] for i in indices]))):
+          probabilities[i] = p
+      for path, image, p in zip(chunk, loaded, probabilities):
+        if p is None:
+          yield Prediction(path, problem=image)
+        else:
+          label = int(np.argmax(p))
+          yield Prediction(path, self.class_names[label], float(p[label]), p)
+
+
+def write_csv(path, predictions: Sequence[Prediction], class_names: Sequence[str]):
+  """The classified files' rows: path, class_name, probability, then each class's probability
+  (columns named after the classes)."""
+  with open(path, 'w', newline='') as f:
+    writer = csv.writer(f)
+    writer.writerow(['path', 'class_name', 'probability', *class_names])
+    for p in predictions:
+      if p.problem is None:
+        writer.writerow([p.path, p.class_name, f'{p.probability:.9g}',
+                         *(f'{q:.9g}' for q in p.probabilities)])
