@@ -133,20 +133,21 @@ def test_runs_csv_has_the_labeled_errors_and_the_cpu(tmp_path):
   with open(os.path.join(new, 'metrics.json'), 'w') as f:
     json.dump(metrics, f)
   with open(os.path.join(new, 'versions.json'), 'w') as f:
-    json.dump({'numerics': {'cpu': {'model_name': 'Some CPU', 'signature': 'x'}}}, f)
+    json.dump({'numerics': {'cpu': {'model_name': 'Some CPU',
+                                    'signature': 'avx512f Vendor-6-7 tensorflow-2.21.0'}}}, f)
   fake_results.write_run(root, cell, 1, 31.0)
   results = tables.collect(root, [cell])
   assert [r.labeled_error for r in results[cell.id].runs] == [45.0, None]
   rows = list(csv.DictReader(io.StringIO(tables.runs_csv(results))))
   assert [(r['labeled_error'], r['final_labeled_error'], r['cpu']) for r in rows] == [
-      ('45.00', '12.50', 'Some CPU'), ('', '', '')]
+      ('45.00', '12.50', 'Some CPU avx512f Vendor-6-7'), ('', '', '')]
   # Read back: the same numbers per cell and seed.
   path = tmp_path / 'runs.csv'
   path.write_text(tables.runs_csv(results))
   read = tables.read_runs_csv(str(path))[cell.id]
   assert read.cell == cell and read.seeds == (0, 1) and read.errors == (30.0, 31.0)
   assert [(r.labeled_error, r.final_labeled_error, r.cpu, r.steps) for r in read.runs] == [
-      (45.0, 12.5, 'Some CPU', 10), (None, None, None, 10)]
+      (45.0, 12.5, 'Some CPU avx512f Vendor-6-7', 10), (None, None, None, 10)]
 
 
 def test_read_runs_csv_of_the_committed_table1():

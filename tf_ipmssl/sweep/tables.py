@@ -195,14 +195,20 @@ def _labeled_error(metrics, which):
 
 
 def cpu_of(model_dir: str) -> Optional[str]:
-  """The model name of the CPU the run trained on: versions.json's, else that of the
-  machine that archived it as it finished (ARCHIVED_ON_FILE); None if neither names one."""
+  """The CPU the run trained on (versions.json's, else that of the machine that archived it
+  as it finished, ARCHIVED_ON_FILE; None if neither names one): its model name and, for an
+  AVX-512 CPU, vendor, family and model — 'AMD EPYC avx512f AuthenticAMD-25-17' — since a
+  model name such as 'AMD EPYC' spans CPUs whose kernels round differently."""
   versions = run_files.read_json(model_dir, run_files.VERSIONS_FILE, unreadable_ok=True)
   cpu = ((versions or {}).get('numerics') or {}).get('cpu')
   if cpu is None:
     cpu = (run_files.read_json(model_dir, ARCHIVED_ON_FILE, unreadable_ok=True) or {}).get(
         'cpu')
-  return None if cpu is None else cpu.get('model_name')
+  if cpu is None:
+    return None
+  kernels = ' '.join(part for part in (cpu.get('signature') or '').split()
+                     if not part.startswith('tensorflow-'))
+  return ' '.join(part for part in (cpu.get('model_name'), kernels) if part) or None
 
 
 def _wall_seconds(metrics):
