@@ -57,10 +57,14 @@ FLAGS = flags.FLAGS
 _IN_NAMESPACE = 'TF_IPMSSL_CAMPAIGN_NAMESPACE'
 STEPS = 6
 # A tiny run with every crash window in it: checkpoints at 2, 4, 6 (keeping 2, so step 6's
-# save deletes ckpt-2), evaluations at 3 and 6 (one between checkpoints), the export.
+# save deletes ckpt-2), evaluations at 3 and 6 (one between checkpoints), the export; 31
+# validation and 31 test images, so that metrics.json's errors (100 k / 31) are compared
+# exactly on rates that float32 cannot hold.
+EVALUATED_IMAGES = 31
 OVERRIDES = {'train.steps': STEPS, 'train.checkpoint_every': 2, 'train.eval_every': 3,
              'train.log_every': 1, 'train.sample_every': 3, 'train.keep_checkpoints': 2,
-             'train.deterministic_ops': True, 'train.export_classifier': True}
+             'train.deterministic_ops': True, 'train.export_classifier': True,
+             'build_ssl_data.validation_size': EVALUATED_IMAGES}
 # Each window and the times a fresh trainer of this run reaches it.
 KILL_POINTS = {'checkpoint_list_write': 8, 'checkpoint_index_deleted': 2,
                'checkpoint_written': 3, 'best_written': 2, 'metrics_replace': 4,
@@ -134,7 +138,7 @@ class Campaign:
     self.work_dir = pathlib.Path(work_dir)
     self.rng = random.Random(seed)
     self.mount_problem = mount_problem
-    self.data_dir = runs.make_data(self.work_dir / 'data')
+    self.data_dir = runs.make_data(self.work_dir / 'data', num_test=EVALUATED_IMAGES)
     self.bindings = runs.tiny_bindings(self.data_dir, **OVERRIDES)
     self.images, _ = fixtures.fake_images_and_labels('fashion_mnist', 16, seed=3)
     self.reference = None

@@ -64,3 +64,37 @@ def test_kill_and_resume_matches_uninterrupted_run(tmp_path):
     if name.startswith('save_counter'):  # How often a checkpoint was written, not state.
       continue
     np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+
+
+def test_a_kill_after_the_last_checkpoint_reruns_to_the_same_metrics(tmp_path):
+  """Killed between the last checkpoint and its metrics.json, the rerun (which only exports
+  and reports, from the checkpoint's run state) writes the uninterrupted run's metrics.json,
+  on splits whose error rates float32 cannot hold (31 images: 100 k / 31)."""
+  data_dir = runs.make_data(tmp_path / 'data', num_test=31)
+  bindings = runs.tiny_bindings(data_dir, **{'build_ssl_data.validation_size': 31,
+                                             'train.deterministic_ops': True})
+  reference_dir, killed_dir = str(tmp_path / 'reference'), str(tmp_path / 'killed')
+  reference = runs.run_train(reference_dir, bindings)
+  assert reference.returncode == 0, reference.stderr
+  # Checkpoints at steps 2 and 4: the second is the last.
+  killed = runs.run_train(killed_dir, bindings, fault='checkpoint_written#2=kill')
+  assert killed.returncode == -signal.SIGKILL, killed.stderr
+  assert _metrics(killed_dir)['step'] == 2
+  rerun = runs.run_train(killed_dir, bindings)
+  assert rerun.returncode == 0, rerun.stderr
+
+  expected, actual = _metrics(reference_dir), _metrics(killed_dir)
+  for which in ('final', 'best'):
+    for key in ('validation_error', 'test_error'):
+      value = expected[which][key]
+      assert float(np.float32(value)) != value, (which, key, value)  # Not float32-exact.
+      assert value == 100.0 * round(value * 31 / 100.0) / 31  # A count over 31 images.
+  for metrics in (expected, actual):
+    for key in ('wall_seconds', 'wall_seconds_this_session'):
+      del metrics[key]
+  assert json.dumps(actual) == json.dumps(expected)
+
+
+def _metrics(model_dir):
+  with open(os.path.join(model_dir, 'metrics.json')) as f:
+    return json.load(f)

@@ -38,9 +38,10 @@ class Loop:
     self.model_dir, self.data, self.run, self.length = model_dir, data, run, length
     self.config = run.config
     # The latest evaluation: the checkpoint's (the metrics.json beside it may be older).
+    self.examples = reporting.evaluated_examples(data)
     final = metrics.get('final') or {}
     if int(run.state.final['step'].numpy()) >= 0:
-      final = reporting.evaluation_record(run.state.final)
+      final = reporting.evaluation_record(run.state.final, self.examples)
     self.final = {key: final.get(key) for key in reporting.EVALUATION_KEYS}
     self.extra = {k: v for k, v in metrics.items() if k == 'stopped_early'}
     self.started = time.time() if started is None else started
@@ -63,8 +64,8 @@ class Loop:
 
   def record(self, step, finished, now=None):
     """metrics.json's content at `step`; `now`: the time.time() its wall time ends at."""
-    record = reporting.metrics_record(self.final, self.extra, self.run.state, step,
-                                      self.length.total_steps, finished)
+    record = reporting.metrics_record(self.final, self.extra, self.run.state, self.examples,
+                                      step, self.length.total_steps, finished)
     if self.wall_before is not None:
       now = time.time() if now is None else now
       record['wall_seconds'] = self.wall_before + now - self.started
