@@ -4,10 +4,10 @@ The run is gin/bases/fashion_mnist_ssl.gin (the K+1 Fisher(f) recipe) on real Fa
 `train.deterministic_ops = True` (one thread per op), no export, oneDNN off. Its
 fingerprint is one SHA-256 over every variable of the final checkpoint (name, dtype,
 shape, bytes) and the errors of metrics.json (best's as the checkpoint's float32, and
-final). A change that alters what a run computes, even in the last bit, changes it. What the run records beside its training
-(the labeled-set error, which reads the weights and changes nothing; the latest evaluation
-kept in the checkpoint, whose errors are metrics.json's) is left out, so that recording more
-keeps the fingerprints.
+final). A change that alters what a run computes, even in the last bit, changes it. What
+the run records beside its training (the labeled-set error, which reads the weights and
+changes nothing; the latest evaluation kept in the checkpoint, whose errors are
+metrics.json's) is left out, so that recording more keeps the fingerprints.
 
 Float results differ between CPU types (AVX-512 and AVX2 kernels sum in another order) and
 TensorFlow versions, so fingerprints.json keeps one per CPU signature; on a machine whose
