@@ -72,9 +72,10 @@ KILL_POINTS = {'checkpoint_list_write': 8, 'checkpoint_index_deleted': 2,
                'export_old_removed': 1, 'export_renamed': 1}
 TERM_POINTS = {'training_done': 1, 'checkpoint_written': 3, 'best_written': 2,
                'export_tmp_created': 1, 'metrics_replace': 4}
-# Scalars that are wall times, not results.
-WALL_TIME_SCALARS = ('time/step_seconds', 'images_per_second')
-WALL_TIME_METRICS = ('wall_seconds', 'wall_seconds_this_session')
+# Scalars that are wall times, not results: the tags that start so.
+WALL_TIME_SCALARS = ('time/', 'images_per_second')
+WALL_TIME_METRICS = ('wall_seconds', 'wall_seconds_this_session', 'wall_split',
+                     'wall_split_this_session')
 USER_FILES = {'README.md': 'my notes on this run\n', 'model/my_notes.txt': 'mine\n'}
 DISK_SIZE = '64m'
 
@@ -347,7 +348,7 @@ class Campaign:
       out[f'export/{key}'] = value.numpy()
     for folder in ('train', 'eval'):
       for (tag, step), values in _scalars(os.path.join(model_dir, folder)).items():
-        if tag not in WALL_TIME_SCALARS:
+        if not tag.startswith(WALL_TIME_SCALARS):
           out[f'{folder}/{tag}@{step}'] = values
     return out
 

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import run_files
 from tf_ipmssl.sweep import plan as plan_lib
+from tf_ipmssl.training import wall_time
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +40,9 @@ class RunResult:
   labeled_error: Optional[float] = None
   final_labeled_error: Optional[float] = None
   cpu: Optional[str] = None  # The CPU it trained on (versions.json; None if not recorded).
+  # Its wall time by part, seconds in wall_time.PARTS order (metrics.json's `wall_split`;
+  # None for runs written before the trainer recorded it).
+  wall_split: Optional[Tuple[float, ...]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,7 +160,7 @@ def collect_cell(root: str, cell: cells_lib.Cell,
                           wall_seconds=_wall_seconds(metrics),
                           labeled_error=_labeled_error(metrics, 'best'),
                           final_labeled_error=_labeled_error(metrics, 'final'),
-                          cpu=_cpu_of(model_dir)))
+                          cpu=_cpu_of(model_dir), wall_split=_wall_split(metrics)))
   return CellResult(cell, tuple(runs), unfinished)
 
 
@@ -169,6 +173,11 @@ def _cpu_of(model_dir: str) -> Optional[str]:
   versions = run_files.read_json(model_dir, run_files.VERSIONS_FILE, unreadable_ok=True)
   cpu = ((versions or {}).get('numerics') or {}).get('cpu')
   return None if cpu is None else cpu.get('model_name')
+
+
+def _wall_split(metrics):
+  split = metrics.get('wall_split')
+  return None if split is None else tuple(float(split[part]) for part in wall_time.PARTS)
 
 
 def _wall_seconds(metrics):
@@ -268,29 +277,38 @@ def csv_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
   return out.getvalue()
 
 
+# runs.csv's columns of the wall time by part.
+_SPLIT_COLUMNS = [f'{part}_seconds' for part in wall_time.PARTS]
+
+
 def runs_csv(results: Dict[str, CellResult]) -> str:
   """One line per finished run: cell, seed, test error, dataset, labels, steps, wall time,
-  labeled-set errors and CPU.
+  labeled-set errors, CPU and the wall time by part.
 
   The run's directory is <root>/<cell>/seed_<seed>; wall_seconds is the run's wall time
   summed over its bin/train sessions (metrics.json's `wall_seconds`; for runs written before
   that key existed, that of the last session); labeled_error and final_labeled_error: the
   error on its labeled training images at the best validation step and at the end; cpu:
-  the CPU's model name (versions.json); each blank where the run did not record it.
+  the CPU's model name (versions.json); startup_seconds, training_seconds, ...: its
+  wall time by part (metrics.json's `wall_split`, wall_time.PARTS), adding up to
+  wall_seconds; each blank where the run did not record it.
   """
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')
   writer.writerow(['cell', 'seed', 'test_error', 'paper_error', 'dataset', 'labels', 'steps',
-                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'cpu'])
+                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'cpu']
+                  + _SPLIT_COLUMNS)
   for result in results.values():
     for run in result.runs:
       wall = '' if run.wall_seconds is None else f'{run.wall_seconds:.0f}'
+      split = ([''] * len(_SPLIT_COLUMNS) if run.wall_split is None
+               else [f'{seconds:.1f}' for seconds in run.wall_split])
       paper = result.cell.paper_error
       writer.writerow([result.cell.id, run.seed, f'{run.test_error:.4f}',
                        '' if paper is None else f'{paper:.2f}', run.dataset or '',
                        run.labels or '', '' if run.steps is None else run.steps, wall,
                        _blank(run.labeled_error), _blank(run.final_labeled_error),
-                       run.cpu or ''])
+                       run.cpu or ''] + split)
   return out.getvalue()
 
 
@@ -303,12 +321,14 @@ def read_runs_csv(path: str) -> Dict[str, CellResult]:
   by_cell: Dict[str, List[RunResult]] = {}
   with open(path, newline='') as f:
     for row in csv.DictReader(f):
+      split = tuple(number(row, column) for column in _SPLIT_COLUMNS)
       by_cell.setdefault(row['cell'], []).append(RunResult(
           seed=int(row['seed']), test_error=float(row['test_error']), model_dir='',
           dataset=row.get('dataset') or None, labels=row.get('labels') or None,
           steps=number(row, 'steps', int), wall_seconds=number(row, 'wall_seconds'),
           labeled_error=number(row, 'labeled_error'),
-          final_labeled_error=number(row, 'final_labeled_error'), cpu=row.get('cpu') or None))
+          final_labeled_error=number(row, 'final_labeled_error'), cpu=row.get('cpu') or None,
+          wall_split=None if None in split else split))
   return {cell_id: CellResult(cells_lib.get_cell(cell_id),
                               tuple(sorted(runs, key=lambda r: r.seed)))
           for cell_id, runs in by_cell.items()}

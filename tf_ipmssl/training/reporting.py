@@ -18,13 +18,18 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   `wall_seconds`: the run's wall time over all its sessions, each counted from its start to
   its latest metrics.json (a killed session's work after its last checkpoint, which the next
   session redoes, is not counted; absent for a run resumed from a metrics.json written
-  before this key existed); `diverged_before_step` when a loss became NaN/Inf.
+  before this key existed); `wall_split`: the same wall time by part (wall_time.PARTS:
+  `startup`, `training`, `evaluation`, `checkpoints`, `export`, `teardown`, in seconds, adding
+  up to `wall_seconds`; absent where `wall_seconds` is, or for a run resumed from a
+  metrics.json written before this key existed); `wall_split_this_session`: at the end, this
+  session's; `diverged_before_step` when a loss became NaN/Inf.
 """
 import math
 
 from tf_ipmssl import run_files
 from tf_ipmssl.training import baseline as baseline_lib
 from tf_ipmssl.training import evaluation
+from tf_ipmssl.training import wall_time
 
 # The keys of an evaluation's record (metrics.json's `final` and `best`).
 EVALUATION_KEYS = ('step', 'validation_error', 'test_error', 'labeled_error')
@@ -72,7 +77,12 @@ def metrics_record(final, extra, state, examples, step, total_steps, finished):
 def final_line(step, metrics, baseline=None, data=None):
   """The run's result: the test error at the best validation step (the number to report,
   docs/algorithm.md#data-and-model-selection) first, then the last step's; with `baseline`
-  (train.baseline) and `data` (baseline.RunData), the comparison of baseline.py."""
+  (train.baseline) and `data` (baseline.RunData), the comparison of baseline.py; last, the
+  largest parts of the run's wall time besides its training steps (time_text)."""
+  return _result_text(step, metrics, baseline, data) + time_text(metrics.get('wall_split'))
+
+
+def _result_text(step, metrics, baseline, data):
   best, final = metrics['best'], metrics['final']
   if best['step'] < 0 or best['test_error'] is None:
     return (f'Finished {step} steps: test error {fmt(final["test_error"])} at the last step '
@@ -86,6 +96,16 @@ def final_line(step, metrics, baseline=None, data=None):
   if exported:
     line += f'. {run_files.EXPORT_DIR}/ holds the classifier of step {exported["step"]}'
   return line
+
+
+def time_text(split):
+  """'. Wall time T s, of it P1 x% and P2 y%' for the (at most two) largest parts of the
+  wall-time split besides the training steps that exceed 10% of it; '' when none does."""
+  parts = wall_time.largest_besides_training(split or {})
+  if not parts:
+    return ''
+  shares = ' and '.join(f'{wall_time.NAMES[part]} {fraction:.0%}' for part, fraction in parts)
+  return f'. Wall time {sum(split.values()):.0f} s, of it {shares}'
 
 
 def fmt(value):
