@@ -121,6 +121,31 @@ def test_runs_csv_wall_time_sums_the_sessions(tmp_path):
   assert [(r['seed'], r['wall_seconds']) for r in rows] == [('0', '300'), ('1', '50')]
 
 
+def test_runs_csv_carries_the_wall_time_split(tmp_path):
+  """Each run's wall time by part (metrics.json's `wall_split`), blank for a run without
+  one, read back the same."""
+  root = str(tmp_path / 'sweep')
+  cell = cells_lib.get_cell('table1/cifar10_fisher_kplus1')
+  split = {'startup': 12.5, 'training': 200.0, 'evaluation': 40.25, 'checkpoints': 3.0,
+           'export': 5.0, 'teardown': 0.5}
+  path = os.path.join(fake_results.write_run(root, cell, 0, 10.0), 'metrics.json')
+  with open(path) as f:
+    metrics = json.load(f)
+  with open(path, 'w') as f:
+    json.dump({**metrics, 'wall_seconds': 261.25, 'wall_split': split}, f)
+  fake_results.write_run(root, cell, 1, 11.0)
+  text = tables.runs_csv(tables.collect(root, [cell]))
+  rows = list(csv.DictReader(io.StringIO(text)))
+  columns = ['startup_seconds', 'training_seconds', 'evaluation_seconds',
+             'checkpoints_seconds', 'export_seconds', 'teardown_seconds']
+  assert [[r[c] for c in columns] for r in rows] == [
+      ['12.5', '200.0', '40.2', '3.0', '5.0', '0.5'], [''] * 6]
+  path = tmp_path / 'runs.csv'
+  path.write_text(text)
+  read = tables.read_runs_csv(str(path))[cell.id]
+  assert [r.wall_split for r in read.runs] == [(12.5, 200.0, 40.2, 3.0, 5.0, 0.5), None]
+
+
 def test_runs_csv_has_the_labeled_errors_and_the_cpu(tmp_path):
   """Each run's labeled-set error at its best validation step and at the end, and the CPU
   of versions.json; blank for a run that did not record them."""

@@ -12,6 +12,24 @@ def test_final_line_reports_the_best_validation_step_first():
                   'classifier of step 200')
 
 
+def test_final_line_names_the_largest_parts_of_the_wall_time_besides_training():
+  """Of 1000 s: evaluation 30%, start-up 15%, export 12% (the third largest, left out),
+  checkpoints 5% (under 10%), training 38% (not named)."""
+  split = {'startup': 150.0, 'training': 380.0, 'evaluation': 300.0, 'checkpoints': 50.0,
+           'export': 120.0, 'teardown': 0.0}
+  line = reporting.final_line(300, {**METRICS, 'wall_split': split})
+  assert line.endswith('last step: test error 18.25%. Wall time 1000 s, of it evaluation 30% '
+                       'and start-up 15%')
+  # One part over 10% (evaluation 11%), then none (a part of 10% exactly is not named).
+  one = {'startup': 40.0, 'training': 800.0, 'evaluation': 110.0, 'checkpoints': 50.0,
+         'export': 0.0, 'teardown': 0.0}
+  assert reporting.final_line(300, {**METRICS, 'wall_split': one}).endswith(
+      'test error 18.25%. Wall time 1000 s, of it evaluation 11%')
+  none = {**one, 'evaluation': 100.0, 'training': 810.0}
+  assert reporting.final_line(300, {**METRICS, 'wall_split': none}) == reporting.final_line(
+      300, METRICS)
+
+
 def test_final_line_without_a_validation_split():
   metrics = {'best': {'step': -1, 'validation_error': None, 'test_error': None},
              'final': {'step': 10, 'validation_error': None, 'test_error': 12.5}}

@@ -3,11 +3,11 @@
 The run is gin/bases/fashion_mnist_ssl.gin (the K+1 Fisher(f) recipe) on real Fashion-MNIST with `train.steps = 20`,
 `train.deterministic_ops = True` (one thread per op), no export, oneDNN off. Its
 fingerprint is one SHA-256 over every variable of the final checkpoint (name, dtype,
-shape, bytes) and the errors of metrics.json (best and final). A change that alters what a
-run computes, even in the last bit, changes it. What the run records beside its training
-(the labeled-set error, which reads the weights and changes nothing; the latest evaluation
-kept in the checkpoint, whose errors are metrics.json's) is left out, so that recording more
-keeps the fingerprints.
+shape, bytes) and the errors of metrics.json (best's as the checkpoint's float32, and
+final). A change that alters what a run computes, even in the last bit, changes it. What
+the run records beside its training (the labeled-set error, which reads the weights and
+changes nothing; the latest evaluation kept in the checkpoint, whose errors are
+metrics.json's) is left out, so that recording more keeps the fingerprints.
 
 Float results differ between CPU types (AVX-512 and AVX2 kernels sum in another order) and
 TensorFlow versions, so fingerprints.json keeps one per CPU signature; on a machine whose
@@ -22,6 +22,7 @@ import os
 import pathlib
 import sys
 
+import numpy as np
 import pytest
 
 if __name__ == '__main__':  # Run as a script: the repository root on sys.path.
@@ -56,6 +57,10 @@ def fingerprint(model_dir):
     metrics = json.load(f)
   errors = {which: {k: metrics[which][k] for k in FINGERPRINTED_ERRORS}
             for which in ('best', 'final')}
+  # best's errors as the checkpoint keeps them, in float32 (metrics.json gives the rate of
+  # each count exactly; it gave this float32 when the fingerprints were recorded).
+  errors['best'] = {k: v if k == 'step' or v is None else float(np.float32(v))
+                    for k, v in errors['best'].items()}
   digest.update(json.dumps(errors, sort_keys=True).encode())
   return digest.hexdigest()
 

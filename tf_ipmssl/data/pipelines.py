@@ -107,7 +107,8 @@ def _check_batch_size(batch_size):
 
 def training_stream(images, labels=None, *, batch_size: int = 64, seed: int = 0,
                     start_step: int = 0) -> tf.data.Dataset:
-  """An infinite stream of full training batches, batch t a function of (seed, t).
+  """An infinite stream of full training batches, batch t a function of (seed, t), not
+  autotuned (`without_autotuning`).
 
   Args:
     images: uint8 [N, H, W, C], kept uint8 in memory; N >= 1, may be below batch_size.
@@ -135,7 +136,22 @@ def training_stream(images, labels=None, *, batch_size: int = 64, seed: int = 0,
 
   return (tf.data.Dataset.counter(start=start_step, dtype=tf.int64)
           .map(make_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-          .prefetch(tf.data.AUTOTUNE))
+          .prefetch(tf.data.AUTOTUNE)
+          .with_options(without_autotuning()))
+
+
+def without_autotuning() -> tf.data.Options:
+  """Options that turn tf.data's autotuning off (a training stream's).
+
+  An autotuned iterator keeps a background thread that re-tunes the pipeline at intervals
+  growing to a minute; destroying the iterator waits for that thread's current sleep, so a
+  process whose training stream lived through a whole run lingered after its final line.
+  Without autotuning, AUTOTUNE means a fixed map parallelism (the CPU count, at most 16) and
+  a prefetch buffer that grows while the consumer waits; the batches are the same.
+  """
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return options
 
 
 def eval_stream(images, labels, *, batch_size: int = 256) -> tf.data.Dataset:

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import run_files
 from tf_ipmssl.sweep import plan as plan_lib
+from tf_ipmssl.training import wall_time
 
 
 # In an archive's run directory: the CPU of the machine that saw the run finish, for a run
@@ -47,6 +48,9 @@ class RunResult:
   labeled_error: Optional[float] = None
   final_labeled_error: Optional[float] = None
   cpu: Optional[str] = None  # The CPU it trained on (versions.json; None if not recorded).
+  # Its wall time by part, seconds in wall_time.PARTS order (metrics.json's `wall_split`;
+  # None for runs written before the trainer recorded it).
+  wall_split: Optional[Tuple[float, ...]] = None
   # False for a run that stands only as a row of RECORDLESS_ROWS_FILE.
   has_record: bool = True
 
@@ -167,7 +171,7 @@ def collect_cell(root: str, cell: cells_lib.Cell,
                           wall_seconds=_wall_seconds(metrics),
                           labeled_error=_labeled_error(metrics, 'best'),
                           final_labeled_error=_labeled_error(metrics, 'final'),
-                          cpu=cpu_of(model_dir)))
+                          cpu=cpu_of(model_dir), wall_split=_wall_split(metrics)))
   seen = {_seed_of(d) for d in model_dirs}
   runs += [run for run in _recordless_runs(root, cell.id)
            if run.seed not in seen and (seeds is None or run.seed in set(seeds))]
@@ -209,6 +213,11 @@ def cpu_of(model_dir: str) -> Optional[str]:
   kernels = ' '.join(part for part in (cpu.get('signature') or '').split()
                      if not part.startswith('tensorflow-'))
   return ' '.join(part for part in (cpu.get('model_name'), kernels) if part) or None
+
+
+def _wall_split(metrics):
+  split = metrics.get('wall_split')
+  return None if split is None else tuple(float(split[part]) for part in wall_time.PARTS)
 
 
 def _wall_seconds(metrics):
@@ -308,31 +317,39 @@ def csv_table(table: cells_lib.Table, results: Dict[str, CellResult]) -> str:
   return out.getvalue()
 
 
+# runs.csv's columns of the wall time by part.
+_SPLIT_COLUMNS = [f'{part}_seconds' for part in wall_time.PARTS]
+
+
 def runs_csv(results: Dict[str, CellResult]) -> str:
   """One line per finished run: cell, seed, test error, dataset, labels, steps, wall time,
-  labeled-set errors and CPU.
+  labeled-set errors, CPU and the wall time by part.
 
   The run's directory is <root>/<cell>/seed_<seed>; wall_seconds is the run's wall time
   summed over its bin/train sessions (metrics.json's `wall_seconds`; for runs written before
   that key existed, that of the last session); labeled_error and final_labeled_error: the
   error on its labeled training images at the best validation step and at the end; cpu:
-  the CPU's model name (versions.json); each blank where the run did not record it; record:
-  'no' for a run that stands only as a row of RECORDLESS_ROWS_FILE (its record was lost),
-  else 'yes'.
+  the CPU (versions.json, tables.cpu_of); record: 'no' for a run that stands only as a row
+  of RECORDLESS_ROWS_FILE (its record was lost), else 'yes'; startup_seconds,
+  training_seconds, ...: its wall time by part (metrics.json's `wall_split`,
+  wall_time.PARTS), adding up to wall_seconds; each blank where the run did not record it.
   """
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')
   writer.writerow(['cell', 'seed', 'test_error', 'paper_error', 'dataset', 'labels', 'steps',
-                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'cpu', 'record'])
+                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'cpu', 'record']
+                  + _SPLIT_COLUMNS)
   for result in results.values():
     for run in result.runs:
       wall = '' if run.wall_seconds is None else f'{run.wall_seconds:.0f}'
+      split = ([''] * len(_SPLIT_COLUMNS) if run.wall_split is None
+               else [f'{seconds:.1f}' for seconds in run.wall_split])
       paper = result.cell.paper_error
       writer.writerow([result.cell.id, run.seed, f'{run.test_error:.4f}',
                        '' if paper is None else f'{paper:.2f}', run.dataset or '',
                        run.labels or '', '' if run.steps is None else run.steps, wall,
                        _blank(run.labeled_error), _blank(run.final_labeled_error),
-                       run.cpu or '', 'yes' if run.has_record else 'no'])
+                       run.cpu or '', 'yes' if run.has_record else 'no'] + split)
   return out.getvalue()
 
 
@@ -345,13 +362,14 @@ def read_runs_csv(path: str) -> Dict[str, CellResult]:
   by_cell: Dict[str, List[RunResult]] = {}
   with open(path, newline='') as f:
     for row in csv.DictReader(f):
+      split = tuple(number(row, column) for column in _SPLIT_COLUMNS)
       by_cell.setdefault(row['cell'], []).append(RunResult(
           seed=int(row['seed']), test_error=float(row['test_error']), model_dir='',
           dataset=row.get('dataset') or None, labels=row.get('labels') or None,
           steps=number(row, 'steps', int), wall_seconds=number(row, 'wall_seconds'),
           labeled_error=number(row, 'labeled_error'),
           final_labeled_error=number(row, 'final_labeled_error'), cpu=row.get('cpu') or None,
-          has_record=row.get('record') != 'no'))
+          wall_split=None if None in split else split, has_record=row.get('record') != 'no'))
   return {cell_id: CellResult(cells_lib.get_cell(cell_id),
                               tuple(sorted(runs, key=lambda r: r.seed)))
           for cell_id, runs in by_cell.items()}

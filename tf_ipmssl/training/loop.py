@@ -8,6 +8,7 @@ errors.Terminated (before the session's first step: at once, with nothing new to
 A checkpoint SIGTERM adds between two `checkpoint_every` steps leaves the save counter
 where it was, so that the resumed run's checkpoints equal an uninterrupted run's.
 """
+import functools
 import math
 import os
 import time
@@ -24,9 +25,21 @@ from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import reporting
 from tf_ipmssl.training import run_record
 from tf_ipmssl.training import summaries
+from tf_ipmssl.training import wall_time
 
 # The progress line shows these values (and every omega/ and lambda/).
 _SHOWN = ('ce', 'ipm', 'critic_loss', 'generator_loss')
+
+
+def _charged_to(part):
+  """Decorates a Loop method whose wall time goes to `part` (wall_time.PARTS)."""
+  def decorate(method):
+    @functools.wraps(method)
+    def charged(self, *args, **kwargs):
+      with self.split.charged_to(part):
+        return method(self, *args, **kwargs)
+    return charged
+  return decorate
 
 
 class Loop:
@@ -34,19 +47,23 @@ class Loop:
 
   def __init__(self, model_dir, data, run, length, metrics, step, started=None):
     """metrics: metrics.json's content so far ({} for a new run); step: the first step;
-    started: time.time() at the start of this bin/train session (default: now)."""
+    started: time.time() at the start of this bin/train session (default: now), where its
+    wall-time split (wall_time.Split) begins."""
     self.model_dir, self.data, self.run, self.length = model_dir, data, run, length
     self.config = run.config
     # The latest evaluation: the checkpoint's (the metrics.json beside it may be older).
+    self.examples = reporting.evaluated_examples(data)
     final = metrics.get('final') or {}
     if int(run.state.final['step'].numpy()) >= 0:
-      final = reporting.evaluation_record(run.state.final)
+      final = reporting.evaluation_record(run.state.final, self.examples)
     self.final = {key: final.get(key) for key in reporting.EVALUATION_KEYS}
     self.extra = {k: v for k, v in metrics.items() if k == 'stopped_early'}
     self.started = time.time() if started is None else started
     # The earlier sessions' wall time; unknown (None) for a run resumed from a metrics.json
     # written before `wall_seconds` existed.
     self.wall_before = metrics.get('wall_seconds') if step else 0.0
+    self.split = wall_time.Split(self.started)
+    self.split_before = metrics.get('wall_split') if step else {}
     self.writer = tf.summary.create_file_writer(
         os.path.join(model_dir, run_files.TRAIN_SUMMARY_DIR))
     self.eval_writer = tf.summary.create_file_writer(
@@ -63,12 +80,15 @@ class Loop:
 
   def record(self, step, finished, now=None):
     """metrics.json's content at `step`; `now`: the time.time() its wall time ends at."""
-    record = reporting.metrics_record(self.final, self.extra, self.run.state, step,
-                                      self.length.total_steps, finished)
+    record = reporting.metrics_record(self.final, self.extra, self.run.state, self.examples,
+                                      step, self.length.total_steps, finished)
     record['class_names'] = list(self.data.class_names)
+    now = time.time() if now is None else now
     if self.wall_before is not None:
-      now = time.time() if now is None else now
       record['wall_seconds'] = self.wall_before + now - self.started
+    split = wall_time.add(self.split_before, self.split.read(now))
+    if split is not None:
+      record['wall_split'] = split
     return record
 
   def set_learning_rates(self, step):
@@ -82,6 +102,7 @@ class Loop:
     if self.run.generator_optimizer is not None:
       self.run.generator_optimizer.learning_rate.assign(o.generator_rate * factor)
 
+  @_charged_to('checkpoints')
   def record_operative_config_once(self):
     if not self.wrote_operative_config:
       run_record.record_operative_config(self.model_dir, self.config)
@@ -101,6 +122,7 @@ class Loop:
         f'a loss became NaN or Inf before step {step}; training stopped and {kept}. '
         'Lower the learning rates or check the constraint weights (ρ, λ_GP).')
 
+  @_charged_to('evaluation')
   def evaluate(self, step, last):
     """The validation error and the labeled-set error; a new best saves the best critic.
     The test error is computed only where it can be reported: at a new best validation
@@ -127,7 +149,8 @@ class Loop:
       best['test_error'].assign(math.nan if test_error is None else test_error)
       best['labeled_error'].assign(labeled_error)
       best['step'].assign(step)
-      self.run.best_manager.save(checkpoint_number=step)
+      with self.split.charged_to('checkpoints'):
+        self.run.best_manager.save(checkpoint_number=step)
       fault_injection.reach('best_written')
     scalars = {} if test_error is None else {'eval/test_error': test_error}
     if val_error is not None:
@@ -150,6 +173,7 @@ class Loop:
     return evaluation.error_rate(self.predict, self.data.test_images, self.data.test_labels,
                                  self.config.loop.eval_batch_size)
 
+  @_charged_to('evaluation')
   def complete_final_evaluation(self, step):
     """The test error of an early stop's last evaluation, which did not improve."""
     if self.final['test_error'] is None and len(self.data.test_labels):
@@ -157,6 +181,7 @@ class Loop:
       summaries.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
       self._set_final({**self.final, 'test_error': test_error})
 
+  @_charged_to('checkpoints')
   def write_samples(self, step):
     if self.run.generator is None:
       return
@@ -184,6 +209,7 @@ class Loop:
       scalars['ipm_weight'] = float(ipm_weight)
     return scalars
 
+  @_charged_to('checkpoints')
   def log(self, step, values):
     """TensorBoard scalars and the progress line, timed since the previous line."""
     self.check_finite(step)
@@ -212,6 +238,7 @@ class Loop:
           f'{best_step} (patience {patience})', flush=True)
     return True
 
+  @_charged_to('checkpoints')
   def save(self, step, finished, extra=False):
     """A training checkpoint at `step` and metrics.json. `extra`: a checkpoint outside the
     `checkpoint_every` schedule (SIGTERM), not counted in the checkpoint's save_counter."""
@@ -241,6 +268,7 @@ def train_loop(loop, run_iteration, step, sigterm, training_done):
             'command to resume')
       loop.set_learning_rates(step)
       values = run_iteration()
+      loop.split.switch('training')  # The session's first step ends its start-up.
       step += 1
       loop.record_operative_config_once()
       last = step == length.total_steps

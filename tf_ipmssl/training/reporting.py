@@ -5,9 +5,11 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
 - `step`, `total_steps`: steps done and planned; `finished`: training (and the export, if
   wanted) complete; `stopped_early`: the step of an early stop (absent otherwise);
 - `final`: {`step`, `validation_error`, `test_error`, `labeled_error`} of the latest
-  evaluation (errors in %; `test_error` is null at evaluations where it was not computed,
-  see loop.Loop.evaluate, and always without a test split (an image folder without test/); `labeled_error`: the error on the labeled training images, with
-  the evaluated weights);
+  evaluation (errors in %, each 100 · mistakes / images as one division makes it: 25.56 for
+  2556 of 10,000, whether the run reports it from memory or from its checkpoint;
+  `test_error` is null at evaluations where it was not computed, see loop.Loop.evaluate,
+  and always without a test split (an image folder without test/); `labeled_error`: the
+  error on the labeled training images, with the evaluated weights);
 - `best`: the same keys at the best validation error so far (step −1 and nulls without a
   validation split; `labeled_error` null for a run resumed from a checkpoint written before
   it was recorded) — `best.test_error` is the number to report
@@ -17,13 +19,19 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   `wall_seconds`: the run's wall time over all its sessions, each counted from its start to
   its latest metrics.json (a killed session's work after its last checkpoint, which the next
   session redoes, is not counted; absent for a run resumed from a metrics.json written
-  before this key existed); `diverged_before_step` when a loss became NaN/Inf;
+  before this key existed); `wall_split`: the same wall time by part (wall_time.PARTS:
+  `startup`, `training`, `evaluation`, `checkpoints`, `export`, `teardown`, in seconds, adding
+  up to `wall_seconds`; absent where `wall_seconds` is, or for a run resumed from a
+  metrics.json written before this key existed); `wall_split_this_session`: at the end, this
+  session's; `diverged_before_step` when a loss became NaN/Inf;
 - `class_names`: the name of each class, by label (the exported classifier answers them).
 """
 import math
 
 from tf_ipmssl import run_files
 from tf_ipmssl.training import baseline as baseline_lib
+from tf_ipmssl.training import evaluation
+from tf_ipmssl.training import wall_time
 
 # The keys of an evaluation's record (metrics.json's `final` and `best`).
 EVALUATION_KEYS = ('step', 'validation_error', 'test_error', 'labeled_error')
@@ -35,24 +43,34 @@ def run_data(data):
                               split_seed=data.split_seed)
 
 
-def evaluation_record(variables):
+def evaluated_examples(data):
+  """{error key of EVALUATION_KEYS: the number of images it counts over} of ssl_data.SSLData
+  `data`."""
+  return {'validation_error': len(data.validation_labels), 'test_error': len(data.test_labels),
+          'labeled_error': len(data.labeled_labels)}
+
+
+def evaluation_record(variables, examples):
   """{EVALUATION_KEYS: values} of run.RunState's `best` or `final` variables (None for an
-  error not computed, NaN there)."""
-  def number(v):
-    v = float(v.numpy())
+  error not computed, NaN there); each error the rate of its count over
+  `examples` (evaluated_examples), as the evaluation computed it (evaluation.stored_percent),
+  not its float32 rounding."""
+  def number(key):
+    v = evaluation.stored_percent(variables[key].numpy(), examples[key])
     return None if not math.isfinite(v) else v
-  record = {key: number(variables[key]) for key in EVALUATION_KEYS if key != 'step'}
+  record = {key: number(key) for key in EVALUATION_KEYS if key != 'step'}
   return {'step': int(variables['step'].numpy()), **record}
 
 
-def metrics_record(final, extra, state, step, total_steps, finished):
+def metrics_record(final, extra, state, examples, step, total_steps, finished):
   """metrics.json's content: `final` (the latest evaluation), `extra` (other keys of the
-  module doc) and the run state's best and multipliers."""
+  module doc) and the run state's best (its errors over `examples`, evaluated_examples) and
+  multipliers."""
   out = dict(extra)
   out.update({
       'step': step, 'total_steps': total_steps, 'finished': finished,
       'final': dict(final),
-      'best': evaluation_record(state.best),
+      'best': evaluation_record(state.best, examples),
       'multipliers': {k: float(v.numpy()) for k, v in state.multipliers.items()},
   })
   return out
@@ -61,7 +79,12 @@ def metrics_record(final, extra, state, step, total_steps, finished):
 def final_line(step, metrics, baseline=None, data=None):
   """The run's result: the test error at the best validation step (the number to report,
   docs/algorithm.md#data-and-model-selection) first, then the last step's; with `baseline`
-  (train.baseline) and `data` (baseline.RunData), the comparison of baseline.py."""
+  (train.baseline) and `data` (baseline.RunData), the comparison of baseline.py; last, the
+  largest parts of the run's wall time besides its training steps (time_text)."""
+  return _result_text(step, metrics, baseline, data) + time_text(metrics.get('wall_split'))
+
+
+def _result_text(step, metrics, baseline, data):
   best, final = metrics['best'], metrics['final']
   if best['step'] < 0:
     return (f'Finished {step} steps: test error {fmt(final["test_error"])} at the last step '
@@ -75,6 +98,16 @@ def final_line(step, metrics, baseline=None, data=None):
   if exported:
     line += f'. {run_files.EXPORT_DIR}/ holds the classifier of step {exported["step"]}'
   return line
+
+
+def time_text(split):
+  """'. Wall time T s, of it P1 x% and P2 y%' for the (at most two) largest parts of the
+  wall-time split besides the training steps that exceed 10% of it; '' when none does."""
+  parts = wall_time.largest_besides_training(split or {})
+  if not parts:
+    return ''
+  shares = ' and '.join(f'{wall_time.NAMES[part]} {fraction:.0%}' for part, fraction in parts)
+  return f'. Wall time {sum(split.values()):.0f} s, of it {shares}'
 
 
 def fmt(value):

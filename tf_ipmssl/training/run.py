@@ -193,7 +193,9 @@ class Run:
       return tf.train.Checkpoint(**{k: v for k, v in part.items() if k != 'labeled_error'})
     required = dict(self.checkpointed, best=without_labeled_error(self.state.best))
     del required['final']
-    tf.train.Checkpoint(**required).restore(path).assert_existing_objects_matched()
+    status = tf.train.Checkpoint(**required).restore(path)
+    status.assert_existing_objects_matched()
+    status.expect_partial()  # What the run observes is left to `restore`, by design.
     self.restore(path)  # Also what the run observes, where the checkpoint has it.
 
   def restore(self, path):

@@ -34,17 +34,20 @@ from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import reporting
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_record
+from tf_ipmssl.training import summaries
 from tf_ipmssl.training import termination
 
 
-def train(model_dir, config):
+def train(model_dir, config, started=None):
   """Trains (or resumes) one run in model_dir; returns the metrics dict.
 
   Args:
     model_dir: where checkpoints, TensorBoard logs, config, metrics.json and export go.
     config: the run_config.RunConfig (its settings are documented in run_config.py).
+    started: time.time() at the start of this session (bin/train: the process's start,
+      wall_time.process_started); default: now.
   """
-  started = time.time()
+  started = time.time() if started is None else started
   if config.numerics.deterministic_ops:
     _make_deterministic()
   data = ssl_data.build_ssl_data(**config.data)
@@ -150,14 +153,20 @@ def _print_start(config, data, length, strategy, model_dir):
 def _finish(loop, step):
   """Exports the selected classifier, writes the final metrics.json and the result line."""
   run, config = loop.run, loop.config
+  loop.split.switch('teardown')
   fault_injection.reach('training_done')
   exported = None
   if config.loop.export_classifier:
-    exported = _export_selected_classifier(run, loop.data, loop.model_dir, step)
+    with loop.split.charged_to('export'):
+      exported = _export_selected_classifier(run, loop.data, loop.model_dir, step)
   now = time.time()
   metrics = loop.record(step, finished=True, now=now)
   metrics['exported'] = exported
   metrics['wall_seconds_this_session'] = now - loop.started
+  metrics['wall_split_this_session'] = loop.split.read(now)
+  if 'wall_split' in metrics:  # The run's split, in TensorBoard beside its curves.
+    summaries.write_scalars(loop.writer, step, {
+        f'time/{part}_seconds': seconds for part, seconds in metrics['wall_split'].items()})
   run_files.write_metrics(loop.model_dir, metrics)
   hparams.write_run(loop.model_dir)  # Summaries only, after training: no number changes.
   print(reporting.final_line(step, metrics, config.loop.baseline,
