@@ -148,15 +148,16 @@ def local_root(tmp_path_factory, data_dir):
 
 
 def _table_files(tables_dir):
-  """{file name: bytes} of the tables, runs.csv without its wall-time column."""
+  """{file name: bytes} of the tables, runs.csv without its wall-time columns (*_seconds)."""
   files = {}
   for name in sorted(os.listdir(tables_dir)):
     with open(os.path.join(tables_dir, name), 'rb') as f:
       content = f.read()
     if name == 'runs.csv':
       rows = [line.split(',') for line in content.decode().splitlines()]
-      wall = rows[0].index('wall_seconds')
-      content = '\n'.join(','.join(row[:wall] + row[wall + 1:]) for row in rows).encode()
+      timed = {i for i, column in enumerate(rows[0]) if column.endswith('_seconds')}
+      content = '\n'.join(','.join(v for i, v in enumerate(row) if i not in timed)
+                           for row in rows).encode()
     files[name] = content
   return files
 

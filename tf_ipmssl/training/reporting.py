@@ -22,8 +22,8 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   before this key existed); `wall_split`: the same wall time by part (wall_time.PARTS:
   `startup`, `training`, `evaluation`, `checkpoints`, `export`, `teardown`, in seconds, adding
   up to `wall_seconds`; absent where `wall_seconds` is, or for a run resumed from a
-  metrics.json written before this key existed); `wall_split_this_session`: at the end, this
-  session's; `diverged_before_step` when a loss became NaN/Inf;
+  metrics.json written before this key existed); `wall_split_this_session`: at the end, the
+  current session's; `diverged_before_step` when a loss became NaN/Inf;
 - `class_names`: the name of each class, by label (the exported classifier answers them).
 """
 import math

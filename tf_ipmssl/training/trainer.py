@@ -44,7 +44,7 @@ def train(model_dir, config, started=None):
   Args:
     model_dir: where checkpoints, TensorBoard logs, config, metrics.json and export go.
     config: the run_config.RunConfig (its settings are documented in run_config.py).
-    started: time.time() at the start of this session (bin/train: the process's start,
+    started: time.time() at the start of the current session (bin/train: the process's start,
       wall_time.process_started); default: now.
   """
   started = time.time() if started is None else started

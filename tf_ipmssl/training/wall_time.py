@@ -71,7 +71,7 @@ class Split:
 
 
 def add(before, session):
-  """The split of earlier sessions (`before`, None: unknown) plus this session's."""
+  """The split of earlier sessions (`before`, None: unknown) plus the current session's."""
   if before is None:
     return None
   return {part: before.get(part, 0.0) + session[part] for part in PARTS}
