@@ -11,8 +11,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from tf_ipmssl import builder_settings
 from tf_ipmssl import errors
-from tf_ipmssl import gin_settings
 from tf_ipmssl.data import datasets
 from tf_ipmssl.data import splits as splits_lib
 
@@ -154,4 +154,4 @@ def build_ssl_data(dataset: Optional[str] = None,
 
 
 # build_ssl_data.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = gin_settings.register('build_ssl_data', build_ssl_data)
+SETTINGS = builder_settings.Settings.of('build_ssl_data', build_ssl_data)

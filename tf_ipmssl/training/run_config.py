@@ -4,7 +4,8 @@ gin is the user's interface; a program reads it once, at its boundary, into a Ru
 that everything below receives explicitly (nothing below reads gin). `train_bindings` is the
 gin configurable `train` (every `train.*` name of the gin files): calling it returns the
 bound values, nothing else; the builders' settings (`build_ssl_data.*`, `build_critic.*`,
-`build_generator.*`, `make_strategy.*`) are read the same way (gin_settings.py).
+`build_generator.*`, `make_strategy.*`) are read the same way (gin_settings.py, registered
+by tf_ipmssl/configurables.py).
 `RunConfig.from_bindings` checks every train field (types, ranges, choices, the training
 length, early stopping) and groups them:
 
@@ -84,6 +85,7 @@ from typing import Any, Mapping, Optional, Tuple
 import gin
 
 from tf_ipmssl import errors
+from tf_ipmssl import gin_settings
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
@@ -94,12 +96,19 @@ from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import baseline as baseline_lib
 from tf_ipmssl.training import distribution as distribution_lib
 from tf_ipmssl.training import optimizers as optimizers_lib
-# The library's algorithms, registered on import.
-from tf_ipmssl.training import semi_supervised  # pylint: disable=unused-import
-from tf_ipmssl.training import supervised  # pylint: disable=unused-import
+# The library's algorithms and constraints, registered on import.
+# pylint: disable=unused-import,g-bad-import-order
+from tf_ipmssl.objectives import fisher
+from tf_ipmssl.objectives import gradient_penalty
+from tf_ipmssl.objectives import sobolev
+from tf_ipmssl.objectives import weight_clipping
+from tf_ipmssl.training import semi_supervised
+from tf_ipmssl.training import supervised
+# pylint: enable=unused-import,g-bad-import-order
 
 MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
-# The builders' settings a run holds besides train's: (RunConfig field, gin_settings.Settings).
+# The builders' settings a run holds besides train's: (RunConfig field,
+# builder_settings.Settings).
 BUILDERS = (('data', ssl_data.SETTINGS), ('critic', critic_lib.SETTINGS),
             ('generator', generator_lib.SETTINGS), ('distribution', distribution_lib.SETTINGS))
 
@@ -338,7 +347,7 @@ class RunConfig:
     validation runs outside, so its errors reach the caller as raised.
     """
     bindings = train_bindings()
-    builders = {field: dict(s.read()) for field, s in BUILDERS}
+    builders = {field: dict(gin_settings.from_gin(s)) for field, s in BUILDERS}
     return cls.from_bindings(bindings, builders, gin_text=gin.config_str(),
                              operative_gin_text=gin.operative_config_str())
 
