@@ -4,8 +4,10 @@ A program that parses gin imports this module first (command_line.parse_gin does
 registers the builders' settings (`build_ssl_data.*`, `build_critic.*`,
 `build_generator.*`, `make_strategy.*`: gin_settings.py), `train.*` (run_config.py) and
 each registered constraint under its class name (`train.constraints = [@Fisher()]`),
-including those a module registers later (a gin file's `import`). Nothing below this
-module reads gin: the builders and constraint classes stay plain.
+including those a module registers later (a gin file's `import`). The data, networks,
+objectives and the distribution strategy do not import gin: the builders and constraint
+classes stay plain, and gin is read only into the run configuration
+(run_config.RunConfig.from_gin).
 """
 import inspect
 
