@@ -2,8 +2,9 @@
 
 A run directory holds
 
-- config.gin: the gin configuration the run was started with (its identity);
-- run_config.json: the validated run configuration, as used (training/run_config.py);
+- config.gin: the gin configuration the run was started with (as text);
+- run_config.json: the validated run configuration, as given and as used (its identity,
+  training/run_config.py);
 - operative_config.gin: the gin parameters actually used (after the first step);
 - versions.json: library versions and numerics of each start (training/run_record.py);
 - dataset.json: what a restored classifier needs to know of its data;

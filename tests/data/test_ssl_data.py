@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from tests import fixtures
+from tf_ipmssl import configurables  # pylint: disable=unused-import
 from tf_ipmssl import errors
+from tf_ipmssl import gin_settings
 from tf_ipmssl.data import splits
 from tf_ipmssl.data import ssl_data
 
@@ -86,7 +88,7 @@ def test_gin_bindings_are_the_builders_settings(tmp_path):
         'build_ssl_data.num_labeled = 10',
         'build_ssl_data.validation_size = 10',
     ])
-    settings = ssl_data.SETTINGS.from_gin()
+    settings = gin_settings.from_gin(ssl_data.SETTINGS)
     with pytest.raises(errors.ConfigError, match='bind build_ssl_data.dataset'):
       ssl_data.build_ssl_data()
   finally:

@@ -303,7 +303,7 @@ def test_failing_runs_are_reported_and_the_others_finish(cluster, data_dir, loca
   assert f'log: {runner.log_path(bad)}' in bad_line
   assert other_line.startswith(f'  {other.name}: error: {other.model_dir} holds a run '
                                'started with a different configuration')
-  assert 'now: train.lambda_ce = 5.0' in other_line
+  assert 'train.lambda_ce: run ' in other_line and ', now 5.0' in other_line
   assert sum('FAILED (exit status 1)' in r for r in reports) == 2
   assert 'done 1 / running 0 / failed 2 / left 0' in reports[-1]
   with open(os.path.join(str(tmp_path), runner.SWEEP_LOG_FILE)) as f:

@@ -84,12 +84,6 @@ def checkpoint_values(checkpoint_prefix):
 
 
 def restore_run(model_dir):
-  """run.Run.from_model_dir(model_dir) with this process's gin configuration left empty
-  afterwards (reading a run parses its config.gin, which later tests must not inherit)."""
-  import gin  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  """run.Run.from_model_dir(model_dir) (the run rebuilt from its run_config.json)."""
   from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
-  try:
-    return run_lib.Run.from_model_dir(model_dir)
-  finally:
-    gin.clear_config()
+  return run_lib.Run.from_model_dir(model_dir)

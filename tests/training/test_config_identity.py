@@ -1,4 +1,5 @@
-"""Which configuration changes a resume accepts (run_record.check_config)."""
+"""Which configuration changes a resume accepts (run_record.check_config): the new
+configuration is compared with the run's run_config.json setting by setting."""
 import gin
 import pytest
 
@@ -19,7 +20,8 @@ def _parse(bindings):
 
 def _start(tmp_path):
   _parse(BASE)
-  (tmp_path / run_files.CONFIG_FILE).write_text(gin.config_str())
+  run_files.write_json(str(tmp_path), run_files.RUN_CONFIG_FILE,
+                       run_config.RunConfig.from_gin().to_json())
 
 
 @pytest.mark.parametrize('change', ['train.eval_batch_size = 512',
@@ -32,11 +34,28 @@ def test_resume_accepts_changes_that_do_not_change_the_run(tmp_path, change):
   run_record.check_config(str(tmp_path), run_config.RunConfig.from_gin())
 
 
-def test_resume_refuses_another_run_and_names_the_line(tmp_path):
+def test_resume_refuses_another_run_and_names_the_settings(tmp_path):
   _start(tmp_path)
-  _parse(BASE + ['train.lambda_ce = 5.0'])
+  _parse(BASE + ['train.lambda_ce = 5.0', 'build_critic.width = 0.5', 'train.steps = 20',
+                 'Fisher.penalty_weight = 1e-6'])
   with pytest.raises(errors.ConfigError) as raised:
     run_record.check_config(str(tmp_path), run_config.RunConfig.from_gin())
   message = str(raised.value)
-  assert 'now: train.lambda_ce = 5.0' in message and 'run: train.lambda_ce = 1.5' in message
+  assert '\n' not in message
+  # Every differing setting, with both values; the resumable one (steps) is not named.
+  assert 'train.lambda_ce: run 1.5, now 5.0' in message
+  assert 'build_critic.width: run 1.0, now 0.5' in message
+  assert ("train.constraints: run [{'type': 'Fisher', 'name': 'fisher_f', 'component': 'f', "
+          "'penalty_weight': 1e-07}], now [{'type': 'Fisher', 'name': 'fisher_f', "
+          "'component': 'f', 'penalty_weight': 1e-06}]") in message
+  assert 'train.steps' not in message
+  gin.clear_config()
+
+
+def test_resume_accepts_the_same_configuration_written_otherwise(tmp_path):
+  """Settings, not gin lines, are compared: binding a default explicitly, or a constraint
+  class the run does not use, is the same run."""
+  _start(tmp_path)
+  _parse(BASE + ['train.seed = 0', 'Sobolev.penalty_weight = 1.0'])
+  run_record.check_config(str(tmp_path), run_config.RunConfig.from_gin())
   gin.clear_config()

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from tests.training import runs
 from tests.training import toy_constraint
+from tf_ipmssl import configurables  # pylint: disable=unused-import
 from tf_ipmssl import errors
 from tf_ipmssl.objectives import constraint
 from tf_ipmssl.objectives import fisher  # pylint: disable=unused-import
@@ -19,16 +20,22 @@ def test_registered_constraint_is_listed_as_a_choice():
   assert 'ToyCentering' not in constraint.registered_names()
   with constraint.registered(toy_constraint.ToyCentering):
     assert {'Fisher', 'ToyCentering'} <= set(constraint.registered_names())
+    assert constraint.get('ToyCentering') is toy_constraint.ToyCentering
     with pytest.raises(errors.ConfigError,
                        match=r'not a constraint; use one of .*@ToyCentering\(\)'):
       constraint.validate_constraints('kplus1', ['Fisher'])
     gin.parse_config('ToyCentering.penalty_weight = 0.5')
-    assert gin.get_configurable('ToyCentering')().penalty_weight == 0.5
+    made = gin.get_configurable('ToyCentering')()
+    # gin makes an instance of the plain class, which its bindings do not reach otherwise.
+    assert type(made) is toy_constraint.ToyCentering and made.penalty_weight == 0.5
+    assert toy_constraint.ToyCentering().penalty_weight == 1e-2
     gin.clear_config()
-  # Gone again: from the choices and from gin.
+  # Gone again: from the choices, and gin refuses to build it, in one line naming it.
   assert 'ToyCentering' not in constraint.registered_names()
-  with pytest.raises(ValueError, match='No configurable matching'):
-    gin.parse_config('ToyCentering.penalty_weight = 0.5')
+  with pytest.raises(errors.ConfigError, match='constraint ToyCentering is not registered'):
+    constraint.get('ToyCentering')
+  with pytest.raises(errors.ConfigError, match='constraint ToyCentering is not registered'):
+    gin.get_configurable('ToyCentering')()
   assert toy_constraint.ToyCentering('f-').name == 'toy_centering_f_neg'
 
 

@@ -1,6 +1,16 @@
-"""A supervised run written before a supervised run stopped building a generator
-(previous_layout_supervised/: its checkpoint holds a generator and its optimizer) still
-restores, evaluates and exports; a new supervised run's checkpoint holds no generator."""
+"""Run dirs of earlier layouts still restore, evaluate, export and resume.
+
+Both fixtures are tiny real runs (4 steps, checkpoints of a narrow critic) whose
+run_config.json has no format version (version 1, rebuilt from its groups):
+
+- previous_layout_supervised/: a supervised run written before a supervised run stopped
+  building a generator (its checkpoint holds a generator and its optimizer) and before
+  run_config.json recorded the distribution settings;
+- version1_layout_ssl/: an SSL run (Fisher on f, Sobolev on f-, ρ scaled by 10) of the
+  layout written until run_config.json carried a format version.
+
+A new supervised run's checkpoint holds no generator.
+"""
 import json
 import os
 import shutil
@@ -8,18 +18,28 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests.training import runs
+from tf_ipmssl import errors
+from tf_ipmssl.training import run as run_lib
+from tf_ipmssl.training import run_config
 
 PREVIOUS = runs.REPO_ROOT / 'tests' / 'training' / 'previous_layout_supervised'
+VERSION_1 = runs.REPO_ROOT / 'tests' / 'training' / 'version1_layout_ssl'
+FIXTURES = (PREVIOUS, VERSION_1)
 
 
-def _copy_previous_run(tmp_path):
-  """The recorded run, its config.gin pointed at this test's (identical) fake data."""
+def copy_run(fixture, tmp_path):
+  """The recorded run, its data_dir pointed at this test's (identical) fake data."""
   data_dir = runs.make_data(tmp_path / 'data')
-  model_dir = tmp_path / 'previous'
-  shutil.copytree(PREVIOUS, model_dir)
+  model_dir = tmp_path / fixture.name
+  shutil.copytree(fixture, model_dir)
+  record_path = model_dir / 'run_config.json'
+  record = json.loads(record_path.read_text())
+  record['bindings']['build_ssl_data']['data_dir'] = data_dir
+  record_path.write_text(json.dumps(record, indent=2))
   config = model_dir / 'config.gin'
   lines = [f'build_ssl_data.data_dir = {data_dir!r}' if line.startswith(
       'build_ssl_data.data_dir') else line for line in config.read_text().splitlines()]
@@ -35,13 +55,42 @@ def _program(name, *args):
   return result.stdout
 
 
-def test_previous_supervised_run_restores_evaluates_and_exports(tmp_path):
-  model_dir = _copy_previous_run(tmp_path)
+def test_version_1_records_are_rebuilt_from_their_groups():
+  supervised = json.loads((PREVIOUS / 'run_config.json').read_text())
+  ssl = json.loads((VERSION_1 / 'run_config.json').read_text())
+  assert 'format_version' not in supervised and 'format_version' not in ssl
+  config = run_config.RunConfig.from_json(ssl)
+  assert config.mode == 'ssl' and config.loop.steps == 4 and config.loop.batch_size == 16
+  assert config.objective.constraint_penalty_scale == 10.0
+  # The constraints as bound (unscaled), scaled again: the record's as used.
+  assert [(c.name, c.rho) for c in config.source['constraints']] == [
+      ('fisher_f', 1e-7), ('sobolev_f_neg', 1e-8)]
+  assert [(c.name, c.rho) for c in config.objective.constraints] == [
+      ('fisher_f', 1e-6), ('sobolev_f_neg', 1e-7)]
+  assert config.critic['width'] == 0.0625 and config.generator['noise_dim'] == 2
+  # Written again, the version-2 record holds the same groups and builders' settings.
+  again = config.to_json()
+  assert again['format_version'] == 2
+  for group in ('objective', 'optimizers', 'loop', 'numerics', 'bindings'):
+    assert again[group] == ssl[group]
+  previous = run_config.RunConfig.from_json(supervised)
+  assert previous.mode == 'supervised' and previous.objective.constraints == ()
+  # The previous layout recorded the bound settings only: the rest are the builders'
+  # defaults (as they were when gin read the run's config.gin).
+  assert dict(previous.distribution) == {'kind': 'auto', 'devices': None}
+  assert previous.critic['dropout'] == 0.5
+  for name, recorded in supervised['bindings'].items():
+    assert recorded.items() <= previous.to_json()['bindings'][name].items()
+
+
+@pytest.mark.parametrize('fixture', FIXTURES, ids=lambda f: f.name)
+def test_earlier_run_restores_evaluates_exports_and_resumes(tmp_path, fixture):
+  model_dir = copy_run(fixture, tmp_path)
   saved = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', 'ckpt-4'))
-  assert any(k.startswith('generator/') for k in saved)  # The previous layout.
+  assert any(k.startswith('generator/') for k in saved)  # Both layouts kept a generator.
 
   run = runs.restore_run(model_dir)
-  assert run.generator is None and run.generator_optimizer is None
+  assert (run.generator is None) == (fixture is PREVIOUS)
   critic, _ = run.restore_critic('latest', 'trained')
   np.testing.assert_array_equal(critic.s_head.kernel.numpy(),
                                 saved['critic/s_head/_kernel/.ATTRIBUTES/VARIABLE_VALUE'])
@@ -53,3 +102,24 @@ def test_previous_supervised_run_restores_evaluates_and_exports(tmp_path):
   export_dir = os.path.join(model_dir, 'export_latest')
   _program('export', f'--model_dir={model_dir}', '--checkpoint=latest')
   assert tf.saved_model.contains_saved_model(export_dir)
+
+  # Resumed with its own configuration (config.gin) and two more steps.
+  result = runs.run_train(model_dir, ['train.steps = 6'],
+                          gin_files=(os.path.join(model_dir, 'config.gin'),))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'Resuming from' in result.stdout and 'step 6/6' in result.stdout
+  resumed = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', 'ckpt-6'))
+  assert int(resumed['step/.ATTRIBUTES/VARIABLE_VALUE']) == 6
+  record = json.load(open(os.path.join(model_dir, 'run_config.json')))
+  assert record['format_version'] == 2 and record['loop']['steps'] == 6
+
+
+def test_a_run_dir_without_run_config_json_is_refused_in_one_line(tmp_path):
+  older = tmp_path / 'older'
+  shutil.copytree(PREVIOUS, older)
+  (older / 'run_config.json').unlink()
+  with pytest.raises(errors.UserError, match='has no run_config.json: it was written by a '
+                     'tf_ipmssl older than the run configuration'):
+    run_lib.run_config_of(str(older))
+  with pytest.raises(errors.UserError, match='is not a tf_ipmssl run directory'):
+    run_lib.run_config_of(str(tmp_path))

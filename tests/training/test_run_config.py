@@ -3,18 +3,25 @@ touched, recorded as JSON; and one constructor (run.Run) for every program's net
 import ast
 import dataclasses
 import json
+import math
 import os
 import pathlib
+import subprocess
+import sys
 
 import gin
 import pytest
 
 from tests.training import runs
+from tests.training import toy_algorithm
+from tests.training import toy_constraint
 from tf_ipmssl import configurables  # pylint: disable=unused-import
 from tf_ipmssl import errors
+from tf_ipmssl.objectives import constraint
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
+from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import semi_supervised
 from tf_ipmssl.training import steps
@@ -95,6 +102,75 @@ def test_json_names_every_setting():
   fields = {name for group in ('objective', 'optimizers', 'loop', 'numerics')
             for name in record[group]}
   assert set(run_config.default_bindings()) - {'mode'} <= fields
+  # What the run is rebuilt from: its format version and every train binding as given.
+  assert record['format_version'] == run_config.FORMAT_VERSION == 2
+  assert set(record['train']) == set(run_config.default_bindings())
+  assert record['train']['learning_rate_scale'] == 2.0
+  assert record['train']['critic_learning_rate'] == 2e-4
+
+
+def _round_trip_configs():
+  """Configurations of every kind of setting (built inside the registrations they need)."""
+  yield run_config.RunConfig.create(
+      constraints=[fisher.Fisher(penalty_weight=1e-7), sobolev.Sobolev('f-', 1e-8)],
+      constraint_penalty_scale=1000.0, learning_rate_scale=5.0, steps=3, critic_iterations=5,
+      formulation='kplus1_entropy', critic={'width': 0.25, 'normalization': 'layer_norm'},
+      data={'dataset': 'cifar10', 'num_labeled': 4000, 'split_seed': 3})
+  yield run_config.RunConfig.create(mode='supervised', constraints=FISHER, epochs=2.5,
+                                    data={'dataset': 'svhn', 'num_labeled': None})
+  yield run_config.RunConfig.create(
+      constraints=[gradient_penalty.GradientPenalty('f', 10.0)], critic_updates=7,
+      baseline=('runs.csv', 'supervised', 'recipe'), critic_ema_decay=0.99,
+      generator_loss='feature_matching', ipm_rampup_updates=5,
+      learning_rate_halving_epochs=math.inf, learning_rate_linear_decay_start=0.5,
+      distribution={'kind': 'mirrored', 'devices': ['/cpu:0', '/cpu:1']})
+  with constraint.registered(toy_constraint.ToyCentering):
+    yield run_config.RunConfig.create(
+        constraints=[toy_constraint.ToyCentering('f-', penalty_weight=0.5, v_bound=math.inf)],
+        steps=2)
+  with algorithms.registered(toy_algorithm.EntropyMinimization):
+    yield run_config.RunConfig.create(mode=toy_algorithm.EntropyMinimization.name, steps=2,
+                                      seed=4)
+
+
+def test_json_round_trip():
+  """from_json(to_json(c)) is c, and writes the same record, for every kind of setting."""
+  configs = 0
+  for config in _round_trip_configs():  # Each inside the registrations it needs.
+    record = json.loads(json.dumps(config.to_json()))
+    rebuilt = run_config.RunConfig.from_json(record, 'text', 'operative')
+    assert rebuilt == config
+    assert rebuilt.to_json() == config.to_json()
+    assert (rebuilt.gin_text, rebuilt.operative_gin_text) == ('text', 'operative')
+    configs += 1
+  assert configs == 5
+  # The non-finite value and the tuples as they were (not strings, not lists).
+  inf = next(c for c in _round_trip_configs() if c.loop.baseline)
+  rebuilt = run_config.RunConfig.from_json(json.loads(json.dumps(inf.to_json())))
+  assert rebuilt.optimizers.learning_rate_halving_epochs == math.inf
+  assert rebuilt.loop.baseline == ('runs.csv', 'supervised', 'recipe')
+  assert rebuilt.distribution['devices'] == ('/cpu:0', '/cpu:1')
+
+
+def test_a_record_of_an_unregistered_type_is_refused_naming_it(tmp_path):
+  with constraint.registered(toy_constraint.ToyCentering):
+    toy = run_config.RunConfig.create(constraints=[toy_constraint.ToyCentering()], steps=2)
+  with algorithms.registered(toy_algorithm.EntropyMinimization):
+    entropy = run_config.RunConfig.create(mode='entropy_minimization', steps=2)
+  with pytest.raises(errors.ConfigError, match='constraint ToyCentering is not registered'):
+    run_config.RunConfig.from_json(toy.to_json())
+  with pytest.raises(errors.ConfigError, match="train.mode = 'entropy_minimization' is not"):
+    run_config.RunConfig.from_json(entropy.to_json())
+  with pytest.raises(errors.ConfigError, match='format version 3'):
+    run_config.RunConfig.from_json({**toy.to_json(), 'format_version': 3})
+  # A program reading such a run says so in one line, naming the file and the type.
+  (tmp_path / 'run_config.json').write_text(json.dumps(toy.to_json()))
+  result = subprocess.run([sys.executable, str(runs.REPO_ROOT / 'bin' / 'evaluate'),
+                           f'--model_dir={tmp_path}'], capture_output=True, text=True,
+                          timeout=300, env=runs.environment(), cwd=str(runs.REPO_ROOT))
+  assert result.returncode == 1 and 'Traceback' not in result.stderr, result.stderr
+  assert (f'error: {tmp_path / "run_config.json"}: constraint ToyCentering is not '
+          'registered in this process') in result.stderr
 
 
 def _listing(directory):

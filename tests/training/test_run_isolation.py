@@ -1,12 +1,16 @@
 """A run is its configuration: two runs are built and stepped side by side in one process,
 and a run read from its directory is the same whatever gin bindings the process holds."""
+import json
 import shutil
+import subprocess
+import sys
 import types
 
 import gin
 import numpy as np
 import tensorflow as tf
 
+from tests.training import runs
 from tests.training import test_previous_layout
 from tf_ipmssl import configurables  # pylint: disable=unused-import
 from tf_ipmssl.data import pipelines
@@ -84,3 +88,53 @@ def test_from_model_dir_ignores_and_keeps_the_process_gin_configuration(tmp_path
   assert config.critic['width'] == 0.0625 and config.critic['normalization'] == 'none'
   np.testing.assert_array_equal(fake_logit, reference[1])
   np.testing.assert_array_equal(class_logits, reference[2])
+
+
+# Run in a fresh process: parses a paper cell's gin file and other bindings, then reads the
+# run in argv[1] and prints its critic's outputs on fixed inputs and the gin text before and
+# after.
+_READ_UNDER_OTHER_GIN = """
+import json, sys
+import gin
+import numpy as np
+import tensorflow as tf
+from tf_ipmssl import command_line
+from tf_ipmssl.training import run as run_lib
+command_line.parse_gin([sys.argv[2]], ['build_critic.width = 0.5', 'train.seed = 9',
+                                        "build_ssl_data.dataset = 'svhn'"])
+before = gin.config_str()
+run = run_lib.Run.from_model_dir(sys.argv[1])
+critic, _ = run.restore_critic('latest', 'trained')
+x = tf.constant(np.random.default_rng(0).uniform(-1, 1, (4, 32, 32, 1)), tf.float32)
+fake_logit, class_logits = critic(x, training=False)
+print(json.dumps({'fake_logit': fake_logit.numpy().tolist(),
+                  'class_logits': class_logits.numpy().tolist(),
+                  'gin_kept': gin.config_str() == before, 'width': run.config.critic['width'],
+                  'record': run.config.to_json()}))
+"""
+
+
+def test_a_run_reads_the_same_in_a_process_with_other_gin_bindings(tmp_path):
+  """A run (SSL, Fisher + Sobolev) read by Run.from_model_dir in a process that parsed
+  another gin configuration is the run as built: identical critic outputs, the same
+  configuration; the process's gin is left as it was."""
+  model_dir = test_previous_layout.copy_run(test_previous_layout.VERSION_1, tmp_path)
+  record_path = tmp_path / test_previous_layout.VERSION_1.name / 'run_config.json'
+  config = run_config.RunConfig.from_json(json.loads(record_path.read_text()))
+  record_path.write_text(json.dumps(config.to_json()))  # This version's record.
+  run = run_lib.Run.from_model_dir(model_dir)
+  critic, _ = run.restore_critic('latest', 'trained')
+  x = tf.constant(np.random.default_rng(0).uniform(-1, 1, (4, 32, 32, 1)), tf.float32)
+  fake_logit, class_logits = critic(x, training=False)
+
+  cell = runs.REPO_ROOT / 'gin' / 'table1' / 'cifar10_fisher_sobolev_kplus1.gin'
+  result = subprocess.run([sys.executable, '-c', _READ_UNDER_OTHER_GIN, model_dir, str(cell)],
+                          capture_output=True, text=True, timeout=600, env=runs.environment(),
+                          cwd=str(runs.REPO_ROOT))
+  assert result.returncode == 0, result.stderr[-3000:]
+  other = json.loads(result.stdout.strip().splitlines()[-1])
+  assert other['gin_kept'] and other['width'] == 0.0625
+  assert other['record'] == config.to_json() == run.config.to_json()
+  np.testing.assert_array_equal(np.array(other['fake_logit'], np.float32), fake_logit.numpy())
+  np.testing.assert_array_equal(np.array(other['class_logits'], np.float32),
+                                class_logits.numpy())

@@ -13,8 +13,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from tf_ipmssl import builder_settings
 from tf_ipmssl import errors
-from tf_ipmssl import gin_settings
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import datasets
 from tf_ipmssl.data import splits as splits_lib
@@ -223,4 +223,4 @@ def _folder_data(folder, split_seed) -> SSLData:
 
 
 # build_ssl_data.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = gin_settings.register('build_ssl_data', build_ssl_data)
+SETTINGS = builder_settings.Settings.of('build_ssl_data', build_ssl_data)

@@ -35,8 +35,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_ipmssl import builder_settings
 from tf_ipmssl import errors
-from tf_ipmssl import gin_settings
 from tf_ipmssl.networks import normalization as normalization_lib
 
 # (filters at width 1, kernel, stride, padding, dropout after) for convs 2-9.
@@ -256,5 +256,5 @@ def build_critic(num_classes, input_channels, normalization='none', width=1.0,
 
 
 # build_critic.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = gin_settings.register('build_critic', build_critic,
-                                 supplied=('num_classes', 'input_channels', 'seed'))
+SETTINGS = builder_settings.Settings.of('build_critic', build_critic,
+                                        supplied=('num_classes', 'input_channels', 'seed'))

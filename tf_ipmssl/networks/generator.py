@@ -13,8 +13,8 @@ BN γ ~ N(1, 0.02), β = 0, ε = 1e-5, Keras momentum 0.9 (PyTorch 0.1).
 import keras
 import tensorflow as tf
 
+from tf_ipmssl import builder_settings
 from tf_ipmssl import errors
-from tf_ipmssl import gin_settings
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import normalization as normalization_lib
 
@@ -79,5 +79,5 @@ def build_generator(output_channels, noise_dim=100, ngf=64, init_stddev=0.02, se
 
 
 # build_generator.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = gin_settings.register('build_generator', build_generator,
-                                 supplied=('output_channels', 'seed'))
+SETTINGS = builder_settings.Settings.of('build_generator', build_generator,
+                                        supplied=('output_channels', 'seed'))

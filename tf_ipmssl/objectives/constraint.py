@@ -17,16 +17,17 @@ name a constraint kind:
 
 The maths stays in the pure module-level functions of each constraint's module; the methods
 only call them. A new constraint is one module: a subclass of `Constraint` decorated with
-`@register`, which makes it gin-configurable under its class name
-(`train.constraints = [@MyConstraint()]`) and lists it in the error messages. A name is
-registered once: a second class of the same name is refused. `registered(cls)` registers a
-class for the duration of a `with` block only (tests).
+`@register`, which lists it under its class name: in the error messages, in a run's
+run_config.json (`{'type': name, fields...}`, rebuilt by `get(name)`) and, through the
+programs' gin boundary (tf_ipmssl/configurables.py, which follows the registry with
+`when_registered`), in gin (`train.constraints = [@MyConstraint()]`). A name is registered
+once: a second class of the same name is refused. `registered(cls)` registers a class for
+the duration of a `with` block only (tests). This module does not import gin.
 """
 import contextlib
 import dataclasses
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
-import gin
 import tensorflow as tf
 
 from tf_ipmssl import errors
@@ -36,7 +37,9 @@ from tf_ipmssl.objectives import formulations
 REAL, FAKE, INTERPOLATES = 'real', 'fake', 'interp'
 
 # Registered constraint classes by name, in registration order.
-_REGISTRY = {}
+_CONSTRAINTS = {}
+# What `register` calls with each new class (when_registered).
+_CALLBACKS = []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,43 +148,55 @@ def scale_penalty_weights(constraints, scale):
 
 
 def register(cls):
-  """Class decorator: a gin-configurable constraint under its class name, listed as choice.
+  """Class decorator: `cls` is a constraint under its class name, listed as a choice and
+  passed to the `when_registered` callbacks; returns `cls` unchanged.
 
   Raises ValueError when another class was registered under the same name.
   """
   if not (isinstance(cls, type) and issubclass(cls, Constraint)):
     raise TypeError(f'{cls!r} is not a subclass of Constraint')
   name = cls.__name__
-  if name in _REGISTRY:
+  if name in _CONSTRAINTS:
     raise ValueError(f'a constraint named {name} is already registered '
-                     f'({_REGISTRY[name].__module__}); give the new class another name')
-  configurable = gin.configurable(cls)
-  _REGISTRY[name] = configurable
-  return configurable
+                     f'({_CONSTRAINTS[name].__module__}); give the new class another name')
+  _CONSTRAINTS[name] = cls
+  for callback in _CALLBACKS:
+    callback(cls)
+  return cls
 
 
 @contextlib.contextmanager
 def registered(cls):
-  """Registers constraint class `cls` (as `register`) for the `with` block only; yields the
-  gin-configurable class. For tests: the registry and gin's are as before afterwards."""
-  configurable = register(cls)
+  """Registers constraint class `cls` (as `register`) for the `with` block only; yields it.
+  For tests: `get` and the choices are as before afterwards."""
+  register(cls)
   try:
-    yield configurable
+    yield cls
   finally:
-    del _REGISTRY[cls.__name__]
-    _unregister_from_gin(cls)
+    del _CONSTRAINTS[cls.__name__]
 
 
-def _unregister_from_gin(cls):
-  # gin has no public way to forget a configurable; its two registries are plain maps.
-  info = gin.config._INVERSE_REGISTRY.pop(cls, None)  # pylint: disable=protected-access
-  if info is not None:
-    gin.config._REGISTRY.pop(info.selector)  # pylint: disable=protected-access
+def when_registered(callback: Callable[[type], None]) -> None:
+  """Calls `callback(cls)` for every registered constraint class, now and at each later
+  registration (the gin boundary makes each one configurable this way)."""
+  _CALLBACKS.append(callback)
+  for cls in tuple(_CONSTRAINTS.values()):
+    callback(cls)
+
+
+def get(name: str) -> type:
+  """The constraint class registered as `name`; a ConfigError naming it when it is not
+  registered in this process."""
+  if name not in _CONSTRAINTS:
+    raise errors.ConfigError(
+        f'constraint {name} is not registered in this process (registered: '
+        f'{", ".join(_CONSTRAINTS) or "none"}); import the module that registers it')
+  return _CONSTRAINTS[name]
 
 
 def registered_names() -> tuple:
   """Names of the registered constraints (those of imported modules), in registration order."""
-  return tuple(_REGISTRY)
+  return tuple(_CONSTRAINTS)
 
 
 def validate_constraints(formulation: str, constraints) -> tuple:

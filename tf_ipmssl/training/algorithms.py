@@ -22,7 +22,7 @@ from tf_ipmssl import errors
 from tf_ipmssl.training import steps as steps_lib
 
 # Registered algorithm classes by name, in registration order.
-_REGISTRY = {}
+_ALGORITHMS = {}
 
 
 class Algorithm(steps_lib.TrainingSteps):
@@ -77,10 +77,10 @@ def register(cls):
   `name` names. Raises ValueError when another class has that name."""
   if not (isinstance(cls, type) and issubclass(cls, Algorithm)) or not cls.name:
     raise TypeError(f'{cls!r} is not an Algorithm subclass with a name')
-  if cls.name in _REGISTRY:
+  if cls.name in _ALGORITHMS:
     raise ValueError(f'an algorithm named {cls.name!r} is already registered '
-                     f'({_REGISTRY[cls.name].__module__}); give the new class another name')
-  _REGISTRY[cls.name] = cls
+                     f'({_ALGORITHMS[cls.name].__module__}); give the new class another name')
+  _ALGORITHMS[cls.name] = cls
   return cls
 
 
@@ -91,16 +91,17 @@ def registered(cls):
   try:
     yield cls
   finally:
-    del _REGISTRY[cls.name]
+    del _ALGORITHMS[cls.name]
 
 
 def registered_names() -> tuple:
   """Names of the registered algorithms (those of imported modules), in registration order."""
-  return tuple(_REGISTRY)
+  return tuple(_ALGORITHMS)
 
 
 def get_algorithm(mode):
   """The algorithm class of train.mode; a ConfigError for an unknown mode."""
-  if mode not in _REGISTRY:
-    raise errors.ConfigError(f'train.mode = {mode!r} is not one of {list(_REGISTRY)}')
-  return _REGISTRY[mode]
+  if mode not in _ALGORITHMS:
+    raise errors.ConfigError(f'train.mode = {mode!r} is not one of {list(_ALGORITHMS)} '
+                             '(an algorithm of your own: import the module that registers it)')
+  return _ALGORITHMS[mode]

@@ -129,10 +129,9 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_
 def diagnose_run(model_dir, num_batches=4):
   """One dict per checkpoint in model_dir/checkpoints (step order), plus the step.
 
-  The caller registers the gin configurables first (bin/diagnose imports
-  `tf_ipmssl.configurables`); the process's gin configuration is not used.
+  The run is rebuilt from its run_config.json; the process's gin configuration is not used.
   """
-  run = run_lib.Run.from_model_dir(model_dir, skip_unknown=False)
+  run = run_lib.Run.from_model_dir(model_dir)
   if not run.config.objective.algorithm.trains_generator:
     raise errors.UserError(f'{model_dir} is a supervised run: there is no IPM term to split')
   data = ssl_data.build_ssl_data(**run.config.data)

@@ -10,8 +10,8 @@ import os
 
 import tensorflow as tf
 
+from tf_ipmssl import builder_settings
 from tf_ipmssl import errors
-from tf_ipmssl import gin_settings
 
 STRATEGIES = ('auto', 'default', 'mirrored', 'multi_worker')
 
@@ -43,4 +43,4 @@ def make_strategy(kind='auto', devices=None):
 
 
 # make_strategy.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = gin_settings.register('make_strategy', make_strategy)
+SETTINGS = builder_settings.Settings.of('make_strategy', make_strategy)

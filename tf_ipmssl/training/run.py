@@ -62,16 +62,12 @@ class RunState:
                   'labeled_error': counter('final_labeled_error', tf.float32, np.nan)}
 
 
-def run_config_of(model_dir, skip_unknown=True) -> run_config_lib.RunConfig:
-  """The RunConfig of the run in model_dir, read from its config.gin in a private gin
-  configuration: the process's own gin configuration is neither read nor changed.
-
-  The caller registers the gin configurables first (the bin/ programs import
-  `tf_ipmssl.configurables`); skip_unknown ignores bindings of configurables this process
-  does not have.
+def run_config_of(model_dir) -> run_config_lib.RunConfig:
+  """The RunConfig of the run in model_dir, rebuilt from its run_config.json alone
+  (run_record.read_run_config): gin is neither read nor changed. A run of a constraint or
+  algorithm defined outside the library needs the module that registers it imported.
   """
-  with run_record.parsed_run_config(model_dir, skip_unknown=skip_unknown):
-    return run_config_lib.RunConfig.from_gin()
+  return run_record.read_run_config(model_dir)
 
 
 @dataclasses.dataclass
@@ -143,12 +139,12 @@ class Run:
     return run
 
   @classmethod
-  def from_model_dir(cls, model_dir, skip_unknown=True) -> 'Run':
-    """The run recorded in model_dir (its config.gin and dataset.json), with its checkpoint
-    managers; nothing is restored yet (`restore`, `restore_critic`). The process's gin
-    configuration is neither read nor changed (run_config_of).
+  def from_model_dir(cls, model_dir) -> 'Run':
+    """The run recorded in model_dir (its run_config.json and dataset.json), with its
+    checkpoint managers; nothing is restored yet (`restore`, `restore_critic`). The
+    process's gin configuration is neither read nor changed (run_config_of).
     """
-    config = run_config_of(model_dir, skip_unknown)
+    config = run_config_of(model_dir)
     dataset = run_record.read_dataset(model_dir)
     run = cls.build(config, num_classes=dataset['num_classes'],
                     image_shape=dataset['image_shape'], model_dir=model_dir)

@@ -4,7 +4,8 @@ gin is the user's interface; a program reads it once, at its boundary, into a Ru
 that everything below receives explicitly (nothing below reads gin). `train_bindings` is the
 gin configurable `train` (every `train.*` name of the gin files): calling it returns the
 bound values, nothing else; the builders' settings (`build_ssl_data.*`, `build_critic.*`,
-`build_generator.*`, `make_strategy.*`) are read the same way (gin_settings.py).
+`build_generator.*`, `make_strategy.*`) are read the same way (gin_settings.py, registered
+by tf_ipmssl/configurables.py).
 `RunConfig.from_bindings` checks every train field (types, ranges, choices, the training
 length, early stopping) and groups them:
 
@@ -19,10 +20,22 @@ length, early stopping) and groups them:
   setting (the builders' defaults for those not bound).
 
 `RunConfig.from_gin()` is the one way a program gets the configuration of the gin config
-it parsed (bin/train before it touches the model dir; run.run_config_of, for evaluate,
-export and diagnose, parses a run's config.gin in a private gin configuration);
-`RunConfig.create(...)` makes one without gin. `to_json()` is what the run records beside
-config.gin (run_config.json), the builders' settings under 'bindings'.
+it parsed (bin/train, before it touches the model dir); `RunConfig.create(...)` makes one
+without gin. `to_json()` is what the run records beside config.gin (run_config.json) and
+`from_json(...)` rebuilds the configuration from it, validated again, without gin
+(run.run_config_of: evaluate, export, diagnose, a resume's identity check).
+run_config.json (format version 2, `FORMAT_VERSION`) holds:
+
+- 'train': the train bindings as given (constraints as {'type': class name, 'name', and
+  their fields}, unscaled), what `from_json` rebuilds the run from;
+- 'bindings': the builders' settings, by gin name ('build_critic': {...}, ...), every one;
+- 'objective', 'optimizers', 'loop', 'numerics': the grouped fields as used (scaled
+  constraints, 'critic_rate' and 'generator_rate'), for readers (hparams.py, tables).
+
+A file without 'format_version' is of version 1 (written before the version and 'train'
+existed): it is rebuilt from its groups, where every train binding is a field (mode is
+objective.algorithm, the constraints as bound objective.bound_constraints). Non-finite
+floats are written as their repr ('inf', '-inf', 'nan') and tuples as lists.
 
 The `train.*` bindings (gin names; defaults in `_train_bindings`):
 
@@ -84,6 +97,7 @@ from typing import Any, Mapping, Optional, Tuple
 import gin
 
 from tf_ipmssl import errors
+from tf_ipmssl import gin_settings
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
@@ -94,12 +108,21 @@ from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import baseline as baseline_lib
 from tf_ipmssl.training import distribution as distribution_lib
 from tf_ipmssl.training import optimizers as optimizers_lib
-# The library's algorithms, registered on import.
-from tf_ipmssl.training import semi_supervised  # pylint: disable=unused-import
-from tf_ipmssl.training import supervised  # pylint: disable=unused-import
+# The library's algorithms and constraints, registered on import.
+# pylint: disable=unused-import,g-bad-import-order
+from tf_ipmssl.objectives import fisher
+from tf_ipmssl.objectives import gradient_penalty
+from tf_ipmssl.objectives import sobolev
+from tf_ipmssl.objectives import weight_clipping
+from tf_ipmssl.training import semi_supervised
+from tf_ipmssl.training import supervised
+# pylint: enable=unused-import,g-bad-import-order
 
 MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
-# The builders' settings a run holds besides train's: (RunConfig field, gin_settings.Settings).
+# The layout of run_config.json that to_json writes (see the module doc).
+FORMAT_VERSION = 2
+# The builders' settings a run holds besides train's: (RunConfig field,
+# builder_settings.Settings).
 BUILDERS = (('data', ssl_data.SETTINGS), ('critic', critic_lib.SETTINGS),
             ('generator', generator_lib.SETTINGS), ('distribution', distribution_lib.SETTINGS))
 
@@ -305,7 +328,8 @@ class RunConfig:
     unknown = set(builders) - {field for field, _ in BUILDERS}
     if unknown:
       raise errors.ConfigError(f'unknown builder settings {sorted(unknown)}')
-    settings = {field: s.complete(builders.get(field, {})) for field, s in BUILDERS}
+    settings = {field: s.complete({k: _tuples(v) for k, v in builders.get(field, {}).items()})
+                for field, s in BUILDERS}
     b = {**default_bindings(), **bindings}
     _check(b)
     algorithm = algorithms.get_algorithm(b['mode'])
@@ -332,13 +356,13 @@ class RunConfig:
   @classmethod
   def from_gin(cls) -> 'RunConfig':
     """The configuration of the gin bindings parsed in this process: the programs'
-    boundary (bin/train; run.run_config_of reads a run's config.gin this way).
+    boundary (bin/train), after tf_ipmssl.configurables registered the gin names.
 
     Only collecting the bindings runs inside gin's calls (constructing the constraints);
     validation runs outside, so its errors reach the caller as raised.
     """
     bindings = train_bindings()
-    builders = {field: dict(s.read()) for field, s in BUILDERS}
+    builders = {field: dict(gin_settings.from_gin(s)) for field, s in BUILDERS}
     return cls.from_bindings(bindings, builders, gin_text=gin.config_str(),
                              operative_gin_text=gin.operative_config_str())
 
@@ -347,16 +371,92 @@ class RunConfig:
     return self.objective.algorithm.name
 
   def to_json(self) -> dict:
-    """The configuration as JSON-ready values, with the recorded configurables' bindings."""
-    out = {group: {f.name: _jsonable(getattr(getattr(self, group), f.name))
-                   for f in dataclasses.fields(getattr(self, group))}
-           for group, _ in _GROUPS}
+    """The configuration as JSON-ready values (run_config.json, see the module doc)."""
+    out = {'format_version': FORMAT_VERSION}
+    out.update({group: {f.name: _jsonable(getattr(getattr(self, group), f.name))
+                        for f in dataclasses.fields(getattr(self, group))}
+                for group, _ in _GROUPS})
     out['objective']['bound_constraints'] = _jsonable(self.source['constraints'])
     out['optimizers'].update(critic_rate=self.optimizers.critic_rate,
                              generator_rate=self.optimizers.generator_rate)
     out['bindings'] = {s.name: {k: _jsonable(v) for k, v in sorted(getattr(self, field).items())}
                        for field, s in BUILDERS}
+    out['train'] = {k: _jsonable(v) for k, v in sorted(self.source.items())}
     return out
+
+  @classmethod
+  def from_json(cls, record, gin_text='', operative_gin_text='') -> 'RunConfig':
+    """The configuration `record` (a run_config.json of any format version) was written
+    from, validated as `from_bindings` does; the gin texts are kept as given (config.gin,
+    operative_config.gin). A ConfigError names a constraint type or algorithm this
+    process has not registered."""
+    version = record.get('format_version', 1)
+    if version not in (1, FORMAT_VERSION):
+      raise errors.ConfigError(f'run_config.json of format version {version!r}: this '
+                               f'tf_ipmssl reads versions 1 and {FORMAT_VERSION}; use the '
+                               'tf_ipmssl that wrote it')
+    builders = {field: {k: _from_jsonable(v)
+                        for k, v in record.get('bindings', {}).get(s.name, {}).items()}
+                for field, s in BUILDERS}
+    if version == 1:
+      names = set(default_bindings()) - {'constraints'}
+      bindings = {name: value for group, _ in _GROUPS for name, value in record[group].items()
+                  if name in names}
+      bindings.update(mode=record['objective']['algorithm'],
+                      constraints=record['objective'].get('bound_constraints', []))
+    else:
+      bindings = record['train']
+    bindings = {k: (_constraints_from_json(v) if k == 'constraints' else _from_jsonable(v))
+                for k, v in bindings.items()}
+    return cls.from_bindings(bindings, builders, gin_text=gin_text,
+                             operative_gin_text=operative_gin_text)
+
+  def differing_settings(self, other: 'RunConfig') -> list:
+    """(gin name, this value, `other`'s value) of every setting in which `other` differs
+    from this configuration (`train.lambda_ce`, `build_critic.width`, ...; the values as
+    run_config.json writes them)."""
+    out = []
+    for group, group_cls in _GROUPS:
+      for f in dataclasses.fields(group_cls):
+        mine, theirs = getattr(getattr(self, group), f.name), getattr(getattr(other, group),
+                                                                     f.name)
+        if mine != theirs:
+          name = 'mode' if f.name == 'algorithm' else f.name
+          out.append((f'train.{name}', _jsonable(mine), _jsonable(theirs)))
+    for field, s in BUILDERS:
+      mine, theirs = getattr(self, field), getattr(other, field)
+      for name in sorted(set(mine) | set(theirs)):
+        if mine.get(name) != theirs.get(name):
+          out.append((f'{s.name}.{name}', _jsonable(mine.get(name)),
+                      _jsonable(theirs.get(name))))
+    return out
+
+
+_NON_FINITE = {repr(v): v for v in (math.inf, -math.inf, math.nan)}
+
+
+def _tuples(value):
+  """`value` with every list a tuple (a frozen configuration holds no list)."""
+  if isinstance(value, (list, tuple)):
+    return tuple(_tuples(v) for v in value)
+  return value
+
+
+def _from_jsonable(value):
+  """The value `_jsonable` wrote: lists as tuples, non-finite floats as floats."""
+  if isinstance(value, str) and value in _NON_FINITE:
+    return _NON_FINITE[value]
+  if isinstance(value, list):
+    return tuple(_from_jsonable(v) for v in value)
+  return value
+
+
+def _constraints_from_json(records):
+  """The constraints of `_jsonable` records ({'type', 'name', fields}), each made by the
+  class registered as its type."""
+  return tuple(constraint_lib.get(r['type'])(**{k: _from_jsonable(v) for k, v in r.items()
+                                                if k not in ('type', 'name')})
+               for r in records)
 
 
 def _jsonable(value: Any):

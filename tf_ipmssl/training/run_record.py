@@ -1,10 +1,12 @@
 """What a run writes beside its checkpoints so it can be identified and reproduced.
 
-- config.gin: the full gin configuration the run was started with (its identity: resuming
-  with a different one is refused, so an existing run is never silently mixed with another).
+- config.gin: the full gin configuration the run was started with (as text; nothing parses
+  it again).
 - run_config.json: the validated run configuration (run_config.RunConfig.to_json): every
-  train setting as used (scaled learning rates and ρ included) and the data and network
-  bindings.
+  train setting as given and as used (scaled learning rates and ρ included) and the data
+  and network bindings. The run's identity: `read_run_config` rebuilds the RunConfig from
+  it alone, and resuming with a configuration that differs in a setting is refused
+  (check_config), so an existing run is never silently mixed with another.
 - operative_config.gin: the gin parameters the run's configuration was read from, defaults
   included, written once the first step ran.
 - versions.json: (of the first start; each resume appended under 'resumes') library,
@@ -18,7 +20,6 @@
 
 The file names and their reading and writing are `tf_ipmssl.run_files`'s.
 """
-import contextlib
 import datetime
 import os
 import platform
@@ -36,6 +37,7 @@ from tf_ipmssl import run_files
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.training import cpu_info
+from tf_ipmssl.training import run_config as run_config_lib
 
 # Bindings that may differ on resume: how a run is observed, how long it goes on, where
 # the (same) data files are read from, and what its final line compares with.
@@ -44,30 +46,48 @@ _RESUMABLE_CHANGES = ('log_every', 'eval_every', 'checkpoint_every', 'sample_eve
                       'eval_batch_size', 'data_dir', 'baseline')
 
 
-def _identity_lines(config_text):
-  return [line for line in config_text.splitlines()
-          if line.strip() and not line.lstrip().startswith('#')
-          and not any(f'.{p} =' in line for p in _RESUMABLE_CHANGES)]
+def read_run_config(model_dir) -> run_config_lib.RunConfig:
+  """The RunConfig of the run in model_dir, rebuilt from its run_config.json alone
+  (config.gin and operative_config.gin are kept as text); gin is neither read nor changed.
+
+  A ConfigError names the file and what it needs (e.g. a constraint type or algorithm this
+  process has not registered: import the module that registers it).
+  """
+  record = run_files.read_json(model_dir, run_files.RUN_CONFIG_FILE)
+  if record is None:
+    if run_files.exists(os.path.join(model_dir, run_files.CONFIG_FILE)):
+      raise errors.UserError(f'{model_dir} has no {run_files.RUN_CONFIG_FILE}: it was written '
+                             'by a tf_ipmssl older than the run configuration, which this one '
+                             'cannot rebuild; use that version, or train it again')
+    raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no '
+                           f'{run_files.RUN_CONFIG_FILE})')
+  texts = []
+  for name in (run_files.CONFIG_FILE, run_files.OPERATIVE_CONFIG_FILE):
+    path = os.path.join(model_dir, name)
+    texts.append(run_files.read_text(path) if run_files.exists(path) else '')
+  try:
+    return run_config_lib.RunConfig.from_json(record, *texts)
+  except errors.ConfigError as e:
+    raise errors.ConfigError(
+        f'{os.path.join(model_dir, run_files.RUN_CONFIG_FILE)}: {e}') from None
 
 
 def check_config(model_dir, config):
-  """Refuses to resume a run started with another configuration (`config`, a RunConfig,
-  read from gin), naming a differing line.
+  """Refuses to resume a run started with another configuration (`config`, a RunConfig),
+  naming the settings that differ from the run's run_config.json (those of
+  _RESUMABLE_CHANGES may differ).
 
   Reads only: safe on a read-only model_dir.
   """
-  path = os.path.join(model_dir, run_files.CONFIG_FILE)
-  if not run_files.exists(path):
-    return
-  saved = _identity_lines(run_files.read_text(path))
-  current = _identity_lines(config.gin_text)
-  if saved != current:
-    differs = ([f'now: {l.strip()}' for l in current if l not in saved] +
-               [f'run: {l.strip()}' for l in saved if l not in current])
+  differing = [(name, run, now) for name, run, now in
+               read_run_config(model_dir).differing_settings(config)
+               if name.rsplit('.', 1)[1] not in _RESUMABLE_CHANGES]
+  if differing:
+    listed = '; '.join(f'{name}: run {run!r}, now {now!r}' for name, run, now in differing)
     raise errors.ConfigError(
-        f'{model_dir} holds a run started with a different configuration (see {path}; '
-        f'{"; ".join(differs[:2]) or "the lines are in another order"}); resume it with the '
-        'same --gin_file/--gin_bindings, or use a new --model_dir')
+        f'{model_dir} holds a run started with a different configuration ({listed}; see '
+        f'{os.path.join(model_dir, run_files.RUN_CONFIG_FILE)}); resume it with the same '
+        '--gin_file/--gin_bindings, or use a new --model_dir')
 
 
 def record_start(model_dir, resuming, config):
@@ -163,47 +183,6 @@ def read_dataset(model_dir):
         str(label) for label in range(dataset['num_classes'])]
   dataset.setdefault('resize', None)
   return dataset
-
-
-@contextlib.contextmanager
-def parsed_run_config(model_dir, skip_unknown=False):
-  """Within the block, gin holds the configuration the run in model_dir was started with
-  (its config.gin) and nothing else; afterwards, the process's own again.
-
-  The program registers the gin configurables first (it imports `tf_ipmssl.configurables`);
-  skip_unknown ignores bindings of configurables not registered in this process.
-  """
-  path = os.path.join(model_dir, run_files.CONFIG_FILE)
-  if not run_files.exists(path):
-    raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no {path})')
-  with _private_gin_configuration():
-    with gin.unlock_config():
-      gin.parse_config_file(path, skip_unknown=skip_unknown)
-    yield
-
-
-@contextlib.contextmanager
-def _private_gin_configuration():
-  """An empty gin configuration for the block, the process's put back afterwards.
-
-  gin keeps one global configuration and has no public way to set it aside, so its state
-  (bindings, imports, operative config, singletons, lock) is saved and restored here.
-  """
-  state = gin.config
-  saved = ({key: dict(values) for key, values in state._CONFIG.items()},  # pylint: disable=protected-access
-           set(state._IMPORTS), dict(state._OPERATIVE_CONFIG),  # pylint: disable=protected-access
-           dict(state._SINGLETONS), gin.config_is_locked())  # pylint: disable=protected-access
-  gin.clear_config()
-  try:
-    yield
-  finally:
-    gin.clear_config()
-    bindings, imports, operative, singletons, locked = saved
-    state._CONFIG.update(bindings)  # pylint: disable=protected-access
-    state._IMPORTS.update(imports)  # pylint: disable=protected-access
-    state._OPERATIVE_CONFIG.update(operative)  # pylint: disable=protected-access
-    state._SINGLETONS.update(singletons)  # pylint: disable=protected-access
-    state._set_config_is_locked(locked)  # pylint: disable=protected-access
 
 
 def bound_value(name, default=None):

@@ -1,0 +1,70 @@
+"""The gin boundary is one module: the data, networks, objectives and the distribution
+strategy do not import gin, and the builders and constraint classes are plain (a gin
+binding reaches them only through the run configuration read at a program's boundary)."""
+import ast
+import subprocess
+import sys
+
+import gin
+
+from tests.training import runs
+from tf_ipmssl import configurables  # pylint: disable=unused-import
+from tf_ipmssl import gin_settings
+from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.objectives import fisher
+
+PLAIN = ('tf_ipmssl/data', 'tf_ipmssl/networks', 'tf_ipmssl/objectives',
+         'tf_ipmssl/training/distribution.py', 'tf_ipmssl/builder_settings.py')
+
+
+def _imports(path):
+  names = set()
+  for node in ast.walk(ast.parse(path.read_text())):
+    if isinstance(node, ast.Import):
+      names |= {alias.name for alias in node.names}
+    elif isinstance(node, ast.ImportFrom):
+      names |= {f'{node.module}.{alias.name}' for alias in node.names} | {node.module}
+  return names
+
+
+def test_plain_modules_do_not_import_gin():
+  paths = []
+  for name in PLAIN:
+    root = runs.REPO_ROOT / name
+    paths += sorted(root.rglob('*.py')) if root.is_dir() else [root]
+  assert len(paths) > 10
+  ginful = {path.relative_to(runs.REPO_ROOT).as_posix() for path in paths
+            if {'gin', 'tf_ipmssl.gin_settings', 'tf_ipmssl.configurables'} & _imports(path)}
+  assert ginful == set()
+
+
+def test_plain_modules_import_without_gin_registering_anything():
+  """Importing the library's plain modules (and run_config, which registers `train`)
+  registers no builder or constraint name with gin: only configurables does."""
+  code = ('import gin\n'
+          'from tf_ipmssl.training import run_config, run\n'
+          'for name in ("build_critic", "build_ssl_data", "make_strategy", "Fisher"):\n'
+          '  try:\n'
+          '    gin.get_configurable(name)\n'
+          '    print("registered", name)\n'
+          '  except ValueError:\n'
+          '    pass\n'
+          'from tf_ipmssl import configurables\n'
+          'print(gin.get_configurable("Fisher").__name__, gin.get_configurable("build_critic").__name__)\n')
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=300, env=runs.environment(), cwd=str(runs.REPO_ROOT))
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.split() == ['Fisher', 'build_critic']
+
+
+def test_bindings_reach_the_run_configuration_not_the_classes():
+  gin.clear_config()
+  try:
+    gin.parse_config(['Fisher.penalty_weight = 0.5', 'build_critic.width = 0.25'])
+    assert gin.get_configurable('Fisher')().penalty_weight == 0.5
+    assert gin_settings.from_gin(critic_lib.SETTINGS)['width'] == 0.25
+    assert fisher.Fisher().penalty_weight == 1e-7
+    # The builder ignores gin: width 1.0, Φ of 4·4·384.
+    assert critic_lib.build_critic(10, 1).s_head.kernel.shape[0] == 4 * 4 * 384
+  finally:
+    gin.clear_config()
