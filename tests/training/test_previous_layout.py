@@ -71,8 +71,15 @@ def test_version_1_records_are_rebuilt_from_their_groups():
   # Written again, the version-2 record holds the same groups and builders' settings.
   again = config.to_json()
   assert again['format_version'] == 2
-  for group in ('objective', 'optimizers', 'loop', 'numerics', 'bindings'):
+  for group in ('objective', 'optimizers', 'loop', 'numerics'):
     assert again[group] == ssl[group]
+  # The builders' settings recorded then, the same; those added since, at their defaults.
+  for builder, settings in ssl['bindings'].items():
+    assert {k: again['bindings'][builder][k] for k in settings} == settings
+  added = {k: v for k, v in again['bindings']['build_ssl_data'].items()
+           if k not in ssl['bindings']['build_ssl_data']}
+  defaults = run_config.RunConfig.create(steps=1, mode='supervised').to_json()['bindings']
+  assert added == {k: v for k, v in defaults['build_ssl_data'].items() if k in added}
   previous = run_config.RunConfig.from_json(supervised)
   assert previous.mode == 'supervised' and previous.objective.constraints == ()
   # The previous layout recorded the bound settings only: the rest are the builders'

@@ -201,7 +201,7 @@ def test_invalid_configuration_leaves_the_model_dir_as_it_was(tmp_path):
     metrics = json.load(f)
   assert set(metrics) == {'step', 'total_steps', 'finished', 'final', 'best', 'multipliers',
                           'exported', 'wall_seconds', 'wall_seconds_this_session',
-                          'wall_split', 'wall_split_this_session'}
+                          'wall_split', 'wall_split_this_session', 'class_names'}
   assert metrics['wall_seconds'] == metrics['wall_seconds_this_session'] > 0  # One session.
   assert metrics['final']['step'] == 2 and metrics['final']['test_error'] is not None
   before = _listing(existing)
