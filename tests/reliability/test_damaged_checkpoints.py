@@ -160,3 +160,30 @@ def test_resuming_on_a_read_only_disk_says_so_in_one_line(
                                       'rerun the same command')
   assert 'damaged' not in result.stdout + line
   assert sorted(os.listdir(model_dir)) == before
+
+
+def test_a_relative_model_dir_resumes_after_a_kill(data_dir, tmp_path):
+  """The checkpoint list names checkpoints relative to a relative --model_dir; resuming reads
+  them where they are (they were once taken for damaged, set aside and the run refused)."""
+  killed = runs.run_train('run', _bindings(data_dir, 6), fault='checkpoint_written#2=kill',
+                          cwd=tmp_path)
+  assert killed.returncode == -signal.SIGKILL, killed.stderr
+  result = runs.run_train('run', _bindings(data_dir, 6), cwd=tmp_path)
+  assert result.returncode == 0, result.stdout + result.stderr
+  assert 'damaged' not in result.stdout + result.stderr
+  assert not os.path.exists(tmp_path / 'run' / 'damaged')
+  assert 'checkpoint' in os.listdir(tmp_path / 'run' / 'checkpoints')
+
+
+def test_the_checkpoint_list_of_a_relative_directory_is_read_where_it_is(tmp_path,
+                                                                         monkeypatch):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import checkpoint_integrity  # pylint: disable=g-import-not-at-top
+  monkeypatch.chdir(tmp_path)
+  manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)),
+                                       os.path.join('run', 'checkpoints'), max_to_keep=3)
+  manager.save()
+  manager.save()
+  newest, messages = checkpoint_integrity.set_aside_damaged('run', 'run/checkpoints')
+  assert (newest, messages) == ('run/checkpoints/ckpt-2', [])
+  assert os.path.exists('run/checkpoints/checkpoint') and not os.path.exists('run/damaged')

@@ -56,11 +56,13 @@ def environment(fault=None):
   return env
 
 
-def run_train(model_dir, bindings, gin_files=(SSL_GIN,), timeout=600, fault=None):
+def run_train(model_dir, bindings, gin_files=(SSL_GIN,), timeout=600, fault=None, cwd=None):
   """Runs bin/train to completion; returns the CompletedProcess (text output). `fault`:
-  a fault to fire in it (fault_injection.py, e.g. 'checkpoint_written#2=kill')."""
+  a fault to fire in it (fault_injection.py, e.g. 'checkpoint_written#2=kill'); `cwd`: its
+  working directory (default the repository root; a relative model_dir is relative to it)."""
   return subprocess.run(train_command(model_dir, bindings, gin_files), capture_output=True,
-                        text=True, timeout=timeout, env=environment(fault), cwd=str(REPO_ROOT))
+                        text=True, timeout=timeout, env=environment(fault),
+                        cwd=str(cwd or REPO_ROOT))
 
 
 def train_with_gin_lines(directory, gin_lines, **overrides):

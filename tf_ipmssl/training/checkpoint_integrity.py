@@ -73,8 +73,9 @@ def set_aside_damaged(model_dir: str, checkpoint_dir: str) -> Tuple[Optional[str
   state = tf.train.get_checkpoint_state(checkpoint_dir)
   if state is None:
     return None, []
+  # TensorFlow has joined the state file's relative names with checkpoint_dir already
+  # (relative itself when the run's --model_dir is).
   paths = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
-  paths = [p if os.path.isabs(p) else os.path.join(checkpoint_dir, p) for p in paths]
   listed = paths
   paths = _complete_deletions(paths)
   intact, messages = [], []
