@@ -10,7 +10,8 @@ DIR/<cell id>/seed_<s>) replace the rows of the same cell and seed, and the Tabl
 pages name the runs known from their runs.csv row alone. Writes the parts between the
 pages' `<!-- begin NAME -->` / `<!-- end NAME -->` markers (tf_ipmssl/sweep/paper_pages.py):
 take-aways and the three conclusions under the pair rule of tf_ipmssl/sweep/claims.py, the
-comparison with the paper, status, labeled-set errors and wall times.
+comparison with the paper, status, labeled-set errors and wall times; and README.md's
+three verdict lines.
 """
 import os
 import pathlib
@@ -29,6 +30,9 @@ from tf_ipmssl.sweep import paper_pages
 
 flags.DEFINE_string('results_dir', str(REPO / 'docs' / 'results'),
                     'The folder of the pages and of the tables\' folders with their runs.csv.')
+flags.DEFINE_string('readme', str(REPO / 'README.md'),
+                    'The README whose verdict lines (its `verdicts` part) are regenerated; '
+                    'empty: none.')
 flags.DEFINE_string('records', None, 'A folder of run records (DIR/<cell id>/seed_<s>); '
                     'they replace the runs.csv rows of the same cell and seed.')
 FLAGS = flags.FLAGS
@@ -40,7 +44,8 @@ def main(argv):
   for path, what in ((FLAGS.results_dir, '--results_dir'), (FLAGS.records, '--records')):
     if path is not None and not os.path.isdir(path):
       raise errors.ConfigError(f'{what}={path} is not a folder')
-  for page in paper_pages.write(FLAGS.results_dir, FLAGS.records):
+  for page in paper_pages.write(FLAGS.results_dir, FLAGS.records,
+                                   FLAGS.readme or None):
     print(f'Wrote {page}')
 
 

@@ -7,6 +7,7 @@ import sys
 
 from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import one_configuration
 from tf_ipmssl.sweep import paper_claims
 from tf_ipmssl.sweep import paper_pages
 from tf_ipmssl.sweep import tables as tables_lib
@@ -72,6 +73,23 @@ def test_load_from_rows_and_records(tmp_path):
   assert table23[GP_F].errors == (30.0, 31.0) and row_only == set()
 
 
+def test_status_names_the_extra_seeds_and_the_reused_runs():
+  fisher_f, none_fisher = 'table2/cifar10_fisher_f', 'table3/cifar10_none_fisher'
+  results = paper_pages.with_every_cell(
+      {fisher_f: _cell(fisher_f, *(_run(s, 20.0 + s) for s in range(5))),
+       none_fisher: _cell(none_fisher, _run(0, 20.0), _run(1, 21.0)),
+       paper_claims.BASELINE: _cell(paper_claims.BASELINE, _run(0, 30.0))},
+      paper_pages.table_cells('table2')[:-1] + paper_pages.table_cells('table3'))
+  results = one_configuration.with_reused_seeds(results)
+  assert paper_pages.status(results, 'table2', set()) == (
+      '3 of 36 runs finished (1 of 12 cells at n ≥ 3); the '
+      'supervised baseline: 1 of 3. Extra seeds: table2/cifar10_fisher_f seeds 3, 4.')
+  assert paper_pages.status(results, 'table3', set()) == (
+      '2 of 33 runs finished (1 of 11 cells at n ≥ 3); the supervised baseline: 1 of 3. '
+      'Extra seeds: table3/cifar10_none_fisher seeds 3, 4 (the runs of '
+      'table2/cifar10_fisher_f, one configuration).')
+
+
 def test_labeled_table_and_wall_times():
   results = paper_pages.with_every_cell({GP_F: _cell(
       GP_F, _run(0, 30.0, labeled_error=10.0, final_labeled_error=20.0, wall_seconds=1234.4),
@@ -89,10 +107,21 @@ def test_the_script_regenerates_every_page(tmp_path):
   rows = tables_lib.read_runs_csv(os.path.join(RESULTS, 'table2_fashion_mnist_100', 'runs.csv'))
   results_dir = _results_dir(tmp_path, rows)
   script = os.path.join(REPO, 'scripts', 'update_result_pages.py')
-  done = subprocess.run([sys.executable, script, f'--results_dir={results_dir}'],
+  readme = tmp_path / 'README.md'
+  shutil.copy(os.path.join(REPO, 'README.md'), readme)
+  done = subprocess.run([sys.executable, script, f'--results_dir={results_dir}',
+                         f'--readme={readme}'],
                         capture_output=True, text=True, cwd=str(tmp_path), check=False)
   assert done.returncode == 0, done.stderr
-  assert done.stdout.count('Wrote ') == 4
+  assert done.stdout.count('Wrote ') == 5
+  # README's three verdict lines, between its markers.
+  verdicts = readme.read_text().split('<!-- begin verdicts -->\n')[1].split('<!--')[0]
+  assert verdicts.splitlines() == [
+      '- The K+1 formulation works (Table 1): **holds** (7 of 7 pairs hold on every seed)',
+      '- Avoid batch normalization, also for Fisher (Table 3): **undecided** (0 of 5 pairs '
+      'have 3 seeds so far)',
+      '- Gradient-norm constraints on f− only, not on the full critic (Table 2): '
+      '**undecided** (0 of 30 pairs have 3 seeds so far)']
   with open(os.path.join(results_dir, 'conclusions.md')) as f:
     conclusions = f.read()
   assert '<!-- begin conclusion1 -->\n**Verdict: holds.**' in conclusions
@@ -100,7 +129,12 @@ def test_the_script_regenerates_every_page(tmp_path):
       conclusions
   assert 'K+1 vs plain, fisher: within noise' in conclusions  # The replaced rule's line.
   with open(os.path.join(results_dir, 'table3_fashion_mnist_100.md')) as f:
-    assert '0 of 33 runs finished' in f.read()
+    table3 = f.read()
+  assert '0 of 33 runs finished' in table3
+  # Table 1's and Table 2's runs of one configuration, seed by seed.
+  assert ('| table1/cifar10_fisher_kplus1, table2/cifar10_fisher_f | 0 | 23.92 (CPU not '
+          'recorded); 22.61 (Intel Xeon avx512f GenuineIntel-6-207) | no: 1.31 points apart, '
+          'a CPU not recorded |') in table3
   # A user mistake: one line, exit 1.
   done = subprocess.run([sys.executable, script, f'--results_dir={results_dir}',
                          f'--records={tmp_path / "nowhere"}'],

@@ -289,6 +289,32 @@ def conclusion_verdicts(table1: Results, table23: Results) -> Tuple[str, str, st
           claims.overall(verdicts(table23, CONCLUSION3_CLAIMS) + [mechanism(table23).verdict]))
 
 
+CONCLUSIONS = ('The K+1 formulation works (Table 1)',
+               'Avoid batch normalization, also for Fisher (Table 3)',
+               'Gradient-norm constraints on f− only, not on the full critic (Table 2)')
+
+
+def conclusion_lines(table1: Results, table23: Results) -> List[str]:
+  """One line per conclusion: its verdict and how many of its pairs hold (for README)."""
+  pair_checks = (
+      [c for claim in K_PLUS_1_CLAIMS for c in claim.check(table1)[1]],
+      [c for claim in CONCLUSION2_CLAIMS for c in claim.check(table23)[1]],
+      [c for claim in CONCLUSION3_CLAIMS for c in claim.check(table23)[1]]
+      + list(mechanism(table23).checks))
+  lines = []
+  for title, verdict, checks in zip(CONCLUSIONS, conclusion_verdicts(table1, table23),
+                                    pair_checks):
+    decided = [c for c in checks if c.decided]
+    held = sum(c.verdict == claims.HOLDS for c in decided)
+    if len(decided) < len(checks):
+      counts = (f'{len(decided)} of {len(checks)} pairs have {claims.MIN_SEEDS} seeds '
+                'so far')
+    else:
+      counts = f'{held} of {len(checks)} pairs hold on every seed'
+    lines.append(f'{title}: **{verdict}** ({counts})')
+  return lines
+
+
 def old_rule_line(results: Results) -> str:
   """Table 1's one-pair take-aways under the replaced rule (claims.old_rule; a 'no
   difference' pair held when within noise), in one line."""

@@ -9,7 +9,11 @@ is written by hand:
   table1_fashion_mnist_100.md: comparison, takeaways, rule;
   table2_fashion_mnist_100.md: status, comparison, takeaways, labeled, wall_times, rule;
   table3_fashion_mnist_100.md: status, comparison, takeaways, wall_times, rule;
-  conclusions.md: conclusion1, conclusion2, conclusion3, rule.
+  conclusions.md: conclusion1, conclusion2, conclusion3, rule;
+  README.md (where `write` is given its path): verdicts.
+Table 3's page also shows the seeds run in two cells of one configuration
+(one_configuration.py), and a Table 3 cell that is a Table 2 cell has that cell's runs of
+the extra seeds.
 """
 import os
 import textwrap
@@ -17,6 +21,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import claims
+from tf_ipmssl.sweep import one_configuration
 from tf_ipmssl.sweep import paper_claims
 from tf_ipmssl.sweep import paper_comparison
 from tf_ipmssl.sweep import results_page
@@ -25,6 +30,7 @@ from tf_ipmssl.sweep import tables as tables_lib
 Results = Dict[str, tables_lib.CellResult]
 SEEDS = 3
 FOLDER = '{table}_fashion_mnist_100'
+README = 'README.md'  # The key of the README's part in `parts`; its path is given to write.
 
 
 def _folder(results_dir: str, table: str) -> str:
@@ -67,12 +73,13 @@ def load(results_dir: str, records: Optional[str] = None) -> Tuple[Results, Resu
   rows = merge(csv_results('table2'), csv_results('table3'))
   cells = table_cells('table2')[:-1] + table_cells('table3')
   if not records:
-    return table1, with_every_cell(rows, cells), set()
+    return table1, with_every_cell(one_configuration.with_reused_seeds(rows), cells), set()
   recorded = tables_lib.collect(records, cells)
   kept = {(cell_id, seed) for cell_id, result in recorded.items() for seed in result.seeds}
   row_only = {(cell_id, run.seed) for cell_id, result in rows.items() for run in result.runs
               if (cell_id, run.seed) not in kept}
-  return table1, with_every_cell(merge(rows, recorded), cells), row_only
+  table23 = one_configuration.with_reused_seeds(merge(rows, recorded))
+  return table1, with_every_cell(table23, cells), row_only
 
 
 def _items(lines: Sequence[str]) -> str:
@@ -86,11 +93,20 @@ def status(results: Results, table: str, row_only: Set) -> str:
   """'N of M runs finished (...)': the table's runs and the baseline's; with records, the
   runs that have no record beyond their runs.csv row."""
   cells = [r for r in results.values() if r.cell.table == table]
-  done = sum(r.n for r in cells)
+  done = sum(sum(s < SEEDS for s in r.seeds) for r in cells)
   complete = sum(r.n >= SEEDS for r in cells)
   base = results[paper_claims.BASELINE]
   text = (f'{done} of {len(cells) * SEEDS} runs finished ({complete} of {len(cells)} cells '
           f'at n ≥ {SEEDS}); the supervised baseline: {base.n} of {SEEDS}.')
+  extra = {r.cell.id: [s for s in r.seeds if s >= SEEDS] for r in cells}
+  extra = {c: seeds for c, seeds in extra.items() if seeds}
+  if extra:
+    reused = one_configuration.reused()
+    text += ' Extra seeds: ' + '; '.join(
+        f'{c} seeds {", ".join(map(str, seeds))}'
+        + (f' (the runs of {reused[c]}, one configuration)' if c in reused else '')
+        for c, seeds in sorted(extra.items())) + '.'
+
   missing = sorted(f'{c} seed {s}' for c, s in row_only
                    if results[c].cell.table in (table, 'appendix_c'))
   if missing:
@@ -180,6 +196,8 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
     if table == 'table2':
       lines.append(mechanism.text)
       page['labeled'] = labeled_table(table23)
+    else:
+      page['trained_twice'] = one_configuration.trained_twice({**table1, **table23})
     page['takeaways'] = _items(lines)
     found[f'{table}_fashion_mnist_100.md'] = page
   verdicts = paper_claims.conclusion_verdicts(table1, table23)
@@ -191,15 +209,21 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
       f'conclusion{k}': f'**Verdict: {verdict}.**\n\n' + _items(body)
       for k, (verdict, body) in enumerate(zip(verdicts, bodies), start=1)}
   found['conclusions.md']['rule'] = rule_text
+  found[README] = {'verdicts': '\n'.join(
+      f'- {line}' for line in paper_claims.conclusion_lines(table1, table23))}
   return found
 
 
-def write(results_dir: str, records: Optional[str] = None) -> List[str]:
-  """Regenerates every page's parts under `results_dir`; returns the pages written."""
+def write(results_dir: str, records: Optional[str] = None, readme: Optional[str] = None
+          ) -> List[str]:
+  """Regenerates every page's parts under `results_dir`, and the README's verdicts where
+  `readme` (its path) is given; returns the pages written."""
   table1, table23, row_only = load(results_dir, records)
   written = []
   for name, page_parts in parts(results_dir, table1, table23, row_only).items():
-    path = os.path.join(results_dir, name)
+    if name == README and readme is None:
+      continue
+    path = readme if name == README else os.path.join(results_dir, name)
     with open(path) as f:
       text = f.read()
     for part, body in page_parts.items():
