@@ -119,9 +119,9 @@ def test_the_script_regenerates_every_page(tmp_path):
   assert verdicts.splitlines() == [
       '- The K+1 formulation works (Table 1): **holds** (7 of 7 pairs hold on every seed)',
       '- Avoid batch normalization, also for Fisher (Table 3): **undecided** (0 of 5 pairs '
-      'have 3 seeds so far)',
+      'decided so far)',
       '- Gradient-norm constraints on f− only, not on the full critic (Table 2): '
-      '**undecided** (0 of 30 pairs have 3 seeds so far)']
+      '**undecided** (0 of 30 pairs decided so far)']
   with open(os.path.join(results_dir, 'conclusions.md')) as f:
     conclusions = f.read()
   assert '<!-- begin conclusion1 -->\n**Verdict: holds.**' in conclusions

@@ -307,8 +307,7 @@ def conclusion_lines(table1: Results, table23: Results) -> List[str]:
     decided = [c for c in checks if c.decided]
     held = sum(c.verdict == claims.HOLDS for c in decided)
     if len(decided) < len(checks):
-      counts = (f'{len(decided)} of {len(checks)} pairs have {claims.MIN_SEEDS} seeds '
-                'so far')
+      counts = f'{len(decided)} of {len(checks)} pairs decided so far'
     else:
       counts = f'{held} of {len(checks)} pairs hold on every seed'
     lines.append(f'{title}: **{verdict}** ({counts})')
