@@ -115,23 +115,18 @@ def list_files(directory) -> List[str]:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ImageFolder:
-  """A folder's images as arrays: uint8 [N, 32, 32, C], labels int64 [N] (class indices).
-
-  `unlabeled_images` holds the labeled images first, then those of unlabeled/.
+  """A folder's images as arrays, by the name of the ssl_data.SSLData field each becomes:
+  'labeled_images', 'unlabeled_images', 'validation_images', 'test_images' (uint8
+  [N, 32, 32, C]) and 'labeled_labels', 'validation_labels', 'test_labels' (int64 [N], class
+  indices). The unlabeled images are the labeled ones first, then those of unlabeled/.
   """
   class_names: Tuple[str, ...]
-  labeled_images: np.ndarray
-  labeled_labels: np.ndarray
-  unlabeled_images: np.ndarray
-  validation_images: np.ndarray
-  validation_labels: np.ndarray
-  test_images: np.ndarray
-  test_labels: np.ndarray
+  arrays: Dict[str, np.ndarray]
   source: str
 
   @property
   def image_shape(self) -> Tuple[int, int, int]:
-    return tuple(self.labeled_images.shape[1:])
+    return tuple(self.arrays['labeled_images'].shape[1:])
 
 
 def _shown(data_dir, path):
@@ -318,16 +313,8 @@ def read_image_folder(data_dir, channels=None) -> ImageFolder:
     arrays[folder] = (images[start:start + len(paths)], labels)
     start += len(paths)
   empty = (images[:0], np.zeros([0], np.int64))
-  labeled_images, labeled_labels = arrays[LABELED]
-  validation_images, validation_labels = arrays.get(VALIDATION, empty)
-  test_images, test_labels = arrays.get(TEST, empty)
-  return ImageFolder(
-      class_names=class_names,
-      labeled_images=labeled_images,
-      labeled_labels=labeled_labels,
-      unlabeled_images=np.concatenate([labeled_images, arrays[UNLABELED][0]]),
-      validation_images=validation_images,
-      validation_labels=validation_labels,
-      test_images=test_images,
-      test_labels=test_labels,
-      source=f'{NAME}:{os.path.abspath(data_dir)}')
+  named = {}
+  for split, folder in (('labeled', LABELED), ('validation', VALIDATION), ('test', TEST)):
+    named[f'{split}_images'], named[f'{split}_labels'] = arrays.get(folder, empty)
+  named['unlabeled_images'] = np.concatenate([named['labeled_images'], arrays[UNLABELED][0]])
+  return ImageFolder(class_names, named, f'{NAME}:{os.path.abspath(data_dir)}')

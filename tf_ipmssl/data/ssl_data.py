@@ -199,22 +199,15 @@ def _check_folder_settings(num_labeled, validation_size, source, include_extra, 
 def _folder_data(folder, split_seed) -> SSLData:
   """The SSLData of an image_folder.ImageFolder: train is the labeled images, then those of
   unlabeled/."""
-  num_labeled = len(folder.labeled_labels)
   return SSLData(
       name=dataset_specs.IMAGE_FOLDER,
       num_classes=len(folder.class_names),
       image_shape=folder.image_shape,
-      labeled_images=folder.labeled_images,
-      labeled_labels=folder.labeled_labels,
-      unlabeled_images=folder.unlabeled_images,
-      validation_images=folder.validation_images,
-      validation_labels=folder.validation_labels,
-      test_images=folder.test_images,
-      test_labels=folder.test_labels,
+      **folder.arrays,
       splits=splits_lib.SplitIndices(
-          labeled=np.arange(num_labeled, dtype=np.int64),
+          labeled=np.arange(len(folder.arrays['labeled_labels']), dtype=np.int64),
           validation=np.zeros([0], np.int64),
-          unlabeled=np.arange(len(folder.unlabeled_images), dtype=np.int64)),
+          unlabeled=np.arange(len(folder.arrays['unlabeled_images']), dtype=np.int64)),
       source=folder.source,
       num_labeled=None,
       split_seed=split_seed,
