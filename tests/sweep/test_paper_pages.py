@@ -90,6 +90,23 @@ def test_status_names_the_extra_seeds_and_the_reused_runs():
       'table2/cifar10_fisher_f, one configuration).')
 
 
+def test_late_collapses_lists_runs_that_end_five_points_above_their_best_step():
+  results = {GP_F: _cell(GP_F, _run(0, 30.0, final_test_error=34.99),
+                         _run(1, 30.0, final_test_error=35.0), _run(2, 30.0)),
+             paper_claims.BASELINE: _cell(paper_claims.BASELINE,
+                                          _run(0, 28.0, final_test_error=90.0))}
+  assert paper_pages.late_collapses(results).splitlines() == [
+      '- table2/cifar10_gp_f seed 1: 30.00% at the best validation step, 35.00% at the last '
+      'step (+5.0)',
+      '- appendix_c/cifar10_none_4k seed 0: 28.00% at the best validation step, 90.00% at '
+      'the last step (+62.0)',
+      '- Runs whose last-step test error is not kept (their runs.csv row holds the best '
+      "step's only): table2 1."]
+  assert paper_pages.late_collapses({GP_F: _cell(GP_F, _run(0, 30.0, final_test_error=31.0))}
+                                    ) == ('- No run ends 5 points or more above its best-step '
+                                          'error.')
+
+
 def test_labeled_table_and_wall_times():
   results = paper_pages.with_every_cell({GP_F: _cell(
       GP_F, _run(0, 30.0, labeled_error=10.0, final_labeled_error=20.0, wall_seconds=1234.4),

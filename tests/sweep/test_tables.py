@@ -147,14 +147,16 @@ def test_runs_csv_carries_the_wall_time_split(tmp_path):
 
 
 def test_runs_csv_has_the_labeled_errors_and_the_cpu(tmp_path):
-  """Each run's labeled-set error at its best validation step and at the end, and the CPU
-  of versions.json; blank for a run that did not record them."""
+  """Each run's labeled-set error at its best validation step and at the end, its last
+  evaluation's test error, and the CPU of versions.json; blank for a run that did not
+  record them."""
   root = str(tmp_path / 'sweep')
   cell = cells_lib.get_cell('table2/cifar10_sobolev_f')
   new = fake_results.write_run(root, cell, 0, 30.0)
   with open(os.path.join(new, 'metrics.json')) as f:
     metrics = json.load(f)
   metrics['best']['labeled_error'], metrics['final']['labeled_error'] = 45.0, 12.5
+  metrics['final']['test_error'] = 41.25
   with open(os.path.join(new, 'metrics.json'), 'w') as f:
     json.dump(metrics, f)
   with open(os.path.join(new, 'versions.json'), 'w') as f:
@@ -163,16 +165,21 @@ def test_runs_csv_has_the_labeled_errors_and_the_cpu(tmp_path):
   fake_results.write_run(root, cell, 1, 31.0)
   results = tables.collect(root, [cell])
   assert [r.labeled_error for r in results[cell.id].runs] == [45.0, None]
+  # The reported error stays the best step's; the last evaluation's beside it.
+  assert [(r.test_error, r.final_test_error) for r in results[cell.id].runs] == [
+      (30.0, 41.25), (31.0, 99.0)]
   rows = list(csv.DictReader(io.StringIO(tables.runs_csv(results))))
-  assert [(r['labeled_error'], r['final_labeled_error'], r['cpu']) for r in rows] == [
-      ('45.00', '12.50', 'Some CPU avx512f Vendor-6-7'), ('', '', '')]
+  assert [(r['labeled_error'], r['final_labeled_error'], r['final_test_error'], r['cpu'])
+          for r in rows] == [('45.00', '12.50', '41.25', 'Some CPU avx512f Vendor-6-7'),
+                             ('', '', '99.00', '')]
   # Read back: the same numbers per cell and seed.
   path = tmp_path / 'runs.csv'
   path.write_text(tables.runs_csv(results))
   read = tables.read_runs_csv(str(path))[cell.id]
   assert read.cell == cell and read.seeds == (0, 1) and read.errors == (30.0, 31.0)
-  assert [(r.labeled_error, r.final_labeled_error, r.cpu, r.steps) for r in read.runs] == [
-      (45.0, 12.5, 'Some CPU avx512f Vendor-6-7', 10), (None, None, None, 10)]
+  assert [(r.labeled_error, r.final_labeled_error, r.final_test_error, r.cpu, r.steps)
+          for r in read.runs] == [(45.0, 12.5, 41.25, 'Some CPU avx512f Vendor-6-7', 10),
+                                  (None, None, 99.0, None, 10)]
 
 
 def test_read_runs_csv_of_the_committed_table1():

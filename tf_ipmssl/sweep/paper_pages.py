@@ -9,7 +9,7 @@ is written by hand:
   table1_fashion_mnist_100.md: comparison, takeaways, rule;
   table2_fashion_mnist_100.md: status, comparison, takeaways, labeled, wall_times, rule;
   table3_fashion_mnist_100.md: status, comparison, takeaways, wall_times, rule;
-  conclusions.md: conclusion1, conclusion2, conclusion3, rule;
+  conclusions.md: conclusion1, conclusion2, conclusion3, rule, late;
   README.md (where `write` is given its path): verdicts.
 Table 3's page also shows the seeds run in two cells of one configuration
 (one_configuration.py), and a Table 3 cell that is a Table 2 cell has that cell's runs of
@@ -163,6 +163,33 @@ def wall_times(results: Results, table: str) -> str:
   return '\n'.join(lines)
 
 
+# Points by which a run's last evaluation must exceed its reported (best-step) test error
+# to be listed as a late collapse.
+LATE_MARGIN = 5.0
+
+
+def late_collapses(results: Results) -> str:
+  """Markdown items: each run whose test error at its last evaluation is LATE_MARGIN points
+  or more above the one reported at its best validation step, with both; and the runs whose
+  last evaluation is not kept (runs.csv rows of runs trained before it was)."""
+  lines, unknown = [], {}
+  for result in results.values():
+    for run in result.runs:
+      if run.final_test_error is None:
+        unknown[result.cell.table] = unknown.get(result.cell.table, 0) + 1
+      elif run.final_test_error - run.test_error >= LATE_MARGIN:
+        lines.append(f'- {result.cell.id} seed {run.seed}: {run.test_error:.2f}% at the best '
+                     f'validation step, {run.final_test_error:.2f}% at the last step '
+                     f'({run.final_test_error - run.test_error:+.1f})')
+  if not lines:
+    lines.append(f'- No run ends {LATE_MARGIN:g} points or more above its best-step error.')
+  if unknown:
+    lines.append('- Runs whose last-step test error is not kept (their runs.csv row holds the '
+                 'best step\'s only): ' + ', '.join(
+                     f'{table} {n}' for table, n in sorted(unknown.items())) + '.')
+  return '\n'.join(lines)
+
+
 def rule(table1: Results) -> str:
   """The verdict rule, what it can show, and Table 1 under the replaced rule."""
   return '\n\n'.join(textwrap.fill(text, results_page.WIDTH, break_long_words=False,
@@ -209,6 +236,7 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
       f'conclusion{k}': f'**Verdict: {verdict}.**\n\n' + _items(body)
       for k, (verdict, body) in enumerate(zip(verdicts, bodies), start=1)}
   found['conclusions.md']['rule'] = rule_text
+  found['conclusions.md']['late'] = late_collapses({**table1, **table23})
   found[README] = {'verdicts': '\n'.join(
       f'- {line}' for line in paper_claims.conclusion_lines(table1, table23))}
   return found

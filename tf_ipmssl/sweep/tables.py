@@ -47,6 +47,9 @@ class RunResult:
   # last evaluation (None for runs written before the trainer recorded it).
   labeled_error: Optional[float] = None
   final_labeled_error: Optional[float] = None
+  # The test error (%) at its last evaluation (metrics.json's `final`; None where the run
+  # did not record it), beside the reported one of the best validation step.
+  final_test_error: Optional[float] = None
   cpu: Optional[str] = None  # The CPU it trained on (versions.json; None if not recorded).
   # Its wall time by part, seconds in wall_time.PARTS order (metrics.json's `wall_split`;
   # None for runs written before the trainer recorded it).
@@ -169,8 +172,9 @@ def collect_cell(root: str, cell: cells_lib.Cell,
                           dataset=_dataset_of(model_dir), labels=_labels_of(model_dir),
                           steps=metrics.get('step'),
                           wall_seconds=_wall_seconds(metrics),
-                          labeled_error=_labeled_error(metrics, 'best'),
-                          final_labeled_error=_labeled_error(metrics, 'final'),
+                          labeled_error=_error(metrics, 'best', 'labeled_error'),
+                          final_labeled_error=_error(metrics, 'final', 'labeled_error'),
+                          final_test_error=_error(metrics, 'final', 'test_error'),
                           cpu=cpu_of(model_dir), wall_split=_wall_split(metrics)))
   seen = {_seed_of(d) for d in model_dirs}
   runs += [run for run in _recordless_runs(root, cell.id)
@@ -193,9 +197,10 @@ def recordless_seeds(root: str, cell_id: str) -> Tuple[int, ...]:
   return tuple(run.seed for run in _recordless_runs(root, cell_id))
 
 
-def _labeled_error(metrics, which):
-  value = (metrics.get(which) or {}).get('labeled_error')
-  return None if value is None else float(value)
+def _error(metrics, which, key):
+  """metrics.json's `which` ('best', 'final') error `key`; None where absent or NaN."""
+  value = (metrics.get(which) or {}).get(key)
+  return None if value is None or value != value else float(value)
 
 
 def cpu_of(model_dir: str) -> Optional[str]:
@@ -328,7 +333,8 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
   The run's directory is <root>/<cell>/seed_<seed>; wall_seconds is the run's wall time
   summed over its bin/train sessions (metrics.json's `wall_seconds`; for runs written before
   that key existed, that of the last session); labeled_error and final_labeled_error: the
-  error on its labeled training images at the best validation step and at the end; cpu:
+  error on its labeled training images at the best validation step and at the end;
+  final_test_error: the test error at the last evaluation; cpu:
   the CPU (versions.json, tables.cpu_of); record: 'no' for a run that stands only as a row
   of RECORDLESS_ROWS_FILE (its record was lost), else 'yes'; startup_seconds,
   training_seconds, ...: its wall time by part (metrics.json's `wall_split`,
@@ -337,8 +343,8 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')
   writer.writerow(['cell', 'seed', 'test_error', 'paper_error', 'dataset', 'labels', 'steps',
-                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'cpu', 'record']
-                  + _SPLIT_COLUMNS)
+                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'final_test_error', 'cpu',
+                   'record'] + _SPLIT_COLUMNS)
   for result in results.values():
     for run in result.runs:
       wall = '' if run.wall_seconds is None else f'{run.wall_seconds:.0f}'
@@ -349,7 +355,7 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
                        '' if paper is None else f'{paper:.2f}', run.dataset or '',
                        run.labels or '', '' if run.steps is None else run.steps, wall,
                        _blank(run.labeled_error), _blank(run.final_labeled_error),
-                       run.cpu or '', 'yes' if run.has_record else 'no'] + split)
+                       _blank(run.final_test_error), run.cpu or '', 'yes' if run.has_record else 'no'] + split)
   return out.getvalue()
 
 
@@ -368,7 +374,8 @@ def read_runs_csv(path: str) -> Dict[str, CellResult]:
           dataset=row.get('dataset') or None, labels=row.get('labels') or None,
           steps=number(row, 'steps', int), wall_seconds=number(row, 'wall_seconds'),
           labeled_error=number(row, 'labeled_error'),
-          final_labeled_error=number(row, 'final_labeled_error'), cpu=row.get('cpu') or None,
+          final_labeled_error=number(row, 'final_labeled_error'),
+          final_test_error=number(row, 'final_test_error'), cpu=row.get('cpu') or None,
           wall_split=None if None in split else split, has_record=row.get('record') != 'no'))
   return {cell_id: CellResult(cells_lib.get_cell(cell_id),
                               tuple(sorted(runs, key=lambda r: r.seed)))
