@@ -207,15 +207,16 @@ def test_eval_batches_are_the_eval_streams_bit_for_bit(num_examples, batch_size,
     np.testing.assert_array_equal(y, y_stream)
 
 
-def test_eval_batches_build_no_tf_data_pipeline(monkeypatch):
-  """No dataset is iterated (none to build, tune and destroy at each evaluation)."""
+def test_eval_batches_build_no_tf_data_pipeline_and_convert_on_the_cpu(monkeypatch):
+  """No dataset is iterated (none to build, tune and destroy at each evaluation); the batches
+  are made on the CPU, as a pipeline makes them."""
   def no_dataset(self):
     raise AssertionError('a tf.data pipeline was iterated')
   monkeypatch.setattr(tf.data.Dataset, '__iter__', no_dataset)
   images = _indexed_images(10, size=28, channels=1)
-  y = np.concatenate([y.numpy() for _, y in pipelines.eval_batches(images, np.arange(10),
-                                                                   batch_size=4)])
-  np.testing.assert_array_equal(y, np.arange(10))
+  batches = list(pipelines.eval_batches(images, np.arange(10), batch_size=4))
+  assert all(t.device.endswith('CPU:0') for batch in batches for t in batch)
+  np.testing.assert_array_equal(np.concatenate([y for _, y in batches]), np.arange(10))
 
 
 def test_steps_per_epoch():

@@ -178,17 +178,21 @@ def eval_batches(images, labels, *, batch_size: int = 256):
   An evaluation reads each split once, in order, between training steps. A tf.data pipeline
   would be built (its map function traced), started and torn down for every split at every
   evaluation; here each batch is a slice of the images converted by `to_model_input`, the
-  conversion the pipeline's map makes, with no pipeline and no iterator to destroy.
+  conversion the pipeline's map makes, on the CPU as the pipeline makes it (also where a GPU
+  would take the op), with no pipeline and no iterator to destroy.
 
   Yields:
     (x float32 [b, 32, 32, C], y int32 [b]): batches of `batch_size` examples, the last one
     smaller when batch_size does not divide the number of examples.
   """
   _check_batch_size(batch_size)
-  images, labels = _check_arrays(images, labels)
+  with tf.device('/cpu:0'):
+    images, labels = _check_arrays(images, labels)
   for start in range(0, images.shape[0], batch_size):
     end = start + batch_size
-    yield to_model_input(images[start:end]), labels[start:end]
+    with tf.device('/cpu:0'):
+      batch = to_model_input(images[start:end]), labels[start:end]
+    yield batch
 
 
 def steps_per_epoch(num_examples: int, batch_size: int) -> int:
