@@ -1,4 +1,5 @@
-"""tf.data pipelines: input scaling and padding, resumable training stream, eval stream."""
+"""tf.data pipelines: input scaling and padding, resumable training stream, eval stream and
+the evaluation's batches."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -183,6 +184,39 @@ def test_eval_stream_sees_every_example_once_in_order(num_examples, batch_size):
   np.testing.assert_array_equal(y, np.arange(num_examples))
   assert x.shape == (num_examples, 32, 32, 1)
   np.testing.assert_allclose(x[:, 2:30, 2:30], images / 127.5 - 1, atol=1e-6)
+
+
+@pytest.mark.parametrize('num_examples, batch_size, size, channels',
+                         [(600, 256, 28, 1), (512, 256, 32, 3), (5, 256, 28, 1), (7, 3, 32, 1)])
+def test_eval_batches_are_the_eval_streams_bit_for_bit(num_examples, batch_size, size,
+                                                       channels):
+  """The evaluation's batches without tf.data: eval_stream's, batch for batch (every full batch
+  of batch_size, the same smaller last one), every pixel value's model input to the bit."""
+  images = np.random.default_rng(0).integers(0, 256, (num_examples, size, size, channels),
+                                             dtype=np.uint8)
+  images[0].flat[:256] = np.arange(256)  # Every pixel value.
+  labels = np.arange(num_examples) % 10
+  stream = _take(pipelines.eval_stream(images, labels, batch_size=batch_size), 100)
+  batches = [(x.numpy(), y.numpy())
+             for x, y in pipelines.eval_batches(images, labels, batch_size=batch_size)]
+  assert [len(y) for _, y in batches] == [len(y) for _, y in stream]
+  assert sum(len(y) for _, y in batches) == num_examples
+  for (x, y), (x_stream, y_stream) in zip(batches, stream):
+    assert x.dtype == np.float32 and y.dtype == np.int32
+    assert x.tobytes() == x_stream.tobytes() and x.shape == x_stream.shape
+    np.testing.assert_array_equal(y, y_stream)
+
+
+def test_eval_batches_build_no_tf_data_pipeline_and_convert_on_the_cpu(monkeypatch):
+  """No dataset is iterated (none to build, tune and destroy at each evaluation); the batches
+  are made on the CPU, as a pipeline makes them."""
+  def no_dataset(self):
+    raise AssertionError('a tf.data pipeline was iterated')
+  monkeypatch.setattr(tf.data.Dataset, '__iter__', no_dataset)
+  images = _indexed_images(10, size=28, channels=1)
+  batches = list(pipelines.eval_batches(images, np.arange(10), batch_size=4))
+  assert all(t.device.endswith('CPU:0') for batch in batches for t in batch)
+  np.testing.assert_array_equal(np.concatenate([y for _, y in batches]), np.arange(10))
 
 
 def test_steps_per_epoch():

@@ -14,6 +14,7 @@ _EXPORTS = {
     'load_dataset': 'datasets',
     'DatasetSpec': 'dataset_specs',
     'CorruptDatasetFileError': 'local_files',
+    'eval_batches': 'pipelines',
     'eval_stream': 'pipelines',
     'steps_per_epoch': 'pipelines',
     'to_model_input': 'pipelines',

@@ -155,7 +155,8 @@ def without_autotuning() -> tf.data.Options:
 
 
 def eval_stream(images, labels, *, batch_size: int = 256) -> tf.data.Dataset:
-  """Every example once, in order, in batches of `batch_size` (the last may be smaller).
+  """Every example once, in order, in batches of `batch_size` (the last may be smaller), as a
+  tf.data pipeline; `eval_batches` yields the same batches without one.
 
   Returns:
     A dataset of (x float32 [b, 32, 32, C], y int32 [b]).
@@ -169,6 +170,29 @@ def eval_stream(images, labels, *, batch_size: int = 256) -> tf.data.Dataset:
   return (tf.data.Dataset.range(images.shape[0]).batch(batch_size)
           .map(make_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
           .prefetch(tf.data.AUTOTUNE))
+
+
+def eval_batches(images, labels, *, batch_size: int = 256):
+  """`eval_stream`'s batches, bit for bit, made eagerly one at a time: the evaluation's.
+
+  An evaluation reads each split once, in order, between training steps. A tf.data pipeline
+  would be built (its map function traced), started and torn down for every split at every
+  evaluation; here each batch is a slice of the images converted by `to_model_input`, the
+  conversion the pipeline's map makes, on the CPU as the pipeline makes it (also where a GPU
+  would take the op), with no pipeline and no iterator to destroy.
+
+  Yields:
+    (x float32 [b, 32, 32, C], y int32 [b]): batches of `batch_size` examples, the last one
+    smaller when batch_size does not divide the number of examples.
+  """
+  _check_batch_size(batch_size)
+  with tf.device('/cpu:0'):
+    images, labels = _check_arrays(images, labels)
+  for start in range(0, images.shape[0], batch_size):
+    end = start + batch_size
+    with tf.device('/cpu:0'):
+      batch = to_model_input(images[start:end]), labels[start:end]
+    yield batch
 
 
 def steps_per_epoch(num_examples: int, batch_size: int) -> int:

@@ -23,10 +23,15 @@ def make_predict_fn(critic, jit_compile=False):
 
 
 def error_rate(predict_fn, images, labels, batch_size=256):
-  """Misclassification rate in percent over every example of (images, labels)."""
+  """Misclassification rate in percent over every example of (images, labels).
+
+  The examples are predicted in order in `pipelines.eval_batches`' batches, every one of
+  `batch_size` but a smaller last one: a kernel may round differently at another batch size,
+  so the batches are part of what a run reports. make_predict_fn's function traces once for
+  the full batches and once for any smaller one, however many evaluations a run makes."""
   wrong = 0
-  for x, y in pipelines.eval_stream(images, labels, batch_size=batch_size):
-    wrong += int(tf.reduce_sum(tf.cast(predict_fn(x) != tf.cast(y, tf.int32), tf.int32)))
+  for x, y in pipelines.eval_batches(images, labels, batch_size=batch_size):
+    wrong += int(tf.reduce_sum(tf.cast(predict_fn(x) != y, tf.int32)))
   return percent(wrong, len(labels))
 
 
