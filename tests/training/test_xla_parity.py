@@ -52,8 +52,9 @@ def test_jit_compiled_gradients_match_plain_gradients(normalization):
   for jit in (False, True):
     steps = semi_supervised.SemiSupervised(
         steps_lib.StepConfig.of(run_config.RunConfig.create(
-            formulation='kplus1', constraints=constraints, lambda_ce=1.5, batch_size=8,
-            critic_iterations=1, seed=3, jit_compile=jit, steps=1)),
+            settings=dict(formulation='kplus1', constraints=constraints, lambda_ce=1.5,
+                          critic_iterations=1),
+            batch_size=8, seed=3, jit_compile=jit, steps=1)),
         strategy=tf.distribute.get_strategy(), critic=critic, generator=generator,
         critic_optimizer=None, generator_optimizer=None, multipliers=multipliers,
         counters=counters)

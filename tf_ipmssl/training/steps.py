@@ -27,26 +27,27 @@ def global_norm(tensors):
 @dataclasses.dataclass(frozen=True)
 class StepConfig:
   """What a run's training iterations compute: its run_config.RunConfig, and how the
-  iterations are run. Every setting of the run is read from `run`, never restated here;
-  `of` derives the configuration, the benchmark changes the last two fields.
+  iterations are run. Every setting of the run is read from `run` or `settings`, never
+  restated here; `of` derives the configuration, the benchmark changes the last two fields.
 
   Attributes:
-    run: the RunConfig (formulation, constraints, λ_CE, batch, seed, weight decays, XLA,
-      loss scaling, weight average, IPM ramp-up, generator loss).
-    critic_iterations: n_c critic iterations per generator iteration (the run's).
+    run: the RunConfig (batch, seed, weight decays, XLA, loss scaling, weight average, the
+      constraints the algorithm uses).
+    settings: the algorithm's settings (the run's `objective.settings`; the benchmark
+      changes ssl's critic_iterations).
     critic_forward: how the critic objective passes the batches through the critic: 'auto'
       (separate passes iff the critic has batch norm), 'batched' or 'separate'
       (critic_objective.is_batched).
   """
   run: Any
-  critic_iterations: int
+  settings: Any
   critic_forward: str
 
   @classmethod
   def of(cls, run, **changes) -> 'StepConfig':
-    """The step configuration of RunConfig `run`; `changes`: critic_iterations or
-    critic_forward (the benchmark's variants)."""
-    return dataclasses.replace(cls(run, run.loop.critic_iterations, 'auto'), **changes)
+    """The step configuration of RunConfig `run`; `changes`: settings or critic_forward
+    (the benchmark's variants)."""
+    return dataclasses.replace(cls(run, run.objective.settings, 'auto'), **changes)
 
 
 class TrainingSteps:
@@ -76,6 +77,7 @@ class TrainingSteps:
     critic_objective_lib.is_batched(critic, config.critic_forward)  # ValueError if it can't.
     self.config = config
     self.run, self.objective = config.run, config.run.objective
+    self.settings = config.settings
     self.strategy = strategy
     self.critic = critic
     self.generator = generator
