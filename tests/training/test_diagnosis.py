@@ -1,14 +1,17 @@
 """bin/diagnose's gradient split against gradients of each term written out directly."""
 import math
+import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tf_ipmssl import errors
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.training import diagnosis
+from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
 
 B = 8
@@ -109,3 +112,14 @@ def test_bin_diagnose_reports_the_rampup_weight_of_each_checkpoint(tmp_path):
   expected = [math.exp(-5 * (1 - min(2 * s / 6, 1.0))**2) for s in (1, 2, 3, 4)]
   assert [r['ipm_weight'] for r in rows] == pytest.approx(expected, rel=1e-6)
   assert 'ipm weight 0.574' in diagnose.stdout  # Step 2: exp(−5/9).
+
+
+def test_a_run_whose_algorithm_does_not_split_its_gradient_is_refused(monkeypatch):
+  """bin/diagnose asks the run's algorithm (splits_critic_gradient): a supervised run is
+  refused in one line naming the algorithms it splits."""
+  config = run_config.RunConfig.create(mode='supervised', steps=1)
+  monkeypatch.setattr(run_lib.Run, 'from_model_dir',
+                      classmethod(lambda cls, model_dir: types.SimpleNamespace(config=config)))
+  with pytest.raises(errors.UserError, match=r"^RUN is a supervised run: its algorithm has no "
+                     r"IPM term to split \(bin/diagnose splits runs of \['ssl'\]\)$"):
+    diagnosis.diagnose_run('RUN')

@@ -324,3 +324,20 @@ def test_step_configuration_is_derived_with_no_defaults_of_its_own():
       'run', 'settings', 'critic_forward'}
   one = dataclasses.replace(config.objective.settings, critic_iterations=1)
   assert steps.StepConfig.of(config, settings=one).settings.critic_iterations == 1
+
+
+def test_the_algorithm_reports_its_schedule_and_scales():
+  """What the loop logs and the start line prints comes from the algorithm: ssl's IPM
+  ramp-up weight exp(−5 (1 − t/T)²) and its penalty scale with the ρ it gives; nothing for
+  an algorithm without them."""
+  ssl = semi_supervised.SemiSupervised
+  ramp = ssl.make_settings({'constraints': FISHER, 'ipm_rampup_updates': 10,
+                            'constraint_penalty_scale': 10.0})
+  assert ssl.state_scalars(ramp, 5)['ipm_weight'] == pytest.approx(math.exp(-5 * 0.25))
+  assert ssl.state_scalars(ramp, 20) == {'ipm_weight': 1.0}
+  assert ssl.state_scalars(ssl.make_settings({'constraints': FISHER}), 5) == {}
+  assert ssl.scaled_settings(ramp) == 'penalty weights x10 (ρ: fisher_f 1e-06)'
+  assert ssl.scaled_settings(ssl.make_settings({'constraints': FISHER})) == ''
+  supervised = run_config.RunConfig.create(mode='supervised', steps=1).objective
+  assert supervised.algorithm.state_scalars(supervised.settings, 5) == {}
+  assert supervised.algorithm.scaled_settings(supervised.settings) == ''
