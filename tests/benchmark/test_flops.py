@@ -157,7 +157,7 @@ def _graph_flops(fn, *specs):
 
 
 def test_counts_match_the_traced_graph():
-  """Multipliers and row counts are those of the graph TrainingSteps builds.
+  """Multipliers and row counts are those of the graph the algorithm (algorithms.Algorithm) builds.
 
   Only the heads differ slightly (∇_x f- does not use the S head): under 0.1%.
   """

@@ -25,7 +25,6 @@ from tf_ipmssl.objectives import sobolev
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import semi_supervised
-from tf_ipmssl.training import steps
 
 FISHER = [fisher.Fisher()]
 
@@ -314,16 +313,16 @@ def test_step_configuration_is_derived_with_no_defaults_of_its_own():
   """The iterations read every run setting from the RunConfig: StepConfig restates none of
   them and gives none of its fields a default."""
   assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-             for f in dataclasses.fields(steps.StepConfig))
+             for f in dataclasses.fields(algorithms.StepConfig))
   config = run_config.RunConfig.create(
       settings=dict(constraints=FISHER, critic_iterations=4, lambda_ce=0.7), steps=3,
       batch_size=12)
-  derived = steps.StepConfig.of(config)
-  assert derived.run is config and derived.settings is config.objective.settings
-  assert {f.name for f in dataclasses.fields(steps.StepConfig)} == {
-      'run', 'settings', 'critic_forward'}
+  derived = algorithms.StepConfig.of(config)
+  assert derived.run_config is config and derived.settings is config.objective.settings
+  assert {f.name for f in dataclasses.fields(algorithms.StepConfig)} == {
+      'run_config', 'settings', 'critic_forward'}
   one = dataclasses.replace(config.objective.settings, critic_iterations=1)
-  assert steps.StepConfig.of(config, settings=one).settings.critic_iterations == 1
+  assert algorithms.StepConfig.of(config, settings=one).settings.critic_iterations == 1
 
 
 def test_the_algorithm_reports_its_schedule_and_scales():

@@ -37,7 +37,6 @@ from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.objectives import weight_decay
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import random_streams
-from tf_ipmssl.training import steps as steps_lib
 
 
 @algorithms.register
@@ -118,15 +117,15 @@ class SemiSupervised(algorithms.Algorithm):
 
   def _noise(self, stream, counter, local_b):
     return random_streams.global_normal_slice(
-        self.run.loop.batch_size, self.noise_dim,
-        random_streams.stream_seed(self.run.numerics.seed, stream, counter), local_b)
+        self.run_config.loop.batch_size, self.noise_dim,
+        random_streams.stream_seed(self.run_config.numerics.seed, stream, counter), local_b)
 
   def _critic_gradients_impl(self, x_labeled, y_labeled, x_real, iteration):
     z = self._noise(random_streams.CRITIC_NOISE, iteration, tf.shape(x_real)[0])
     x_fake = tf.stop_gradient(tf.cast(self.generator(z, training=True), tf.float32))
     context = tf.distribute.get_replica_context()
     alpha_seed = tf.random.experimental.stateless_fold_in(
-        random_streams.stream_seed(self.run.numerics.seed, random_streams.GP_ALPHA, iteration),
+        random_streams.stream_seed(self.run_config.numerics.seed, random_streams.GP_ALPHA, iteration),
         context.replica_id_in_sync_group if context else 0)
     variables = self.critic.trainable_variables
     settings = self.settings
@@ -135,7 +134,7 @@ class SemiSupervised(algorithms.Algorithm):
           self.critic, x_labeled, y_labeled, x_real, x_fake,
           formulation=settings.formulation, constraints=self.objective.constraints,
           multipliers=self.multipliers, lambda_ce=settings.lambda_ce,
-          global_batch_size=self.run.loop.batch_size,
+          global_batch_size=self.run_config.loop.batch_size,
           reference_pairwise_f=settings.reference_pairwise_f, alpha_seed=alpha_seed,
           ipm_weight=ipm_rampup.rampup_weight(iteration, settings.ipm_rampup_updates),
           all_reduce_sum=global_moments.replica_all_reduce_sum, training=True,
@@ -153,7 +152,7 @@ class SemiSupervised(algorithms.Algorithm):
       # The logged value is summed back over replicas (generator_replica_step).
       surrogate, loss = self.generator_loss(
           self.critic, x_real, x_fake, formulation=self.settings.formulation,
-          global_batch_size=self.run.loop.batch_size,
+          global_batch_size=self.run_config.loop.batch_size,
           num_replicas=self.strategy.num_replicas_in_sync,
           all_reduce_sum=global_moments.replica_all_reduce_sum)
       scaled = self.scaled(self.generator_optimizer, surrogate)
@@ -165,16 +164,16 @@ class SemiSupervised(algorithms.Algorithm):
   def _critic_replica_step(self, x_labeled, y_labeled, x_real, iteration):
     grads, values, omegas = self._critic_gradients(x_labeled, y_labeled, x_real, iteration)
     self.critic_optimizer.apply_gradients(zip(grads, self.critic.trainable_variables))
-    values = dict(values, **{'grad_norm/critic': steps_lib.global_norm(grads)})
+    values = dict(values, **{'grad_norm/critic': algorithms.global_norm(grads)})
     return values, omegas
 
   def generator_replica_step(self, step, x_real):
     """One generator update in a replica's context (the benchmark times it alone)."""
-    local_b = self.run.loop.batch_size // self.strategy.num_replicas_in_sync
+    local_b = self.run_config.loop.batch_size // self.strategy.num_replicas_in_sync
     grads, loss = self._generator_gradients(step, local_b, x_real)
     self.generator_optimizer.apply_gradients(zip(grads, self.generator.trainable_variables))
     return {'generator_loss': global_moments.replica_all_reduce_sum(loss),
-            'grad_norm/generator': steps_lib.global_norm(grads)}
+            'grad_norm/generator': algorithms.global_norm(grads)}
 
   # ----- the iteration (cross-replica context) -----
 
