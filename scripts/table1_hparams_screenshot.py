@@ -19,7 +19,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # For test
 
 from tests import local_server  # pylint: disable=g-import-not-at-top
 
-COLUMNS = ('cell', 'constraints', 'formulation', 'seed')
+COLUMNS = ('cell', 'constraints', 'ssl.formulation', 'seed')
 METRICS = ('test_error', 'wall_seconds')
 # Shows COLUMNS and METRICS in the dashboard's query pane (a Polymer element in shadow
 # roots), sorts by test_error, ascending; returns how many rows the table shows.

@@ -157,7 +157,7 @@ def _graph_flops(fn, *specs):
 
 
 def test_counts_match_the_traced_graph():
-  """Multipliers and row counts are those of the graph TrainingSteps builds.
+  """Multipliers and row counts are those of the graph the algorithm (algorithms.Algorithm) builds.
 
   Only the heads differ slightly (∇_x f- does not use the S head): under 0.1%.
   """
@@ -166,7 +166,7 @@ def test_counts_match_the_traced_graph():
   config = configs.CONFIGS['gp']  # Forward, backward, input gradient, double backward.
   variant = configs.Variant()
   nets = suite.build_networks(config, variant, options)
-  steps = suite.build_training_steps(variant, nets, 1)
+  steps = suite.build_training_steps(variant, nets, critic_iterations=1)
   critic, generator = (flops.NetworkCost.of(flops.critic_costs(nets.critic)),
                        flops.NetworkCost.of(flops.generator_costs(nets.generator)))
   image = tf.TensorSpec([batch, 32, 32, 3])
@@ -200,7 +200,7 @@ def test_forward_variant_sets_the_critic_passes():
   for forward in configs.FORWARDS:
     variant = configs.Variant(forward=forward)
     nets = suite.build_networks(config, variant, options)
-    steps = suite.build_training_steps(variant, nets, 1)
+    steps = suite.build_training_steps(variant, nets, critic_iterations=1)
     assert steps.config.critic_forward == forward and steps.critic is nets.critic
     sizes[forward] = _critic_input_batches(steps, batch)
   assert sizes == {'batched': [3 * batch], 'separate': [batch] * 3}
@@ -214,4 +214,4 @@ def test_batched_variant_refuses_a_batch_norm_critic():
   variant = configs.Variant(forward='batched')
   nets = suite.build_networks(config, variant, options)
   with pytest.raises(ValueError, match='batch norm'):
-    suite.build_training_steps(variant, nets, 1)
+    suite.build_training_steps(variant, nets, critic_iterations=1)

@@ -60,8 +60,8 @@ def bindings(cell):
   formulation = cell.column if cell.table == 'table1' else 'kplus1'
   expected.update({
       'train.mode': 'ssl',
-      'train.formulation': formulation,
-      'train.lambda_ce': 0.1 if formulation == 'plain' else 1.5,
+      'ssl.formulation': formulation,
+      'ssl.lambda_ce': 0.1 if formulation == 'plain' else 1.5,
       'train.epochs': EPOCHS[cell.dataset],
       'build_ssl_data.validation_size': 5000,
       'Fisher.penalty_weight': 1e-7,
@@ -70,22 +70,22 @@ def bindings(cell):
       'train.weight_decay_v': 1e-3,
   })
   if 'gp' in kinds:
-    expected.update({'train.optimizer': 'adam', 'train.critic_iterations': 5,
+    expected.update({'train.optimizer': 'adam', 'ssl.critic_iterations': 5,
                      'train.critic_learning_rate': 1e-4, 'train.generator_learning_rate': 1e-4,
                      'GradientPenalty.weight': 10.0})
   elif 'clip' in kinds:
-    expected.update({'train.optimizer': 'rmsprop', 'train.critic_iterations': 5,
+    expected.update({'train.optimizer': 'rmsprop', 'ssl.critic_iterations': 5,
                      'train.critic_learning_rate': 5e-5, 'train.generator_learning_rate': 5e-5,
                      'WeightClipping.clip_value': 0.01})
   else:
     expected.update({'train.optimizer': 'adam', 'train.critic_learning_rate': 2e-4,
                      'train.generator_learning_rate': 2e-4, 'train.adam_beta1': 0.5,
-                     'train.critic_iterations': 2})
+                     'ssl.critic_iterations': 2})
   if cell.table == 'appendix_a':
     expected['build_ssl_data.num_labeled'] = int(cell.column[:-1]) * 1000
     expected['build_critic.normalization'] = APPENDIX_A_NORMALIZATIONS[cell.row]
     if cell.row == 'fisher_sobolev_none':
-      expected['train.critic_iterations'] = 1  # Appendix B: n_c = 1 for this row.
+      expected['ssl.critic_iterations'] = 1  # Appendix B: n_c = 1 for this row.
   else:
     expected['build_ssl_data.num_labeled'] = LABELS[cell.dataset]
     expected['build_critic.normalization'] = cell.row if cell.table == 'table3' else 'none'

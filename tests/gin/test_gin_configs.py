@@ -86,7 +86,7 @@ def _tiny_bindings(data_dir, num_labeled):
       'train.batch_size': '16',
       'train.steps': '1',
       # One critic iteration per step (the cell's n_c was checked before): WGAN cells have 5.
-      'train.critic_iterations': '1',
+      'ssl.critic_iterations': '1',
       'train.log_every': '1',
       'train.eval_every': '1000',
       'train.checkpoint_every': '1000',
@@ -97,8 +97,8 @@ def _tiny_bindings(data_dir, num_labeled):
 
 
 def _constraints():
-  """{kind: component} of the bound train.constraints."""
-  references = run_record.bound_value('train.constraints', [])
+  """{kind: component} of the bound ssl.constraints."""
+  references = run_record.bound_value('ssl.constraints', [])
   built = [reference.scoped_configurable_fn() for reference in references]
   return {c.kind: c.component for c in built}
 
@@ -133,12 +133,12 @@ def test_gin_file_trains(name, data_dir, tmp_path):
     assert run_record.bound_value('train.steps') <= 500
   mode = run_record.bound_value('train.mode', 'ssl')
   # A base without constraints is trained with Fisher on f.
-  add_constraint = mode == 'ssl' and not run_record.bound_value('train.constraints')
+  add_constraint = mode == 'ssl' and not run_record.bound_value('ssl.constraints')
   constraints = {'fisher': 'f'} if add_constraint else _constraints()
   dataset = run_record.bound_value('build_ssl_data.dataset') or 'fashion_mnist'
   num_labeled = run_record.bound_value('build_ssl_data.num_labeled', 4000)
   normalization = run_record.bound_value('build_critic.normalization', 'none')
-  formulation = run_record.bound_value('train.formulation', 'kplus1')
+  formulation = run_record.bound_value('ssl.formulation', 'kplus1')
 
   bindings = _tiny_bindings(data_dir, num_labeled)
   bindings.append(f"build_ssl_data.dataset = '{dataset}'")
@@ -146,7 +146,7 @@ def test_gin_file_trains(name, data_dir, tmp_path):
     bindings += [f"build_ssl_data.data_dir = '{data_dir}/{dataset}'",
                  "build_ssl_data.source = 'auto'", 'build_ssl_data.validation_size = 0']
   if add_constraint:
-    bindings.append('train.constraints = [@Fisher()]')
+    bindings.append('ssl.constraints = [@Fisher()]')
   gin.clear_config()
   command_line.parse_gin(files, bindings)
   model_dir = str(tmp_path / 'run')
@@ -161,7 +161,7 @@ def test_gin_file_trains(name, data_dir, tmp_path):
   dataset_record = json.loads(pathlib.Path(model_dir, 'dataset.json').read_text())
   assert dataset_record['name'] == dataset
   if mode == 'ssl':
-    assert f"train.formulation = '{formulation}'" in operative
+    assert f"ssl.formulation = '{formulation}'" in operative
     for kind, component in constraints.items():
       name_in_config = {'fisher': 'Fisher', 'sobolev': 'Sobolev', 'gp': 'GradientPenalty',
                         'clip': 'WeightClipping'}[kind]

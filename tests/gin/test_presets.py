@@ -18,8 +18,8 @@ PRESET = str(cells_lib.GIN_DIR / 'presets' / 'cpu_fashion_mnist_100.gin')
 SUPERVISED = str(cells_lib.GIN_DIR / 'presets' / 'cpu_fashion_mnist_100_supervised.gin')
 REPLACED = {'build_ssl_data.dataset': 'fashion_mnist', 'build_ssl_data.num_labeled': 100,
             'build_critic.width': 0.25, 'build_generator.ngf': 32}
-RULE = {'train.learning_rate_scale': 5.0, 'train.constraint_penalty_scale': 1000.0,
-        'train.critic_ema_decay': 0.999, 'train.ipm_rampup_updates': 600,
+RULE = {'train.learning_rate_scale': 5.0, 'ssl.constraint_penalty_scale': 1000.0,
+        'train.critic_ema_decay': 0.999, 'ssl.ipm_rampup_updates': 600,
         'build_ssl_data.validation_size': 5000}
 
 
@@ -33,9 +33,9 @@ def _bound(name):
 
 
 def _constraints():
-  """{kind: component} of the bound train.constraints."""
+  """{kind: component} of the bound ssl.constraints."""
   built = [reference.scoped_configurable_fn()
-           for reference in run_record.bound_value('train.constraints', [])]
+           for reference in run_record.bound_value('ssl.constraints', [])]
   return {c.kind: c.component for c in built}
 
 

@@ -98,13 +98,13 @@ def test_an_archive_of_other_settings_is_refused_and_kept(tmp_path):
   before = {name: _read(kept, name) for name in os.listdir(kept)}
 
   other_root = str(tmp_path / 'other')
-  other = _finished_run(other_root, 0, 40.0, bindings=('train.lambda_ce = 3.0',))
+  other = _finished_run(other_root, 0, 40.0, bindings=('ssl.lambda_ce = 3.0',))
   with pytest.raises(errors.ConfigError, match='give this sweep its own --archive'):
     archive.save(other, store)
-  with pytest.raises(errors.ConfigError, match="'train.lambda_ce = 3.0'"):
+  with pytest.raises(errors.ConfigError, match="'ssl.lambda_ce = 3.0'"):
     archive.sync([other], store)
   (fresh,) = plan_lib.make_plan([CELL], (0,), str(tmp_path / 'fresh'),
-                                extra_gin_bindings=('train.lambda_ce = 3.0',))
+                                extra_gin_bindings=('ssl.lambda_ce = 3.0',))
   with pytest.raises(errors.ConfigError, match='trained with gin files'):
     archive.restore(fresh, store)
   assert not os.path.exists(fresh.model_dir)

@@ -127,7 +127,7 @@ def _bindings(data_dir):
       'train.steps': STEPS, 'train.checkpoint_every': 1, 'train.eval_every': 4,
       'train.log_every': 1, 'train.sample_every': STEPS, 'train.deterministic_ops': True,
       'train.export_classifier': False})
-  return [b for b in bindings if not b.startswith('train.constraints')]
+  return [b for b in bindings if not b.startswith('ssl.constraints')]
 
 
 def _sweep(root, data_dir, *flags):
@@ -278,11 +278,11 @@ def test_failing_runs_are_reported_and_the_others_finish(cluster, data_dir, loca
   bindings = _bindings(data_dir) + ['train.steps = 2']
   good = plan_lib.make_plan(cells[:1], (0,), str(tmp_path), (), bindings)[0]
   bad = plan_lib.make_plan(cells[1:], (0,), str(tmp_path), (),
-                           bindings + ['train.no_such_parameter = 1'])[0]
+                           bindings + ['build_critic.no_such_parameter = 1'])[0]
   # A model dir that holds an unfinished run of another configuration: bin/train refuses
   # to resume it.
   other = plan_lib.make_plan(cells[1:], (1,), str(tmp_path), (),
-                             bindings + ['train.lambda_ce = 5.0'])[0]
+                             bindings + ['ssl.lambda_ce = 5.0'])[0]
   shutil.copytree(os.path.join(local_root, *CELLS[1].split('/'), 'seed_1'), other.model_dir)
   os.remove(os.path.join(other.model_dir, run_files.METRICS_FILE))
   reports = []
@@ -303,7 +303,7 @@ def test_failing_runs_are_reported_and_the_others_finish(cluster, data_dir, loca
   assert f'log: {runner.log_path(bad)}' in bad_line
   assert other_line.startswith(f'  {other.name}: error: {other.model_dir} holds a run '
                                'started with a different configuration')
-  assert 'train.lambda_ce: run ' in other_line and ', now 5.0' in other_line
+  assert 'ssl.lambda_ce: run ' in other_line and ', now 5.0' in other_line
   assert sum('FAILED (exit status 1)' in r for r in reports) == 2
   assert 'done 1 / running 0 / failed 2 / left 0' in reports[-1]
   with open(os.path.join(str(tmp_path), runner.SWEEP_LOG_FILE)) as f:

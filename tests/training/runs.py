@@ -26,7 +26,7 @@ def tiny_bindings(data_dir, dataset='fashion_mnist', **overrides):
       'build_ssl_data.validation_size': '20',
       'build_critic.width': '0.0625',
       'build_generator.ngf': '4',
-      'train.constraints': '[@Fisher()]',
+      'ssl.constraints': '[@Fisher()]',
       'train.batch_size': '16',
       'train.steps': '4',
       'train.log_every': '2',

@@ -9,8 +9,8 @@ from tf_ipmssl import run_files
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import run_record
 
-BASE = ["train.constraints = [@Fisher()]", 'train.steps = 10', 'train.eval_batch_size = 256',
-        "build_ssl_data.data_dir = '/data/a'", 'train.lambda_ce = 1.5']
+BASE = ["ssl.constraints = [@Fisher()]", 'train.steps = 10', 'train.eval_batch_size = 256',
+        "build_ssl_data.data_dir = '/data/a'", 'ssl.lambda_ce = 1.5']
 
 
 def _parse(bindings):
@@ -36,16 +36,16 @@ def test_resume_accepts_changes_that_do_not_change_the_run(tmp_path, change):
 
 def test_resume_refuses_another_run_and_names_the_settings(tmp_path):
   _start(tmp_path)
-  _parse(BASE + ['train.lambda_ce = 5.0', 'build_critic.width = 0.5', 'train.steps = 20',
+  _parse(BASE + ['ssl.lambda_ce = 5.0', 'build_critic.width = 0.5', 'train.steps = 20',
                  'Fisher.penalty_weight = 1e-6'])
   with pytest.raises(errors.ConfigError) as raised:
     run_record.check_config(str(tmp_path), run_config.RunConfig.from_gin())
   message = str(raised.value)
   assert '\n' not in message
   # Every differing setting, with both values; the resumable one (steps) is not named.
-  assert 'train.lambda_ce: run 1.5, now 5.0' in message
+  assert 'ssl.lambda_ce: run 1.5, now 5.0' in message
   assert 'build_critic.width: run 1.0, now 0.5' in message
-  assert ("train.constraints: run [{'type': 'Fisher', 'name': 'fisher_f', 'component': 'f', "
+  assert ("ssl.constraints: run [{'type': 'Fisher', 'name': 'fisher_f', 'component': 'f', "
           "'penalty_weight': 1e-07}], now [{'type': 'Fisher', 'name': 'fisher_f', "
           "'component': 'f', 'penalty_weight': 1e-06}]") in message
   assert 'train.steps' not in message

@@ -1,8 +1,12 @@
 """An algorithm registered from inside tests/ (toy_algorithm.py), with no edit of the
-library, is a train.mode choice and trains through bin/train with gin lines only; an
-algorithm without a generator checkpoints none."""
+library, is a train.mode choice with a setting of its own (entropy_minimization.beta) and
+trains through bin/train with gin lines only, its setting recorded in run_config.json and the
+HParams; an algorithm without a generator checkpoints none."""
+import dataclasses
+import json
 import os
 
+from google.protobuf import json_format
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -10,8 +14,10 @@ import tensorflow as tf
 from tests.training import runs
 from tests.training import toy_algorithm
 from tf_ipmssl import errors
-from tf_ipmssl.objectives import fisher
+from tf_ipmssl import run_files
 from tf_ipmssl.training import algorithms
+from tf_ipmssl.training import hparams
+from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import semi_supervised
 
@@ -21,13 +27,62 @@ def test_registered_algorithm_is_a_mode_while_registered():
   assert name not in algorithms.registered_names()
   with algorithms.registered(toy_algorithm.EntropyMinimization):
     assert algorithms.registered_names()[:2] == ('ssl', 'supervised')
-    config = run_config.RunConfig.create(mode=name, constraints=[fisher.Fisher()], steps=2)
+    config = run_config.RunConfig.create(mode=name, steps=2)
     assert config.objective.algorithm is toy_algorithm.EntropyMinimization
+    assert config.objective.settings.beta == 0.3  # Its default.
     assert config.objective.constraints == () and config.to_json()['objective'][
         'algorithm'] == name
+    with pytest.raises(errors.ConfigError,
+                       match=r'entropy_minimization.beta must be a number >= 0'):
+      run_config.RunConfig.create(mode=name, steps=2, settings={'beta': -1.0})
   assert name not in algorithms.registered_names()
   with pytest.raises(errors.ConfigError, match=r"train.mode = 'entropy_minimization' is not"):
     run_config.RunConfig.create(mode=name, steps=2)
+
+
+def test_settings_must_be_a_frozen_dataclass_with_defaults():
+  class Unfrozen(toy_algorithm.EntropyMinimization):
+    name = 'unfrozen'
+
+    @dataclasses.dataclass
+    class Settings:
+      beta: float = 0.3
+
+  class NoDefault(toy_algorithm.EntropyMinimization):
+    name = 'no_default'
+
+    @dataclasses.dataclass(frozen=True)
+    class Settings:
+      beta: float
+
+  for cls in (Unfrozen, NoDefault):
+    with pytest.raises(TypeError, match='Settings is not a frozen dataclass whose fields'):
+      algorithms.register(cls)
+    assert cls.name not in algorithms.registered_names()
+
+
+def test_the_setting_weights_the_entropy_term():
+  """β is what the toy's update uses: its critic gradient is CE's plus β times the entropy's
+  (linear in β, and not the same for β = 0 and 1), on one batch with the same dropout."""
+  rng = np.random.default_rng(0)
+  x_labeled = tf.constant(rng.uniform(-1, 1, (8, 32, 32, 3)), tf.float32)
+  y_labeled = tf.constant(rng.integers(0, 10, 8), tf.int32)
+  x_unlabeled = tf.constant(rng.uniform(-1, 1, (8, 32, 32, 3)), tf.float32)
+  grads = {}
+  with algorithms.registered(toy_algorithm.EntropyMinimization):
+    for beta in (0.0, 1.0, 0.7):
+      config = run_config.RunConfig.create(mode=toy_algorithm.EntropyMinimization.name,
+                                           steps=1, batch_size=8, settings={'beta': beta},
+                                           critic={'width': 0.0625})
+      tf.keras.utils.set_random_seed(0)
+      steps = run_lib.Run.build(config, num_classes=10, image_shape=(32, 32, 3)).training_steps()
+      assert steps.settings.beta == beta
+      gradients = steps._gradients_impl(x_labeled, y_labeled, x_unlabeled)[0]  # pylint: disable=protected-access
+      grads[beta] = np.concatenate([g.numpy().ravel() for g in gradients])
+  entropy_grad = grads[1.0] - grads[0.0]
+  assert np.linalg.norm(entropy_grad) > 1e-3 * np.linalg.norm(grads[0.0])
+  np.testing.assert_allclose(grads[0.7], grads[0.0] + 0.7 * entropy_grad, rtol=1e-4,
+                             atol=1e-6 * np.abs(grads[0.0]).max())
 
 
 def test_a_second_class_of_a_registered_name_is_refused():
@@ -41,6 +96,21 @@ def test_a_second_class_of_a_registered_name_is_refused():
     algorithms.register(object)
 
 
+def _session_hparams(model_dir):
+  """The hyperparameters of the HParams session in model_dir/hparams/ (its event file)."""
+  from tensorboard.plugins.hparams import metadata  # pylint: disable=g-import-not-at-top
+  logdir = os.path.join(model_dir, run_files.HPARAMS_DIR)
+  (events,) = os.listdir(logdir)
+  for event in tf.compat.v1.train.summary_iterator(os.path.join(logdir, events)):
+    for value in event.summary.value:
+      if value.tag == metadata.SESSION_START_INFO_TAG:
+        info = metadata.parse_session_start_info_plugin_data(
+            value.metadata.plugin_data.content)
+        return {name: json.loads(json_format.MessageToJson(v))
+                for name, v in info.hparams.items()}
+  raise AssertionError(f'no HParams session in {logdir}')
+
+
 def _variables(model_dir):
   return runs.checkpoint_values(tf.train.latest_checkpoint(os.path.join(model_dir,
                                                                         'checkpoints')))
@@ -49,10 +119,19 @@ def _variables(model_dir):
 def test_toy_algorithm_trains_through_bin_train(tmp_path):
   model_dir, result = runs.train_with_gin_lines(
       tmp_path, ['import tests.training.register_toy_algorithm',
-                 "train.mode = 'entropy_minimization'"], **{
-                     'train.constraints': '[]', 'train.steps': 3, 'train.log_every': 1,
-                     'train.export_classifier': False})
+                 "train.mode = 'entropy_minimization'", 'entropy_minimization.beta = 0.7'],
+      **{'train.steps': 3, 'train.log_every': 1, 'train.export_classifier': False})
   assert result.returncode == 0, result.stderr[-3000:]
+  # The setting as bound, in run_config.json (and nothing of ssl's), and in the HParams the
+  # run wrote.
+  record = run_files.read_json(model_dir, run_files.RUN_CONFIG_FILE)
+  assert record['bindings']['entropy_minimization'] == {'beta': 0.7}
+  assert 'ssl' not in record['bindings']
+  assert _session_hparams(model_dir)['entropy_minimization.beta'] == 0.7
+  assert hparams.hparams_of(record, [])['entropy_minimization.beta'] == 0.7
+  with algorithms.registered(toy_algorithm.EntropyMinimization):
+    rebuilt = run_config.RunConfig.from_json(record)
+  assert rebuilt.objective.settings == toy_algorithm.EntropyMinimization.Settings(beta=0.7)
   assert 'Training entropy_minimization' in result.stdout
   assert 'step 3/3' in result.stdout
   values = _variables(model_dir)

@@ -64,7 +64,7 @@ def test_multiplier_step_is_the_constraints_own():
 def test_toy_constraint_trains_two_steps(tmp_path):
   model_dir, result = runs.train_with_gin_lines(
       tmp_path, ['import tests.training.register_toy_constraint'], **{
-          'train.constraints': '[@ToyCentering()]', 'train.steps': 2, 'train.log_every': 1,
+          'ssl.constraints': '[@ToyCentering()]', 'train.steps': 2, 'train.log_every': 1,
           'train.export_classifier': False})
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'omega/toy_centering_f' in result.stdout and 'lambda/toy_centering_f' in result.stdout

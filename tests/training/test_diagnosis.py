@@ -1,14 +1,17 @@
 """bin/diagnose's gradient split against gradients of each term written out directly."""
 import math
+import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tf_ipmssl import errors
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.training import diagnosis
+from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
 
 B = 8
@@ -28,8 +31,10 @@ def test_split_equals_each_term_s_own_gradient(rampup_updates, critic_iteration)
   z = tf.constant(rng.normal(size=[B, generator.noise_dim]), tf.float32)
   lam, rho, lambda_ce = 0.7, 0.3, 1.5
   config = run_config.RunConfig.create(
-      formulation='kplus1', constraints=(fisher.Fisher(component='f', penalty_weight=rho),),
-      lambda_ce=lambda_ce, batch_size=B, steps=1, ipm_rampup_updates=rampup_updates)
+      settings=dict(formulation='kplus1',
+                    constraints=(fisher.Fisher(component='f', penalty_weight=rho),),
+                    lambda_ce=lambda_ce, ipm_rampup_updates=rampup_updates),
+      batch_size=B, steps=1)
   multipliers = {'fisher_f': tf.Variable(lam)}
   row = diagnosis.diagnose_checkpoint(critic, generator, multipliers, [(x_l, y_l, x_p, z)],
                                       config, critic_iteration)
@@ -67,16 +72,16 @@ def test_split_equals_each_term_s_own_gradient(rampup_updates, critic_iteration)
 
 def test_run_config_applies_the_constraint_penalty_scale():
   """bin/diagnose splits the gradient of the ρ the run trained with (the run's RunConfig,
-  the trainer's own): the bound ρ times train.constraint_penalty_scale (a preset's
+  the trainer's own): the bound ρ times ssl.constraint_penalty_scale (a preset's
   scaling), not the bound ρ alone."""
   import gin  # pylint: disable=g-import-not-at-top
   from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
   gin.clear_config()
   try:
-    gin.parse_config(['train.constraints = [@Fisher(), @Sobolev()]',
+    gin.parse_config(['ssl.constraints = [@Fisher(), @Sobolev()]',
                       "Sobolev.component = 'f_neg'", 'Fisher.penalty_weight = 1e-7',
                       'Sobolev.penalty_weight = 1e-8',
-                      'train.constraint_penalty_scale = 1000.0', 'train.steps = 1'])
+                      'ssl.constraint_penalty_scale = 1000.0', 'train.steps = 1'])
     config = run_config.RunConfig.from_gin()
   finally:
     gin.clear_config()
@@ -84,7 +89,7 @@ def test_run_config_applies_the_constraint_penalty_scale():
 
 
 def test_bin_diagnose_reports_the_rampup_weight_of_each_checkpoint(tmp_path):
-  """On a real run with train.ipm_rampup_updates = 6 (n_c = 2): the checkpoint after step s
+  """On a real run with ssl.ipm_rampup_updates = 6 (n_c = 2): the checkpoint after step s
   has made 2s critic updates, so its IPM weight is exp(−5 (1 − 2s/6)²), 1 from step 3 on."""
   import json  # pylint: disable=g-import-not-at-top
   import os  # pylint: disable=g-import-not-at-top
@@ -95,7 +100,7 @@ def test_bin_diagnose_reports_the_rampup_weight_of_each_checkpoint(tmp_path):
   model_dir = str(tmp_path / 'run')
   result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{
       'train.steps': 4, 'train.checkpoint_every': 1, 'train.keep_checkpoints': 4,
-      'train.ipm_rampup_updates': 6, 'train.export_classifier': False}))
+      'ssl.ipm_rampup_updates': 6, 'train.export_classifier': False}))
   assert result.returncode == 0, result.stderr
   diagnose = subprocess.run(
       [sys.executable, str(runs.REPO_ROOT / 'bin' / 'diagnose'), f'--model_dir={model_dir}',
@@ -107,3 +112,14 @@ def test_bin_diagnose_reports_the_rampup_weight_of_each_checkpoint(tmp_path):
   expected = [math.exp(-5 * (1 - min(2 * s / 6, 1.0))**2) for s in (1, 2, 3, 4)]
   assert [r['ipm_weight'] for r in rows] == pytest.approx(expected, rel=1e-6)
   assert 'ipm weight 0.574' in diagnose.stdout  # Step 2: exp(−5/9).
+
+
+def test_a_run_whose_algorithm_does_not_split_its_gradient_is_refused(monkeypatch):
+  """bin/diagnose asks the run's algorithm (splits_critic_gradient): a supervised run is
+  refused in one line naming the algorithms it splits."""
+  config = run_config.RunConfig.create(mode='supervised', steps=1)
+  monkeypatch.setattr(run_lib.Run, 'from_model_dir',
+                      classmethod(lambda cls, model_dir: types.SimpleNamespace(config=config)))
+  with pytest.raises(errors.UserError, match=r"^RUN is a supervised run: its algorithm has no "
+                     r"IPM term to split \(bin/diagnose splits runs of \['ssl'\]\)$"):
+    diagnosis.diagnose_run('RUN')

@@ -43,7 +43,7 @@ def test_run_writes_everything(finished_run):
   assert versions['source'] == run_record.source(os.path.dirname(tf_ipmssl.__file__))
   assert set(versions['numerics']) >= {'intra_op_threads', 'inter_op_threads',
                                        'TF_NUM_INTRAOP_THREADS', 'TF_ENABLE_ONEDNN_OPTS'}
-  assert 'train.constraints = [@Fisher()]' in open(os.path.join(model_dir, 'config.gin')).read()
+  assert 'ssl.constraints = [@Fisher()]' in open(os.path.join(model_dir, 'config.gin')).read()
   operative = open(os.path.join(model_dir, 'operative_config.gin')).read()
   assert 'build_critic.width = 0.0625' in operative
   assert 'step 4/4' in result.stdout and 'Finished 4 steps' in result.stdout
@@ -103,7 +103,7 @@ def test_resume_with_other_config_is_refused(finished_run):
   data_dir, model_dir, _ = finished_run
   before = runs.checkpoint_values(tf.train.latest_checkpoint(
       os.path.join(model_dir, 'checkpoints')))
-  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{'train.lambda_ce': 0.5}))
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{'ssl.lambda_ce': 0.5}))
   assert result.returncode == 1
   assert 'different configuration' in result.stderr and 'Traceback' not in result.stderr
   after = runs.checkpoint_values(tf.train.latest_checkpoint(

@@ -74,7 +74,7 @@ def test_the_best_step_not_the_last_is_exported(tmp_path):
   data = ssl_data.build_ssl_data(dataset='fashion_mnist', source='local',
                                  data_dir=runs.make_data(tmp_path / 'data'), num_labeled=20,
                                  validation_size=20)
-  config = run_config.RunConfig.create(constraints=(fisher.Fisher(),), steps=4,
+  config = run_config.RunConfig.create(settings={'constraints': (fisher.Fisher(),)}, steps=4,
                                        critic={'width': 0.0625})
   model_dir = str(tmp_path / 'run')
   run = run_lib.Run.build(config, num_classes=data.num_classes, image_shape=data.image_shape,

@@ -48,6 +48,9 @@ def test_values_a_run_leaves_unbound_are_the_builders_defaults():
                                           {'type': 'GradientPenalty', 'component': 'f'}]},
             'numerics': {'seed': 3}, 'loop': {'critic_iterations': 2}, 'optimizers': {}}
   values = hparams.hparams_of(config, ['gin/table2/cifar10_sobolev_fneg.gin'])
+  # A record of format version 1: its semi-supervised fields are the ssl settings.
+  assert values['ssl.formulation'] == 'kplus1' and values['ssl.lambda_ce'] == 1.5
+  assert values['ssl.critic_iterations'] == 2
   assert values['labels'] == 4000 and values['split_seed'] == 0
   assert values['normalization'] == 'none' and values['width'] == 1.0
   assert values['constraints'] == 'Sobolev(f_neg) + GradientPenalty(f)'
@@ -92,7 +95,11 @@ def test_tensorboard_lists_the_runs_with_their_values(sweep_root):
     groups = _session_groups(url)
     experiment = _post(url + '/data/plugin/hparams/experiment', {'experimentName': ''})
   columns = {h['name'] for h in experiment['hparamInfos']}
-  assert columns == {name for name, _ in hparams.HPARAMS}
+  assert columns == {name for name, _ in hparams.columns()}
+  # The general columns, and every single-valued setting of the library's algorithms.
+  assert columns == {name for name, _ in hparams.HPARAMS} | {
+      'ssl.formulation', 'ssl.lambda_ce', 'ssl.reference_pairwise_f', 'ssl.critic_iterations',
+      'ssl.generator_loss', 'ssl.ipm_rampup_updates', 'ssl.constraint_penalty_scale'}
   assert {m['name']['tag'] for m in experiment['metricInfos']} == {
       name for name, _ in hparams.METRICS}
   sessions = {}
@@ -107,6 +114,7 @@ def test_tensorboard_lists_the_runs_with_their_values(sweep_root):
     assert values['cell'] == 'bases/ssl' and values['preset'] == ''
     assert values['constraints'] == 'Fisher(f)' and values['ipm'] == 'Fisher'
     assert values['labels'] == 20 and values['algorithm'] == 'ssl'
-    assert values['formulation'] == 'kplus1' and values['lambda_ce'] == 1.5
+    assert values['ssl.formulation'] == 'kplus1' and values['ssl.lambda_ce'] == 1.5
+    assert values['ssl.critic_iterations'] == 2 and 'ssl.ipm_rampup_updates' not in values
     assert metrics['test_error'] == pytest.approx(trained['best']['test_error'])
     assert metrics['steps'] == trained['step']

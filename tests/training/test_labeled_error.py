@@ -95,8 +95,8 @@ def test_an_evaluation_counts_each_splits_mistakes_of_a_set_classifier(tmp_path)
   from tf_ipmssl.training import run_config  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import trainer  # pylint: disable=g-import-not-at-top
   data = _ssl_data(runs.make_data(tmp_path / 'data'))
-  config = run_config.RunConfig.create(constraints=(fisher.Fisher(),), steps=4, batch_size=16,
-                                       critic={'width': 0.0625})
+  config = run_config.RunConfig.create(settings={'constraints': (fisher.Fisher(),)}, steps=4,
+                                       batch_size=16, critic={'width': 0.0625})
   model_dir = str(tmp_path / 'run')
   run = run_lib.Run.build(config, num_classes=data.num_classes, image_shape=data.image_shape,
                           model_dir=model_dir)

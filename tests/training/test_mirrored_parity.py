@@ -23,7 +23,7 @@ for kind in ('default', 'mirrored'):
   bindings = runs.tiny_bindings(data_dir, **{
       'train.steps': 1, 'train.export_classifier': False, 'train.deterministic_ops': True,
       'build_critic.input_dropout': 0.0, 'build_critic.dropout': 0.0,
-      'train.constraints': '[@Fisher(), @Sobolev()]', 'Sobolev.component': "'f_neg'",
+      'ssl.constraints': '[@Fisher(), @Sobolev()]', 'Sobolev.component': "'f_neg'",
       'Fisher.penalty_weight': 0.1, 'Sobolev.penalty_weight': 0.1,
       'make_strategy.kind': repr(kind),
       'make_strategy.devices': "['/cpu:0', '/cpu:1']" if kind == 'mirrored' else 'None'})

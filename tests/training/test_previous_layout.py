@@ -9,10 +9,18 @@ run_config.json has no format version (version 1, rebuilt from its groups):
 - version1_layout_ssl/: an SSL run (Fisher on f, Sobolev on f-, ρ scaled by 10) of the
   layout written until run_config.json carried a format version.
 
+Both held the semi-supervised settings among the train bindings (train.formulation, ...):
+they are rebuilt as the algorithm's settings (ssl.*), and their config.gin, which binds the
+old names, resumes once those bindings carry the names the error gives.
+
+version2_run_configs.json holds the run_config.json of an SSL and a supervised configuration
+as format version 2 wrote them (every train binding under 'train').
+
 A new supervised run's checkpoint holds no generator.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +36,7 @@ from tf_ipmssl.training import run_config
 
 PREVIOUS = runs.REPO_ROOT / 'tests' / 'training' / 'previous_layout_supervised'
 VERSION_1 = runs.REPO_ROOT / 'tests' / 'training' / 'version1_layout_ssl'
+VERSION_2 = runs.REPO_ROOT / 'tests' / 'training' / 'version2_run_configs.json'
 FIXTURES = (PREVIOUS, VERSION_1)
 
 
@@ -61,18 +70,28 @@ def test_version_1_records_are_rebuilt_from_their_groups():
   assert 'format_version' not in supervised and 'format_version' not in ssl
   config = run_config.RunConfig.from_json(ssl)
   assert config.mode == 'ssl' and config.loop.steps == 4 and config.loop.batch_size == 16
-  assert config.objective.constraint_penalty_scale == 10.0
+  settings = config.objective.settings
+  assert settings.constraint_penalty_scale == 10.0
   # The constraints as bound (unscaled), scaled again: the record's as used.
-  assert [(c.name, c.rho) for c in config.source['constraints']] == [
+  assert [(c.name, c.rho) for c in settings.constraints] == [
       ('fisher_f', 1e-7), ('sobolev_f_neg', 1e-8)]
   assert [(c.name, c.rho) for c in config.objective.constraints] == [
       ('fisher_f', 1e-6), ('sobolev_f_neg', 1e-7)]
   assert config.critic['width'] == 0.0625 and config.generator['noise_dim'] == 2
-  # Written again, the version-2 record holds the same groups and builders' settings.
+  # Written again, the version-3 record holds the same values: the semi-supervised ones as
+  # the algorithm's settings, the rest in the same groups, and the builders' settings.
   again = config.to_json()
-  assert again['format_version'] == 2
+  assert again['format_version'] == 3
+  moved = run_config.LEGACY_TRAIN_SETTINGS
+  assert again['bindings']['ssl'] == {
+      **{k: v for k, v in ssl['objective'].items() if k in moved and k != 'constraints'},
+      'critic_iterations': ssl['loop']['critic_iterations'],
+      'constraints': ssl['objective']['bound_constraints']}
+  assert set(again['bindings']['ssl']) == set(moved)
   for group in ('objective', 'optimizers', 'loop', 'numerics'):
-    assert again[group] == ssl[group]
+    assert again[group] == {k: v for k, v in ssl[group].items()
+                            if k not in moved + ('bound_constraints',) or
+                            (group, k) == ('objective', 'constraints')}
   # The builders' settings recorded then, the same; those added since, at their defaults.
   for builder, settings in ssl['bindings'].items():
     assert {k: again['bindings'][builder][k] for k in settings} == settings
@@ -82,12 +101,41 @@ def test_version_1_records_are_rebuilt_from_their_groups():
   assert added == {k: v for k, v in defaults['build_ssl_data'].items() if k in added}
   previous = run_config.RunConfig.from_json(supervised)
   assert previous.mode == 'supervised' and previous.objective.constraints == ()
+  # Its semi-supervised bindings, unused then, are none of the supervised algorithm's.
+  assert previous.to_json()['bindings']['supervised'] == {}
   # The previous layout recorded the bound settings only: the rest are the builders'
   # defaults (as they were when gin read the run's config.gin).
   assert dict(previous.distribution) == {'kind': 'auto', 'devices': None}
   assert previous.critic['dropout'] == 0.5
   for name, recorded in supervised['bindings'].items():
     assert recorded.items() <= previous.to_json()['bindings'][name].items()
+
+
+def test_version_2_records_map_their_train_bindings_onto_the_algorithms_settings():
+  records = json.loads(VERSION_2.read_text())
+  ssl, supervised = records['ssl'], records['supervised']
+  assert ssl['format_version'] == supervised['format_version'] == 2
+  config = run_config.RunConfig.from_json(ssl)
+  moved = run_config.LEGACY_TRAIN_SETTINGS
+  # Every semi-supervised train binding is the ssl setting of its name, as it was bound.
+  again = config.to_json()
+  assert again['bindings']['ssl'] == {k: ssl['train'][k] for k in moved}
+  assert config.objective.settings.critic_iterations == 3
+  assert config.objective.settings.generator_loss == 'feature_matching'
+  assert [(c.name, c.rho) for c in config.objective.constraints] == [
+      ('fisher_f', 1e-6), ('sobolev_f_neg', 1e-7)]  # ρ x10, as the record used them.
+  assert again['train'] == {k: v for k, v in ssl['train'].items() if k not in moved}
+  assert again['objective']['constraints'] == ssl['objective']['constraints']
+  for group in ('optimizers', 'numerics'):
+    assert again[group] == ssl[group]
+  assert again['loop'] == {k: v for k, v in ssl['loop'].items() if k != 'critic_iterations'}
+  for builder, settings in ssl['bindings'].items():
+    assert again['bindings'][builder] == settings
+  # The supervised run had them unused: none is a supervised setting.
+  previous = run_config.RunConfig.from_json(supervised)
+  assert previous.mode == 'supervised' and previous.to_json()['bindings']['supervised'] == {}
+  assert previous.to_json()['train'] == {k: v for k, v in supervised['train'].items()
+                                         if k not in moved}
 
 
 @pytest.mark.parametrize('fixture', FIXTURES, ids=lambda f: f.name)
@@ -110,15 +158,27 @@ def test_earlier_run_restores_evaluates_exports_and_resumes(tmp_path, fixture):
   _program('export', f'--model_dir={model_dir}', '--checkpoint=latest')
   assert tf.saved_model.contains_saved_model(export_dir)
 
-  # Resumed with its own configuration (config.gin) and two more steps.
-  result = runs.run_train(model_dir, ['train.steps = 6'],
-                          gin_files=(os.path.join(model_dir, 'config.gin'),))
+  # Its own configuration (config.gin) binds train.formulation, ...: refused in one line
+  # naming the new name, the run dir untouched.
+  config_gin = os.path.join(model_dir, 'config.gin')
+  result = runs.run_train(model_dir, ['train.steps = 6'], gin_files=(config_gin,))
+  assert result.returncode == 1 and 'Traceback' not in result.stderr, result.stderr[-3000:]
+  assert re.search(r'error: train\.(\w+) is now a setting of the algorithm: bind ssl\.\1 '
+                   r'instead', result.stderr), result.stderr[-3000:]
+  assert not os.path.exists(os.path.join(model_dir, 'checkpoints', 'ckpt-6.index'))
+  # With those bindings renamed as the error says, it resumes for two more steps.
+  with open(config_gin) as f:
+    text = f.read()
+  with open(config_gin, 'w') as f:
+    f.write(re.sub(rf'^train\.({"|".join(run_config.LEGACY_TRAIN_SETTINGS)}) ', r'ssl.\1 ',
+                   text, flags=re.M))
+  result = runs.run_train(model_dir, ['train.steps = 6'], gin_files=(config_gin,))
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'Resuming from' in result.stdout and 'step 6/6' in result.stdout
   resumed = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', 'ckpt-6'))
   assert int(resumed['step/.ATTRIBUTES/VARIABLE_VALUE']) == 6
   record = json.load(open(os.path.join(model_dir, 'run_config.json')))
-  assert record['format_version'] == 2 and record['loop']['steps'] == 6
+  assert record['format_version'] == 3 and record['loop']['steps'] == 6
 
 
 def test_a_run_dir_without_run_config_json_is_refused_in_one_line(tmp_path):

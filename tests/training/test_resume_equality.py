@@ -16,7 +16,7 @@ def _bindings(data_dir):
   return runs.tiny_bindings(data_dir, **{
       'train.steps': 8, 'train.checkpoint_every': 1, 'train.eval_every': 3,
       'train.log_every': 1, 'train.deterministic_ops': True, 'train.export_classifier': False,
-      'train.constraints': '[@Fisher(), @Sobolev()]', 'Sobolev.component': "'f_neg'"})
+      'ssl.constraints': '[@Fisher(), @Sobolev()]', 'Sobolev.component': "'f_neg'"})
 
 
 def test_kill_and_resume_matches_uninterrupted_run(tmp_path):

@@ -1,5 +1,6 @@
-"""The run configuration: every train binding validated in one place, before the model dir is
-touched, recorded as JSON; and one constructor (run.Run) for every program's networks."""
+"""The run configuration: every train binding and algorithm setting validated in one place,
+before the model dir is touched, recorded as JSON; and one constructor (run.Run) for every
+program's networks."""
 import ast
 import dataclasses
 import json
@@ -24,9 +25,11 @@ from tf_ipmssl.objectives import sobolev
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import semi_supervised
-from tf_ipmssl.training import steps
 
 FISHER = [fisher.Fisher()]
+
+
+SSL = {'constraints': FISHER}
 
 
 @pytest.mark.parametrize('bindings,fragment', [
@@ -38,44 +41,98 @@ FISHER = [fisher.Fisher()]
     ({'critic_learning_rate': -1.0}, 'train.critic_learning_rate must be a number >= 0'),
     ({'early_stopping_patience': 0}, 'train.early_stopping_patience must be an integer >= 1'),
     ({'early_stopping_min_steps': -1}, 'train.early_stopping_min_steps must be an integer'),
-    ({'ipm_rampup_updates': True}, 'train.ipm_rampup_updates must be an integer'),
     ({'mode': 'semi'}, "train.mode = 'semi' is not one of ['ssl', 'supervised']"),
-    ({'formulation': 'kplus2'}, "unknown critic formulation 'kplus2'"),
-    ({'generator_loss': 'hinge'}, "train.generator_loss = 'hinge' is not one of"),
     ({'optimizer': 'sgd'}, "unknown optimizer 'sgd'"),
     ({'adam_epsilon_placement': 'torch'}, 'train.adam_epsilon_placement'),
     ({'mixed_precision': 'fp16'}, 'train.mixed_precision'),
     ({'critic_ema_decay': 1.0}, 'train.critic_ema_decay must be None or a float in (0, 1)'),
     ({'learning_rate_linear_decay_start': 1.0}, 'learning_rate_linear_decay_start'),
     ({'baseline': 'runs.csv'}, 'train.baseline must be None or'),
-    ({'constraints': []}, 'the critic has no constraint'),
-    ({'formulation': 'plain', 'constraints': [fisher.Fisher('f-')]},
-     "'plain' formulation does not have"),
 ])
 def test_every_field_is_validated(bindings, fragment):
   with pytest.raises(errors.ConfigError) as raised:
-    run_config.RunConfig.create(**{'constraints': FISHER, 'steps': 10, **bindings})
+    run_config.RunConfig.create(settings=SSL, **{'steps': 10, **bindings})
   assert fragment in str(raised.value)
+
+
+@pytest.mark.parametrize('settings,fragment', [
+    ({'ipm_rampup_updates': True}, 'ssl.ipm_rampup_updates must be an integer'),
+    ({'critic_iterations': 0}, 'ssl.critic_iterations must be an integer >= 1'),
+    ({'lambda_ce': -1.0}, 'ssl.lambda_ce must be a number >= 0'),
+    ({'constraint_penalty_scale': 'x'}, 'ssl.constraint_penalty_scale must be a number'),
+    ({'formulation': 'kplus2'}, "ssl.formulation = 'kplus2' is not one of ['plain', "),
+    ({'generator_loss': 'hinge'}, "ssl.generator_loss = 'hinge' is not one of"),
+    ({'constraints': []}, 'the critic has no constraint: an unconstrained IPM critic is '
+     'unbounded. Bind e.g. `ssl.constraints = [@Fisher()]`'),
+    ({'formulation': 'plain', 'constraints': [fisher.Fisher('f-')]},
+     "'plain' formulation does not have"),
+    ({'beta': 0.3}, "ssl has no setting(s) ['beta']; its settings are ['formulation', "),
+])
+def test_every_algorithm_setting_is_validated_by_its_gin_name(settings, fragment):
+  with pytest.raises(errors.ConfigError) as raised:
+    run_config.RunConfig.create(settings={**SSL, **settings}, steps=10)
+  assert fragment in str(raised.value)
+
+
+@pytest.mark.parametrize('name', run_config.LEGACY_TRAIN_SETTINGS)
+def test_a_setting_bound_at_its_old_place_names_its_new_one(name):
+  """Each semi-supervised setting that train held is refused there, in one line naming
+  ssl.<name>, in Python and from gin."""
+  with pytest.raises(errors.ConfigError) as raised:
+    run_config.RunConfig.create(settings=SSL, steps=10, **{name: 1})
+  assert str(raised.value) == (f'train.{name} is now a setting of the algorithm: bind '
+                               f'ssl.{name} instead (e.g. `ssl.{name} = ...` in place of '
+                               f'`train.{name} = ...`)')
+  gin.clear_config()
+  try:
+    gin.parse_config([f'train.{name} = 1', 'ssl.constraints = [@Fisher()]', 'train.steps = 2'])
+    with pytest.raises(errors.ConfigError, match=rf'bind ssl\.{name} instead'):
+      run_config.RunConfig.from_gin()
+  finally:
+    gin.clear_config()
+
+
+def test_another_algorithms_settings_are_not_read():
+  """A supervised run reads no ssl.* setting (a base the supervised cells include binds
+  them), and a setting of the mode's algorithm is read under its name."""
+  gin.clear_config()
+  try:
+    gin.parse_config(["train.mode = 'supervised'", 'ssl.lambda_ce = -1.0',
+                      'ssl.constraints = []', 'train.steps = 2'])
+    supervised = run_config.RunConfig.from_gin()
+    gin.parse_config(["train.mode = 'ssl'", 'ssl.lambda_ce = 0.25',
+                      'ssl.constraints = [@Fisher()]'])
+    ssl = run_config.RunConfig.from_gin()
+  finally:
+    gin.clear_config()
+  assert supervised.objective.settings == algorithms.NoSettings()
+  assert supervised.to_json()['bindings']['supervised'] == {}
+  assert ssl.objective.settings.lambda_ce == 0.25
+  assert ssl.objective.settings.constraints == (fisher.Fisher(),)
 
 
 def test_groups_scales_and_algorithm():
   config = run_config.RunConfig.create(
-      constraints=[fisher.Fisher(penalty_weight=1e-7), sobolev.Sobolev('f-', 1e-8),
-                   gradient_penalty.GradientPenalty('f', 10.0)],
+      settings=dict(constraints=[fisher.Fisher(penalty_weight=1e-7),
+                                 sobolev.Sobolev('f-', 1e-8),
+                                 gradient_penalty.GradientPenalty('f', 10.0)],
+                    constraint_penalty_scale=1000.0, critic_iterations=5),
       critic_learning_rate=2e-4, generator_learning_rate=1e-4, learning_rate_scale=5.0,
-      constraint_penalty_scale=1000.0, steps=3, critic_iterations=5)
+      steps=3)
   assert config.mode == 'ssl' and config.objective.algorithm is semi_supervised.SemiSupervised
   assert config.optimizers.critic_rate == 2e-4 * 5.0
   assert config.optimizers.generator_rate == 1e-4 * 5.0
   # ρ of the augmented-Lagrangian constraints scaled; λ_GP not.
   assert [c.rho for c in config.objective.constraints[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
   assert config.objective.constraints[2].weight == 10.0
-  assert config.loop.critic_iterations == 5
-  # The bindings it came from, unscaled (recorded as bound_constraints).
-  assert config.source['constraints'][0].penalty_weight == 1e-7
-  supervised = run_config.RunConfig.create(mode='supervised', constraints=FISHER, steps=3)
+  assert config.objective.settings.critic_iterations == 5
+  assert config.objective.algorithm.iterations_per_step(config.objective.settings) == 5
+  # The settings as bound, unscaled (recorded under bindings.ssl).
+  assert config.objective.settings.constraints[0].penalty_weight == 1e-7
+  assert config.to_json()['bindings']['ssl']['constraints'][0]['penalty_weight'] == 1e-7
+  supervised = run_config.RunConfig.create(mode='supervised', steps=3)
   assert supervised.objective.constraints == ()
-  assert supervised.objective.algorithm.iterations_per_step(5) == 1
+  assert supervised.objective.algorithm.iterations_per_step(supervised.objective.settings) == 1
 
 
 def test_json_names_every_setting():
@@ -83,8 +140,9 @@ def test_json_names_every_setting():
   try:
     gin.parse_config(['build_critic.width = 0.5'])  # Not read: create() takes no gin.
     config = run_config.RunConfig.create(
-        constraints=[fisher.Fisher()], steps=3, learning_rate_scale=2.0,
-        critic={'width': 0.25}, data={'dataset': 'fashion_mnist', 'num_labeled': 100})
+        settings=dict(constraints=[fisher.Fisher()], lambda_ce=0.5), steps=3,
+        learning_rate_scale=2.0, critic={'width': 0.25},
+        data={'dataset': 'fashion_mnist', 'num_labeled': 100})
     record = json.loads(json.dumps(config.to_json()))
   finally:
     gin.clear_config()
@@ -99,11 +157,18 @@ def test_json_names_every_setting():
   assert record['bindings']['build_ssl_data']['num_labeled'] == 100
   assert record['bindings']['build_generator']['ngf'] == 64
   assert record['bindings']['make_strategy'] == {'kind': 'auto', 'devices': None}
+  # Every setting of the algorithm, under its gin name, at its default where not given.
+  assert record['bindings']['ssl'] == {
+      'formulation': 'kplus1', 'lambda_ce': 0.5, 'reference_pairwise_f': False,
+      'critic_iterations': 2, 'generator_loss': 'ipm', 'ipm_rampup_updates': None,
+      'constraint_penalty_scale': 1.0,
+      'constraints': [{'type': 'Fisher', 'name': 'fisher_f', 'component': 'f',
+                       'penalty_weight': 1e-7}]}
   fields = {name for group in ('objective', 'optimizers', 'loop', 'numerics')
             for name in record[group]}
   assert set(run_config.default_bindings()) - {'mode'} <= fields
   # What the run is rebuilt from: its format version and every train binding as given.
-  assert record['format_version'] == run_config.FORMAT_VERSION == 2
+  assert record['format_version'] == run_config.FORMAT_VERSION == 3
   assert set(record['train']) == set(run_config.default_bindings())
   assert record['train']['learning_rate_scale'] == 2.0
   assert record['train']['critic_learning_rate'] == 2e-4
@@ -112,25 +177,27 @@ def test_json_names_every_setting():
 def _round_trip_configs():
   """Configurations of every kind of setting (built inside the registrations they need)."""
   yield run_config.RunConfig.create(
-      constraints=[fisher.Fisher(penalty_weight=1e-7), sobolev.Sobolev('f-', 1e-8)],
-      constraint_penalty_scale=1000.0, learning_rate_scale=5.0, steps=3, critic_iterations=5,
-      formulation='kplus1_entropy', critic={'width': 0.25, 'normalization': 'layer_norm'},
+      settings=dict(constraints=[fisher.Fisher(penalty_weight=1e-7),
+                                 sobolev.Sobolev('f-', 1e-8)],
+                    constraint_penalty_scale=1000.0, critic_iterations=5,
+                    formulation='kplus1_entropy'),
+      learning_rate_scale=5.0, steps=3,
+      critic={'width': 0.25, 'normalization': 'layer_norm'},
       data={'dataset': 'cifar10', 'num_labeled': 4000, 'split_seed': 3})
-  yield run_config.RunConfig.create(mode='supervised', constraints=FISHER, epochs=2.5,
+  yield run_config.RunConfig.create(mode='supervised', epochs=2.5,
                                     data={'dataset': 'svhn', 'num_labeled': None})
   yield run_config.RunConfig.create(
-      constraints=[gradient_penalty.GradientPenalty('f', 10.0)], critic_updates=7,
-      baseline=('runs.csv', 'supervised', 'recipe'), critic_ema_decay=0.99,
-      generator_loss='feature_matching', ipm_rampup_updates=5,
+      settings=dict(constraints=[gradient_penalty.GradientPenalty('f', 10.0)],
+                    generator_loss='feature_matching', ipm_rampup_updates=5),
+      critic_updates=7, baseline=('runs.csv', 'supervised', 'recipe'), critic_ema_decay=0.99,
       learning_rate_halving_epochs=math.inf, learning_rate_linear_decay_start=0.5,
       distribution={'kind': 'mirrored', 'devices': ['/cpu:0', '/cpu:1']})
   with constraint.registered(toy_constraint.ToyCentering):
-    yield run_config.RunConfig.create(
-        constraints=[toy_constraint.ToyCentering('f-', penalty_weight=0.5, v_bound=math.inf)],
-        steps=2)
+    yield run_config.RunConfig.create(settings=dict(constraints=[
+        toy_constraint.ToyCentering('f-', penalty_weight=0.5, v_bound=math.inf)]), steps=2)
   with algorithms.registered(toy_algorithm.EntropyMinimization):
     yield run_config.RunConfig.create(mode=toy_algorithm.EntropyMinimization.name, steps=2,
-                                      seed=4)
+                                      seed=4, settings={'beta': 0.7})
 
 
 def test_json_round_trip():
@@ -154,15 +221,16 @@ def test_json_round_trip():
 
 def test_a_record_of_an_unregistered_type_is_refused_naming_it(tmp_path):
   with constraint.registered(toy_constraint.ToyCentering):
-    toy = run_config.RunConfig.create(constraints=[toy_constraint.ToyCentering()], steps=2)
+    toy = run_config.RunConfig.create(settings={'constraints': [toy_constraint.ToyCentering()]},
+                                      steps=2)
   with algorithms.registered(toy_algorithm.EntropyMinimization):
     entropy = run_config.RunConfig.create(mode='entropy_minimization', steps=2)
   with pytest.raises(errors.ConfigError, match='constraint ToyCentering is not registered'):
     run_config.RunConfig.from_json(toy.to_json())
   with pytest.raises(errors.ConfigError, match="train.mode = 'entropy_minimization' is not"):
     run_config.RunConfig.from_json(entropy.to_json())
-  with pytest.raises(errors.ConfigError, match='format version 3'):
-    run_config.RunConfig.from_json({**toy.to_json(), 'format_version': 3})
+  with pytest.raises(errors.ConfigError, match='format version 4'):
+    run_config.RunConfig.from_json({**toy.to_json(), 'format_version': 4})
   # A program reading such a run says so in one line, naming the file and the type.
   (tmp_path / 'run_config.json').write_text(json.dumps(toy.to_json()))
   result = subprocess.run([sys.executable, str(runs.REPO_ROOT / 'bin' / 'evaluate'),
@@ -245,11 +313,30 @@ def test_step_configuration_is_derived_with_no_defaults_of_its_own():
   """The iterations read every run setting from the RunConfig: StepConfig restates none of
   them and gives none of its fields a default."""
   assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-             for f in dataclasses.fields(steps.StepConfig))
-  config = run_config.RunConfig.create(constraints=FISHER, steps=3, critic_iterations=4,
-                                       lambda_ce=0.7, batch_size=12)
-  derived = steps.StepConfig.of(config)
-  assert derived.run is config and derived.critic_iterations == 4
-  assert {f.name for f in dataclasses.fields(steps.StepConfig)} == {
-      'run', 'critic_iterations', 'critic_forward'}
-  assert steps.StepConfig.of(config, critic_iterations=1).critic_iterations == 1
+             for f in dataclasses.fields(algorithms.StepConfig))
+  config = run_config.RunConfig.create(
+      settings=dict(constraints=FISHER, critic_iterations=4, lambda_ce=0.7), steps=3,
+      batch_size=12)
+  derived = algorithms.StepConfig.of(config)
+  assert derived.run_config is config and derived.settings is config.objective.settings
+  assert {f.name for f in dataclasses.fields(algorithms.StepConfig)} == {
+      'run_config', 'settings', 'critic_forward'}
+  one = dataclasses.replace(config.objective.settings, critic_iterations=1)
+  assert algorithms.StepConfig.of(config, settings=one).settings.critic_iterations == 1
+
+
+def test_the_algorithm_reports_its_schedule_and_scales():
+  """What the loop logs and the start line prints comes from the algorithm: ssl's IPM
+  ramp-up weight exp(−5 (1 − t/T)²) and its penalty scale with the ρ it gives; nothing for
+  an algorithm without them."""
+  ssl = semi_supervised.SemiSupervised
+  ramp = ssl.make_settings({'constraints': FISHER, 'ipm_rampup_updates': 10,
+                            'constraint_penalty_scale': 10.0})
+  assert ssl.state_scalars(ramp, 5)['ipm_weight'] == pytest.approx(math.exp(-5 * 0.25))
+  assert ssl.state_scalars(ramp, 20) == {'ipm_weight': 1.0}
+  assert ssl.state_scalars(ssl.make_settings({'constraints': FISHER}), 5) == {}
+  assert ssl.scaled_settings(ramp) == 'penalty weights x10 (ρ: fisher_f 1e-06)'
+  assert ssl.scaled_settings(ssl.make_settings({'constraints': FISHER})) == ''
+  supervised = run_config.RunConfig.create(mode='supervised', steps=1).objective
+  assert supervised.algorithm.state_scalars(supervised.settings, 5) == {}
+  assert supervised.algorithm.scaled_settings(supervised.settings) == ''

@@ -41,7 +41,7 @@ def _stepper(config, seed):
 
 def test_two_runs_are_built_and_stepped_in_one_process():
   ssl = run_config.RunConfig.create(
-      constraints=[fisher.Fisher()], batch_size=8, critic_iterations=2, steps=2,
+      settings=dict(constraints=[fisher.Fisher()], critic_iterations=2), batch_size=8, steps=2,
       critic={'width': 0.0625}, generator={'ngf': 4, 'noise_dim': 8})
   supervised = run_config.RunConfig.create(
       mode='supervised', batch_size=4, steps=2, seed=3,
@@ -77,7 +77,7 @@ def test_from_model_dir_ignores_and_keeps_the_process_gin_configuration(tmp_path
     assert gin.config_str() == ''  # Reading the run left no binding behind.
     gin.parse_config(['build_critic.width = 0.5', "build_critic.normalization = 'layer_norm'",
                       'build_critic.leaky_relu_slope = 0.5', "train.mode = 'ssl'",
-                      'train.constraints = [@Fisher()]', 'train.steps = 1',
+                      'ssl.constraints = [@Fisher()]', 'train.steps = 1',
                       "build_ssl_data.dataset = 'cifar10'"])
     before = gin.config_str()
     config, fake_logit, class_logits = _critic_outputs(model_dir)

@@ -9,10 +9,10 @@ def test_bound_value_reads_bindings_and_defaults():
   gin.clear_config()
   try:
     with gin.unlock_config():
-      gin.parse_config(['train.steps = 7', "train.formulation = 'kplus1_entropy'"])
+      gin.parse_config(['train.steps = 7', "ssl.formulation = 'kplus1_entropy'"])
     assert run_record.bound_value('train.steps') == 7
-    assert run_record.bound_value('train.formulation', 'kplus1') == 'kplus1_entropy'
-    assert run_record.bound_value('train.lambda_ce') is None
-    assert run_record.bound_value('train.lambda_ce', 1.5) == 1.5
+    assert run_record.bound_value('ssl.formulation', 'kplus1') == 'kplus1_entropy'
+    assert run_record.bound_value('ssl.lambda_ce') is None
+    assert run_record.bound_value('ssl.lambda_ce', 1.5) == 1.5
   finally:
     gin.clear_config()

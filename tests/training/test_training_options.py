@@ -21,7 +21,7 @@ def test_early_stopping_stops_after_the_patience_and_the_minimum(tmp_path):
   model_dir = str(tmp_path / 'run')
   # A learning rate of 0 keeps the weights: the first evaluation (step 2) stays the best.
   bindings = runs.tiny_bindings(data_dir, **{
-      'train.mode': "'supervised'", 'train.constraints': '[]', 'train.steps': 40,
+      'train.mode': "'supervised'", 'ssl.constraints': '[]', 'train.steps': 40,
       'train.critic_learning_rate': 0.0, 'train.early_stopping_patience': 4,
       'train.early_stopping_min_steps': 10})
   result = runs.run_train(model_dir, bindings)
@@ -43,7 +43,7 @@ def test_averaged_critic_is_evaluated_checkpointed_and_restored(tmp_path):
   data_dir = runs.make_data(tmp_path / 'data')
   model_dir = str(tmp_path / 'run')
   bindings = runs.tiny_bindings(data_dir, **{'train.critic_ema_decay': 0.5,
-                                             'train.ipm_rampup_updates': 3})
+                                             'ssl.ipm_rampup_updates': 3})
   result = runs.run_train(model_dir, bindings)
   assert result.returncode == 0, result.stderr[-2000:]
   values = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', 'ckpt-4'))
@@ -82,9 +82,10 @@ def test_training_length_in_critic_updates():
   data = types.SimpleNamespace(labeled_images=[0] * 100, unlabeled_images=[0] * 1000)
 
   def length(mode='ssl', n_c=2, **bindings):
+    settings = {'constraints': [fisher.Fisher()], 'critic_iterations': n_c}
     return trainer.training_length(data, run_config.RunConfig.create(
-        mode=mode, constraints=[fisher.Fisher()], batch_size=64, critic_iterations=n_c,
-        epochs=350, critic_updates=1800, **bindings))
+        mode=mode, settings=settings if mode == 'ssl' else {}, batch_size=64, epochs=350,
+        critic_updates=1800, **bindings))
   for n_c, steps in ((1, 1800), (2, 900), (5, 360), (7, 258)):
     assert (length(n_c=n_c).total_steps, length(n_c=n_c).iterations_per_step) == (steps, n_c)
   assert length('supervised', 5).total_steps == 1800
@@ -106,7 +107,7 @@ def test_scale_penalty_weights_keeps_ratios_and_leaves_other_constraints():
 
 def test_scales_and_critic_updates_in_a_run(tmp_path):
   """The learning rates a run uses are the bound ones times train.learning_rate_scale, its ρ
-  the bound ones times train.constraint_penalty_scale; 7 critic updates at n_c = 2 are 4
+  the bound ones times ssl.constraint_penalty_scale; 7 critic updates at n_c = 2 are 4
   steps."""
   from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
   data_dir = runs.make_data(tmp_path / 'data')
@@ -114,7 +115,7 @@ def test_scales_and_critic_updates_in_a_run(tmp_path):
   bindings = runs.tiny_bindings(data_dir, **{
       'train.steps': None, 'train.critic_updates': 7, 'train.log_every': 1,
       'train.critic_learning_rate': 2e-4, 'train.generator_learning_rate': 1e-4,
-      'train.learning_rate_scale': 5.0, 'train.constraint_penalty_scale': 1000.0,
+      'train.learning_rate_scale': 5.0, 'ssl.constraint_penalty_scale': 1000.0,
       'Fisher.penalty_weight': 1e-7})
   result = runs.run_train(model_dir, bindings)
   assert result.returncode == 0, result.stderr[-2000:]

@@ -22,7 +22,18 @@ def _assert_user_error(result, *fragments):
 
 def test_bad_gin_binding(data_dir, tmp_path):
   result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(data_dir) + ['train.stepz = 3'])
+  _assert_user_error(result, "error: unknown train binding(s) ['stepz'] (did you mean "
+                     'train.steps?)')
+  result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(data_dir) + ['ssl.stepz = 3'])
   _assert_user_error(result, "doesn't have a parameter named 'stepz'")
+
+
+def test_a_semi_supervised_setting_bound_at_its_old_place(data_dir, tmp_path):
+  result = runs.run_train(str(tmp_path / 'm'),
+                          runs.tiny_bindings(data_dir) + ["train.formulation = 'plain'"])
+  _assert_user_error(result, 'error: train.formulation is now a setting of the algorithm: '
+                     'bind ssl.formulation instead')
+  assert not os.path.exists(tmp_path / 'm')
 
 
 def test_bad_gin_file_path(data_dir, tmp_path):
@@ -48,7 +59,7 @@ def test_impossible_label_count(data_dir, tmp_path):
 
 def test_constraint_on_missing_component(data_dir, tmp_path):
   result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(
-      data_dir, **{'train.formulation': "'plain'", 'Fisher.component': "'f_neg'"}))
+      data_dir, **{'ssl.formulation': "'plain'", 'Fisher.component': "'f_neg'"}))
   _assert_user_error(result, "'plain' formulation does not have")
 
 

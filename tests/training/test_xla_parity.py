@@ -16,10 +16,10 @@ from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
+from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import semi_supervised
-from tf_ipmssl.training import steps as steps_lib
 
 
 @pytest.fixture
@@ -51,9 +51,10 @@ def test_jit_compiled_gradients_match_plain_gradients(normalization):
   gradients = {}
   for jit in (False, True):
     steps = semi_supervised.SemiSupervised(
-        steps_lib.StepConfig.of(run_config.RunConfig.create(
-            formulation='kplus1', constraints=constraints, lambda_ce=1.5, batch_size=8,
-            critic_iterations=1, seed=3, jit_compile=jit, steps=1)),
+        algorithms.StepConfig.of(run_config.RunConfig.create(
+            settings=dict(formulation='kplus1', constraints=constraints, lambda_ce=1.5,
+                          critic_iterations=1),
+            batch_size=8, seed=3, jit_compile=jit, steps=1)),
         strategy=tf.distribute.get_strategy(), critic=critic, generator=generator,
         critic_optimizer=None, generator_optimizer=None, multipliers=multipliers,
         counters=counters)

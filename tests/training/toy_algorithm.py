@@ -6,22 +6,24 @@ Minimization", 2005) trains the critic's classifier S(Φ(x)) on
   CE(x_l, y_l) + β · H(softmax(S(Φ(x_u)))),
 
 the labeled cross-entropy plus the mean prediction entropy on the unlabeled images; there is
-no generator and no constraint. It uses the pieces every algorithm shares (steps.py) and
-writes its own iteration. A library module decorates its class with `@algorithms.register`;
-here the class is registered by the module a gin file imports (register_toy_algorithm.py),
-so that this test process registers it only for the block that needs it
-(`algorithms.registered`). A gin file uses it with
+no generator and no constraint. It uses the pieces every algorithm shares
+(algorithms.Algorithm) and writes its own iteration. β is its own setting (`Settings`),
+bound in gin as `entropy_minimization.beta`. A library module decorates its class with
+`@algorithms.register`; here the class is registered by the module a gin file imports
+(register_toy_algorithm.py), so that this test process registers it only for the block that
+needs it (`algorithms.registered`). A gin file uses it with
 
   import tests.training.register_toy_algorithm
   train.mode = 'entropy_minimization'
+  entropy_minimization.beta = 0.3
 """
+import dataclasses
+
 import tensorflow as tf
 
+from tf_ipmssl import errors
 from tf_ipmssl.objectives import global_moments
 from tf_ipmssl.training import algorithms
-from tf_ipmssl.training import steps
-
-ENTROPY_WEIGHT = 0.3
 
 
 class EntropyMinimization(algorithms.Algorithm):
@@ -29,6 +31,14 @@ class EntropyMinimization(algorithms.Algorithm):
   name = 'entropy_minimization'
   reads = ('labeled', 'unlabeled')
   epoch_set = 'unlabeled'
+
+  @dataclasses.dataclass(frozen=True)
+  class Settings:
+    beta: float = 0.3  # β, the weight of the entropy term.
+
+  @classmethod
+  def check_settings(cls, settings):
+    errors.check_number(f'{cls.name}.beta', settings.beta, low=0.0)
 
   def __init__(self, config, **run_pieces):
     super().__init__(config, **run_pieces)
@@ -40,8 +50,8 @@ class EntropyMinimization(algorithms.Algorithm):
       ce, _ = self.labeled_cross_entropy(x_labeled, y_labeled)
       logits = tf.cast(self.critic.classify(x_unlabeled, training=True), tf.float32)
       log_p = tf.nn.log_softmax(logits)
-      entropy = -tf.reduce_sum(tf.exp(log_p) * log_p) / self.run.loop.batch_size
-      loss = self.scaled(self.critic_optimizer, ce + ENTROPY_WEIGHT * entropy)
+      entropy = -tf.reduce_sum(tf.exp(log_p) * log_p) / self.run_config.loop.batch_size
+      loss = self.scaled(self.critic_optimizer, ce + self.settings.beta * entropy)
     grads = tape.gradient(loss, self.variables)
     return grads, ce, entropy
 
@@ -49,7 +59,7 @@ class EntropyMinimization(algorithms.Algorithm):
     grads, ce, entropy = self._gradients(x_labeled, y_labeled, x_unlabeled)
     self.critic_optimizer.apply_gradients(zip(grads, self.variables))
     ce, entropy = global_moments.replica_all_reduce_sum((ce, entropy))
-    return {'ce': ce, 'entropy': entropy, 'grad_norm/critic': steps.global_norm(grads)}
+    return {'ce': ce, 'entropy': entropy, 'grad_norm/critic': algorithms.global_norm(grads)}
 
   def train_iteration(self, labeled_iterator, unlabeled_iterator):
     x_labeled, y_labeled = next(labeled_iterator)

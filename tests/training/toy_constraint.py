@@ -11,7 +11,7 @@ a gin file imports (register_toy_constraint.py), so that this test process regis
 for the block that needs it (`constraint.registered`). A gin file uses it with
 
   import tests.training.register_toy_constraint
-  train.constraints = [@ToyCentering()]
+  ssl.constraints = [@ToyCentering()]
 """
 import dataclasses
 

@@ -39,6 +39,16 @@ class BenchmarkConfig:
   learning_rate: float = 2e-4
 
   @property
+  def settings(self) -> dict:
+    """The settings of the algorithm a training config runs (train.mode = its kind): for
+    SSL the paper's K+1 objective with λ_CE 1.5, its constraints and n_c; none for
+    SUPERVISED."""
+    if self.kind != SSL:
+      return {}
+    return dict(formulation='kplus1', constraints=self.constraints, lambda_ce=1.5,
+                critic_iterations=self.critic_iterations)
+
+  @property
   def constraints(self):
     """The Constraint objects of the objective (docs/algorithm.md#constraints)."""
     # pylint: disable=g-import-not-at-top  (TensorFlow loads only when a config is built)

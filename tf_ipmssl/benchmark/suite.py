@@ -79,14 +79,13 @@ def synthetic_data(seed=0, num_images=NUM_SYNTHETIC_IMAGES):
 
 
 def run_config(config, variant, options) -> run_config_lib.RunConfig:
-  """The RunConfig of a benchmark config: K+1, λ_CE 1.5, the config's constraints, learning
-  rate and n_c, the variant's precision and XLA setting, the options' batch, seed and critic
-  width, the config's normalization."""
+  """The RunConfig of a benchmark config: its algorithm and settings (configs.py: for SSL
+  K+1, λ_CE 1.5, the config's constraints and n_c) and learning rate, the variant's precision
+  and XLA setting, the options' batch, seed and critic width, the config's normalization."""
   return run_config_lib.RunConfig.create(
-      mode='ssl' if config.kind == configs_lib.SSL else 'supervised', formulation='kplus1',
-      constraints=config.constraints, lambda_ce=1.5, batch_size=options.batch_size,
-      critic_iterations=config.critic_iterations, steps=1, seed=options.seed,
-      critic_learning_rate=config.learning_rate, generator_learning_rate=config.learning_rate,
+      mode=config.kind, settings=config.settings, batch_size=options.batch_size,
+      steps=1, seed=options.seed, critic_learning_rate=config.learning_rate,
+      generator_learning_rate=config.learning_rate,
       jit_compile=variant.jit_compile,
       mixed_precision=None if variant.precision == 'float32' else variant.precision,
       critic={'normalization': config.normalization, 'width': options.width})
@@ -100,11 +99,13 @@ def build_networks(config, variant, options) -> run_lib.Run:
         run_config(config, variant, options), num_classes=NUM_CLASSES, image_shape=IMAGE_SHAPE)
 
 
-def build_training_steps(variant, nets, critic_iterations):
-  """The run's algorithm steps (Run.training_steps) on the default (single-device) strategy, at `critic_iterations`
-  and the variant's critic forward."""
-  return nets.training_steps(critic_iterations=critic_iterations,
-                             critic_forward=variant.forward)
+def build_training_steps(variant, nets, **settings):
+  """The run's algorithm steps (Run.training_steps) on the default (single-device) strategy,
+  with the variant's critic forward and the algorithm's settings changed by `settings`
+  (ssl's critic_iterations)."""
+  return nets.training_steps(
+      critic_forward=variant.forward,
+      settings=dataclasses.replace(nets.config.objective.settings, **settings))
 
 
 def _streams(data, options):
@@ -173,7 +174,7 @@ def _prepare_ssl(config, variant, options, data, stack):
 def _prepare_supervised(config, variant, options, data, stack):
   del stack
   nets = build_networks(config, variant, options)
-  steps = build_training_steps(variant, nets, critic_iterations=1)
+  steps = build_training_steps(variant, nets)
   labeled, _ = _streams(data, options)
   critic_cost, _ = _costs(nets)
   count = _both(flops.supervised_step_flops(critic_cost, options.batch_size))

@@ -20,7 +20,7 @@ only call them. A new constraint is one module: a subclass of `Constraint` decor
 `@register`, which lists it under its class name: in the error messages, in a run's
 run_config.json (`{'type': name, fields...}`, rebuilt by `get(name)`) and, through the
 programs' gin boundary (tf_ipmssl/configurables.py, which follows the registry with
-`when_registered`), in gin (`train.constraints = [@MyConstraint()]`). A name is registered
+`when_registered`), in gin (`ssl.constraints = [@MyConstraint()]`). A name is registered
 once: a second class of the same name is refused. `registered(cls)` registers a class for
 the duration of a `with` block only (tests). This module does not import gin.
 """
@@ -140,7 +140,7 @@ class AugmentedLagrangianConstraint(Constraint):
 
 def scale_penalty_weights(constraints, scale):
   """The constraints with every augmented-Lagrangian penalty weight ρ multiplied by `scale`
-  (`train.constraint_penalty_scale`); other constraints (GP's λ_GP, clipping) unchanged."""
+  (`ssl.constraint_penalty_scale`); other constraints (GP's λ_GP, clipping) unchanged."""
   return tuple(
       dataclasses.replace(c, penalty_weight=c.penalty_weight * scale)
       if isinstance(c, AugmentedLagrangianConstraint) and scale != 1.0 else c
@@ -205,7 +205,7 @@ def validate_constraints(formulation: str, constraints) -> tuple:
   if not constraints:
     raise errors.ConfigError(
         'the critic has no constraint: an unconstrained IPM critic is unbounded. Bind e.g. '
-        "`train.constraints = [@Fisher()]` (see gin/README.md)")
+        "`ssl.constraints = [@Fisher()]` (see gin/README.md)")
   allowed = formulations.available_components(formulation)
   names = set()
   for constraint in constraints:

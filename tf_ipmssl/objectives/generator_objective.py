@@ -48,7 +48,7 @@ def feature_matching_objective(critic, x_real, x_fake, *, global_batch_size, tra
 
 @dataclasses.dataclass(frozen=True)
 class GeneratorLoss:
-  """A generator loss (train.generator_loss names it): called in a replica's context inside
+  """A generator loss (ssl.generator_loss names it): called in a replica's context inside
   the generator's gradient tape, returns (this replica's surrogate loss, whose gradients sum
   to ∇L_G over replicas; this replica's share of the logged L_G, summed over replicas)."""
   name = 'generator_loss'
@@ -90,8 +90,8 @@ GENERATOR_LOSSES = {loss.name: loss for loss in (IPMGeneratorLoss(), FeatureMatc
 
 
 def get_generator_loss(name) -> GeneratorLoss:
-  """The generator loss bound as train.generator_loss; a ConfigError for an unknown name."""
+  """The generator loss bound as ssl.generator_loss; a ConfigError for an unknown name."""
   if name not in GENERATOR_LOSSES:
-    raise errors.ConfigError(f'train.generator_loss = {name!r} is not one of '
+    raise errors.ConfigError(f'ssl.generator_loss = {name!r} is not one of '
                              f'{list(GENERATOR_LOSSES)}')
   return GENERATOR_LOSSES[name]

@@ -1,7 +1,7 @@
 """A ramp-up of the IPM term's weight in the critic's loss (an option; not in the paper).
 
 The critic minimises −w(t)·(E_P f − E_Q f) + constraints + λ_CE·CE, with t the critic
-update (0, 1, …) and T = `train.ipm_rampup_updates`:
+update (0, 1, …) and T = `ssl.ipm_rampup_updates`:
 
   w(t) = exp(−5 (1 − t/T)²)  for t < T,   1 afterwards
 

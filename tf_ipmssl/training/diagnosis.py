@@ -1,8 +1,9 @@
 """Where the critic's update comes from, checkpoint by checkpoint (bin/diagnose).
 
-For each saved checkpoint of an SSL run, on a few fixed batches (labeled, unlabeled, noise)
-and in training mode (dropout on, as in the update), the gradient of −L_D on the body Φ's
-weights is split into its three terms:
+For each saved checkpoint of a run whose algorithm splits its critic's gradient
+(algorithms.Algorithm.splits_critic_gradient: ssl), on a few fixed batches (labeled,
+unlabeled, noise) and in training mode (dropout on, as in the update), the gradient of −L_D
+on the body Φ's weights is split into its three terms:
 
   IPM:         −(E_P f − E_Q f)
   CE:          λ_CE · CE(S(Φ(x_l)), y_l)
@@ -28,6 +29,7 @@ from tf_ipmssl.data import ssl_data
 from tf_ipmssl.objectives import critic_objective as critic_objective_lib
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.objectives import ipm_rampup
+from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import run as run_lib
 
@@ -60,12 +62,13 @@ def _without_weight(constraint):
 def _gradient(critic, variables, batch, x_q, config, constraints, lambda_ce, multipliers,
               ipm_weight):
   x_l, y_l, x_p, _ = batch
+  settings = config.objective.settings
   with tf.GradientTape() as tape:
     result = critic_objective_lib.critic_objective(
-        critic, x_l, y_l, x_p, x_q, formulation=config.objective.formulation,
+        critic, x_l, y_l, x_p, x_q, formulation=settings.formulation,
         constraints=constraints, multipliers=multipliers, lambda_ce=lambda_ce,
         global_batch_size=config.loop.batch_size,
-        reference_pairwise_f=config.objective.reference_pairwise_f, training=True,
+        reference_pairwise_f=settings.reference_pairwise_f, training=True,
         ipm_weight=ipm_weight)
   return tape.gradient(result.surrogate_loss, variables), result.values
 
@@ -82,8 +85,8 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_
   critic update (`critic_iteration` updates done): w = ipm_rampup.rampup_weight, reported as
   'ipm_weight'.
   """
-  objective = config.objective
-  ipm_weight = ipm_rampup.rampup_weight(critic_iteration, objective.ipm_rampup_updates)
+  objective, settings = config.objective, config.objective.settings
+  ipm_weight = ipm_rampup.rampup_weight(critic_iteration, settings.ipm_rampup_updates)
   variables = critic.body.trainable_variables
   zeroed = tuple(_without_weight(c) for c in objective.constraints)
   zero_multipliers = {k: 0.0 for k in multipliers}
@@ -93,8 +96,8 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_
     x_q = tf.cast(generator(batch[3], training=True), tf.float32)
     outs = []
     for constraints, lambda_ce, lambdas in (
-        (zeroed, 0.0, zero_multipliers), (zeroed, objective.lambda_ce, zero_multipliers),
-        (objective.constraints, objective.lambda_ce, multipliers)):
+        (zeroed, 0.0, zero_multipliers), (zeroed, settings.lambda_ce, zero_multipliers),
+        (objective.constraints, settings.lambda_ce, multipliers)):
       for k, v in critic.dropout_rng.states.items():
         v.assign(states[k])
       grads, values = _gradient(critic, variables, batch, x_q, config, constraints,
@@ -106,10 +109,10 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_
     norms = [float(np.linalg.norm(g)) for g in (g_ipm, g_ce, g_con)]
     fake_logit, class_logits = critic(batch[2], training=False)
     f_real = formulations.critic_outputs(
-        fake_logit, class_logits, objective.formulation).f
+        fake_logit, class_logits, settings.formulation).f
     fake_logit, class_logits = critic(x_q, training=False)
     f_fake = formulations.critic_outputs(
-        fake_logit, class_logits, objective.formulation).f
+        fake_logit, class_logits, settings.formulation).f
     row = {'grad_norm/ipm': norms[0], 'grad_norm/ce': norms[1], 'grad_norm/constraints': norms[2],
            'cos_ipm_ce': float(g_ipm @ g_ce / max(norms[0] * norms[1], 1e-30)),
            'mean_f_real': float(tf.reduce_mean(f_real)),
@@ -132,8 +135,11 @@ def diagnose_run(model_dir, num_batches=4):
   The run is rebuilt from its run_config.json; the process's gin configuration is not used.
   """
   run = run_lib.Run.from_model_dir(model_dir)
-  if not run.config.objective.algorithm.trains_generator:
-    raise errors.UserError(f'{model_dir} is a supervised run: there is no IPM term to split')
+  if not run.config.objective.algorithm.splits_critic_gradient:
+    splitting = [name for name in algorithms.registered_names()
+                 if algorithms.get_algorithm(name).splits_critic_gradient]
+    raise errors.UserError(f'{model_dir} is a {run.config.mode} run: its algorithm has no IPM '
+                           f'term to split (bin/diagnose splits runs of {splitting})')
   data = ssl_data.build_ssl_data(**run.config.data)
   state = tf.train.get_checkpoint_state(run.manager.directory)
   if state is None:

@@ -1,18 +1,19 @@
 """A run's hyperparameters and final metrics in TensorBoard's HParams dashboard.
 
-A finished run writes one HParams session into MODEL_DIR/hparams/: the hyperparameters
-that tell the paper's cells and seeds apart (the cell and preset gin files, the algorithm,
-formulation, IPM, its constraints and the critic output each acts on, normalization, λ_CE,
-the seeds, the label count and the preset's scales) and the run's final numbers as
-scalars. `tensorboard --logdir SWEEP_ROOT` then shows every finished run of a sweep as one
-row of the HParams dashboard's table (sortable by any column) and as a line of its parallel
-coordinates view.
+A finished run writes one HParams session into MODEL_DIR/hparams/: the hyperparameters that
+tell the paper's cells and seeds apart (the cell and preset gin files, the algorithm, IPM,
+its constraints and the critic output each acts on, normalization, the seeds, the label
+count, the preset's scale, and the algorithm's own settings by gin name: `ssl.formulation`,
+`ssl.lambda_ce`, ...) and the run's final numbers as scalars. `tensorboard --logdir
+SWEEP_ROOT` then shows every finished run of a sweep as one row of the HParams dashboard's
+table (sortable by any column) and as a line of its parallel coordinates view.
 
 Everything is read from the run's own records (run_config.json, versions.json's command
 line, metrics.json), so the trainer writes it after its final metrics.json and nothing it
 writes here feeds back into training. `session(...)` takes the same values directly, for
 runs known only from a results table.
 """
+import dataclasses
 import inspect
 import os
 import re
@@ -24,29 +25,27 @@ from tensorboard.plugins.hparams import api as hp
 from tf_ipmssl import run_files
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.training import algorithms
+from tf_ipmssl.training import run_config as run_config_lib
 
-# The hyperparameters (the dashboard sorts its columns by name), with what each one is.
+# The hyperparameters every run has (the dashboard sorts its columns by name), with what
+# each one is; `columns()` adds the algorithms' settings.
 HPARAMS = (
     ('cell', "the paper cell's gin file (gin/<cell>.gin)"),
     ('preset', 'the gin files applied after the cell (a preset)'),
     ('dataset', 'build_ssl_data.dataset'),
     ('labels', 'labeled examples (build_ssl_data.num_labeled; absent: all)'),
-    ('algorithm', "train.mode: 'ssl' or 'supervised'"),
-    ('formulation', 'plain, kplus1 or kplus1_entropy'),
+    ('algorithm', 'train.mode: the registered algorithm (ssl, supervised, ...)'),
     ('ipm', 'the constraints\' IPMs, e.g. Fisher + Sobolev'),
     ('constraints', 'each constraint and the critic output it acts on, e.g. Fisher(f)'),
     ('normalization', 'build_critic.normalization'),
-    ('lambda_ce', 'weight of the labeled cross-entropy'),
     ('seed', 'train.seed (init, shuffling, noise, dropout)'),
     ('split_seed', 'build_ssl_data.split_seed (which examples are labeled)'),
-    ('critic_iterations', 'n_c, critic iterations per generator iteration'),
     ('critic_updates', 'training length in critic updates'),
     ('width', "the critic's width multiplier"),
     ('learning_rate_scale', 'multiplies both learning rates (a preset\'s scale)'),
-    ('constraint_penalty_scale', 'multiplies every ρ (a preset\'s scale)'),
     ('critic_rate', "the critic's learning rate as used"),
     ('critic_ema_decay', "the critic's weight average (absent: none)"),
-    ('ipm_rampup_updates', 'critic updates of the IPM ramp-up (absent: none)'),
 )
 # The metrics: scalar tags of the session's events, with what each one is.
 METRICS = (
@@ -72,10 +71,21 @@ _IPM_NAMES = {'Fisher': 'Fisher', 'Sobolev': 'Sobolev', 'GradientPenalty': 'WGAN
               'WeightClipping': 'WGAN clip'}
 
 
+def columns():
+  """(name, description) of every hyperparameter: HPARAMS, then each setting of each
+  registered algorithm that holds one value (a sequence, such as ssl.constraints, is
+  shown by the 'ipm' and 'constraints' columns), by gin name."""
+  return HPARAMS + tuple(
+      (f'{name}.{f.name}', f"the {name} algorithm's setting {f.name} (gin {name}.{f.name})")
+      for name in algorithms.registered_names()
+      for f in dataclasses.fields(algorithms.get_algorithm(name).Settings)
+      if not isinstance(f.default, (tuple, list)))
+
+
 def experiment_config():
   """The experiment summary: the columns above."""
   return hp.hparams_config(
-      hparams=[hp.HParam(name, description=text) for name, text in HPARAMS],
+      hparams=[hp.HParam(name, description=text) for name, text in columns()],
       metrics=[hp.Metric(name, display_name=name, description=text)
                for name, text in METRICS])
 
@@ -87,7 +97,8 @@ def cell_and_preset(gin_files: Sequence[str]):
 
 
 def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
-  """The hyperparameters of a run from its run_config.json and gin files (None: absent)."""
+  """The hyperparameters of a run from its run_config.json (any format version) and gin
+  files (None: absent)."""
   objective, numerics = run_config['objective'], run_config['numerics']
   loop, optimizers = run_config['loop'], run_config['optimizers']
   bindings = run_config.get('bindings', {})
@@ -96,28 +107,27 @@ def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
   constraints = objective.get('constraints', [])
   cell, preset = cell_and_preset(gin_files)
   ipms = [_IPM_NAMES.get(c['type'], c['type']) for c in constraints]
+  settings = {name: value
+              for name, value in run_config_lib.algorithm_settings_of(run_config).items()
+              if not isinstance(value, (list, dict))}
   return {
       'cell': cell,
       'preset': preset,
       'dataset': data.get('dataset'),
       'labels': data['num_labeled'],
       'algorithm': objective['algorithm'],
-      'formulation': objective['formulation'] if objective['algorithm'] == 'ssl' else None,
       'ipm': ' + '.join(dict.fromkeys(ipms)) or 'none',
       'constraints': ' + '.join(f"{c['type']}({c['component']})" if 'component' in c
                                 else c['type'] for c in constraints) or 'none',
       'normalization': critic['normalization'],
-      'lambda_ce': objective['lambda_ce'],
       'seed': numerics['seed'],
       'split_seed': data['split_seed'],
-      'critic_iterations': loop['critic_iterations'],
       'critic_updates': loop.get('critic_updates'),
       'width': critic['width'],
       'learning_rate_scale': optimizers.get('learning_rate_scale', 1.0),
-      'constraint_penalty_scale': objective.get('constraint_penalty_scale', 1.0),
       'critic_rate': optimizers.get('critic_rate'),
       'critic_ema_decay': numerics.get('critic_ema_decay'),
-      'ipm_rampup_updates': objective.get('ipm_rampup_updates'),
+      **settings,
   }
 
 

@@ -18,7 +18,6 @@ import tensorflow as tf
 from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
-from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import learning_rate_schedule
 from tf_ipmssl.training import random_streams
@@ -203,10 +202,9 @@ class Loop:
     if run.generator_optimizer is not None:
       scalars['learning_rate/generator'] = float(
           run.generator_optimizer.learning_rate.numpy())
-    ipm_weight = ipm_rampup.rampup_weight(run.state.counters['critic_iteration'],
-                                          self.config.objective.ipm_rampup_updates)
-    if ipm_weight is not None:
-      scalars['ipm_weight'] = float(ipm_weight)
+    objective = self.config.objective
+    scalars.update(objective.algorithm.state_scalars(
+        objective.settings, run.state.counters['critic_iteration']))
     return scalars
 
   @_charged_to('checkpoints')

@@ -27,11 +27,11 @@ from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
+from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import checkpoint_integrity
 from tf_ipmssl.training import optimizers
 from tf_ipmssl.training import run_config as run_config_lib
 from tf_ipmssl.training import run_record
-from tf_ipmssl.training import steps as steps_lib
 from tf_ipmssl.training import weight_averaging
 
 CHECKPOINTS = ('latest', 'best')
@@ -220,9 +220,9 @@ class Run:
 
   def training_steps(self, strategy=None, **changes):
     """The run's algorithm (an algorithms.Algorithm, made here) that updates this run;
-    `changes`: steps.StepConfig fields to override (the benchmark's n_c and forward)."""
+    `changes`: algorithms.StepConfig fields to override (the benchmark's n_c and forward)."""
     return self.config.objective.algorithm(
-        steps_lib.StepConfig.of(self.config, **changes),
+        algorithms.StepConfig.of(self.config, **changes),
         strategy=strategy or tf.distribute.get_strategy(), critic=self.critic,
         generator=self.generator, critic_optimizer=self.critic_optimizer,
         generator_optimizer=self.generator_optimizer, multipliers=self.state.multipliers,

@@ -3,17 +3,19 @@
 gin is the user's interface; a program reads it once, at its boundary, into a RunConfig
 that everything below receives explicitly (nothing below reads gin). `train_bindings` is the
 gin configurable `train` (every `train.*` name of the gin files): calling it returns the
-bound values, nothing else; the builders' settings (`build_ssl_data.*`, `build_critic.*`,
-`build_generator.*`, `make_strategy.*`) are read the same way (gin_settings.py, registered
-by tf_ipmssl/configurables.py).
+bound values, nothing else; the algorithm's own settings (`ssl.*`: algorithms.py) and the
+builders' settings (`build_ssl_data.*`, `build_critic.*`, `build_generator.*`,
+`make_strategy.*`) are read the same way (gin_settings.py, registered by
+tf_ipmssl/configurables.py).
 `RunConfig.from_bindings` checks every train field (types, ranges, choices, the training
-length, early stopping) and groups them:
+length, early stopping), has the algorithm check its settings, and groups them:
 
-- `objective`: the algorithm (train.mode), formulation, constraints (validated, with
-  train.constraint_penalty_scale applied), λ_CE, generator loss, ramp-up, weight decay;
+- `objective`: the algorithm (train.mode), its settings (algorithms.Algorithm.Settings),
+  the critic constraints it uses (its `constraints(settings)`: for ssl validated, with
+  ssl.constraint_penalty_scale applied), the weight decays;
 - `optimizers`: optimizer, learning rates (with train.learning_rate_scale applied) and their
   schedule, Adam's settings;
-- `loop`: batch, n_c, length, the log/eval/checkpoint/sample periods, early stopping,
+- `loop`: batch, length, the log/eval/checkpoint/sample periods, early stopping,
   evaluation batch, export, baseline;
 - `numerics`: seed, XLA, mixed precision, op determinism, the critic's weight average;
 - `data`, `critic`, `generator`, `distribution`: the builders' keyword arguments, every
@@ -24,42 +26,43 @@ it parsed (bin/train, before it touches the model dir); `RunConfig.create(...)` 
 without gin. `to_json()` is what the run records beside config.gin (run_config.json) and
 `from_json(...)` rebuilds the configuration from it, validated again, without gin
 (run.run_config_of: evaluate, export, diagnose, a resume's identity check).
-run_config.json (format version 2, `FORMAT_VERSION`) holds:
+run_config.json (format version 3, `FORMAT_VERSION`) holds:
 
-- 'train': the train bindings as given (constraints as {'type': class name, 'name', and
-  their fields}, unscaled), what `from_json` rebuilds the run from;
-- 'bindings': the builders' settings, by gin name ('build_critic': {...}, ...), every one;
-- 'objective', 'optimizers', 'loop', 'numerics': the grouped fields as used (scaled
+- 'train': the train bindings as given, what `from_json` rebuilds the run from;
+- 'bindings': the algorithm's settings as given, under its name ('ssl': {...}; constraints
+  as {'type': class name, 'name', and their fields}, unscaled), and the builders' settings,
+  by gin name ('build_critic': {...}, ...), every one;
+- 'objective', 'optimizers', 'loop', 'numerics': the grouped fields as used (the scaled
   constraints, 'critic_rate' and 'generator_rate'), for readers (hparams.py, tables).
 
-A file without 'format_version' is of version 1 (written before the version and 'train'
-existed): it is rebuilt from its groups, where every train binding is a field (mode is
-objective.algorithm, the constraints as bound objective.bound_constraints). Non-finite
-floats are written as their repr ('inf', '-inf', 'nan') and tuples as lists.
+Versions 1 and 2 held the semi-supervised settings among the train bindings
+(`LEGACY_TRAIN_SETTINGS`); `from_json` maps those onto the settings of the run's algorithm
+(those it has; a supervised run had them unused). Version 2 wrote 'train' (every train
+binding) and the builders' 'bindings'. A file without 'format_version' is of version 1
+(written before the version and 'train' existed): it is rebuilt from its groups, where every
+train binding is a field (mode is objective.algorithm, the constraints as bound
+objective.bound_constraints). Non-finite floats are written as their repr ('inf', '-inf',
+'nan') and tuples as lists.
 
 The `train.*` bindings (gin names; defaults in `_train_bindings`):
 
-  mode: 'ssl' (the IPM GAN, docs/algorithm.md#training-loop), 'supervised' (the
-    critic CNN with CE only, paper Appendix C; bind build_ssl_data.num_labeled = None for
-    all labels), or the name of another registered algorithm (algorithms.py).
-  formulation: 'plain', 'kplus1' or 'kplus1_entropy' (docs/algorithm.md#formulations).
-  constraints: e.g. [@Fisher(), @Sobolev()] (docs/algorithm.md#constraints, placement via
-    `component`).
-  lambda_ce: weight of the labeled cross-entropy (1.5 for K+1, 0.1 for plain).
-  reference_pairwise_f: reproduce the released code's broadcast f
-    (docs/algorithm.md#pairwise-f).
+  mode: 'ssl' (the IPM GAN, docs/algorithm.md#training-loop; its settings are `ssl.*`,
+    semi_supervised.py), 'supervised' (the critic CNN with CE only, paper Appendix C; bind
+    build_ssl_data.num_labeled = None for all labels), or the name of another registered
+    algorithm (algorithms.py).
   batch_size: global batch of each of the labeled, unlabeled and generated batches.
-  critic_iterations: n_c critic iterations per generator iteration.
   epochs: passes of the critic iterations over the unlabeled set (supervised: over the
     labeled set). `critic_updates` overrides it, and `steps` (generator iterations;
     supervised: updates) overrides both.
   critic_updates: the training length in critic updates (SSL: steps = critic_updates / n_c,
     rounded up; supervised: steps = critic_updates), so that cells with different n_c train
     on the same number of batches, as with `epochs`.
+  critic_learning_rate / generator_learning_rate: the optimizers' learning rates (the
+    generator's where the algorithm trains one).
+  weight_decay_phi_s / weight_decay_v: the coupled weight decay of the critic's body and
+    classifier head (Φ, S) and of its fake-logit vector V (where the algorithm trains V).
   learning_rate_scale: multiplies both learning rates (1 in the paper's cells; a short-budget
     preset keeps each cell's rates and their ratios, gin/presets/).
-  constraint_penalty_scale: multiplies every augmented-Lagrangian penalty weight ρ (Fisher,
-    Sobolev; not λ_GP or the clip value), keeping the ratios between them.
   adam_epsilon / adam_epsilon_placement: Adam's ε and where it is added:
     'bias_corrected' (PyTorch's Adam, the released code; the default) or 'keras'
     (keras.optimizers.Adam, ε on the uncorrected √v).
@@ -79,10 +82,6 @@ The `train.*` bindings (gin names; defaults in `_train_bindings`):
   early_stopping_patience: None (train all the steps), or stop once the validation
     error has not improved for this many steps (checked at evaluations; needs a validation
     split), but not before `early_stopping_min_steps`. `steps`/`epochs` is then the maximum.
-  generator_loss: 'ipm' (the paper: −E_Q f) or 'feature_matching' (an option:
-    ‖E_P Φ − E_Q Φ‖², generator_objective.feature_matching_objective).
-  ipm_rampup_updates: None (the paper), or T: the IPM term of the critic's loss is
-    weighted by exp(−5 (1 − t/T)²) over the first T critic updates (ipm_rampup.py).
   baseline: None, or (runs.csv of a bin/sweep results table, baseline cell id[, recipe
     cell id]): the final line shows the baseline's run on the same labels and the cells'
     means beside this run's result (baseline.py).
@@ -90,6 +89,7 @@ The `train.*` bindings (gin names; defaults in `_train_bindings`):
     an exponential moving average of the critic's weights (weight_averaging.py).
 """
 import dataclasses
+import difflib
 import inspect
 import math
 from typing import Any, Mapping, Optional, Tuple
@@ -102,8 +102,6 @@ from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import constraint as constraint_lib
-from tf_ipmssl.objectives import formulations
-from tf_ipmssl.objectives import generator_objective
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import baseline as baseline_lib
 from tf_ipmssl.training import distribution as distribution_lib
@@ -120,7 +118,13 @@ from tf_ipmssl.training import supervised
 
 MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
 # The layout of run_config.json that to_json writes (see the module doc).
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+# The train bindings of versions 1 and 2 that are now the semi-supervised algorithm's
+# settings (semi_supervised.SemiSupervised.Settings): a binding `train.<name>` is refused
+# with the algorithm's name for it, and an old record's are mapped onto its settings.
+LEGACY_TRAIN_SETTINGS = ('formulation', 'constraints', 'lambda_ce', 'reference_pairwise_f',
+                         'critic_iterations', 'generator_loss', 'ipm_rampup_updates',
+                         'constraint_penalty_scale')
 # The builders' settings a run holds besides train's: (RunConfig field,
 # builder_settings.Settings).
 BUILDERS = (('data', ssl_data.SETTINGS), ('critic', critic_lib.SETTINGS),
@@ -128,12 +132,7 @@ BUILDERS = (('data', ssl_data.SETTINGS), ('critic', critic_lib.SETTINGS),
 
 
 def _train_bindings(mode='ssl',
-                    formulation='kplus1',
-                    constraints=gin.REQUIRED,
-                    lambda_ce=1.5,
-                    reference_pairwise_f=False,
                     batch_size=64,
-                    critic_iterations=2,
                     epochs=None,
                     steps=None,
                     critic_updates=None,
@@ -163,35 +162,32 @@ def _train_bindings(mode='ssl',
                     early_stopping_patience=None,
                     early_stopping_min_steps=0,
                     baseline=None,
-                    ipm_rampup_updates=None,
-                    generator_loss='ipm',
                     learning_rate_scale=1.0,
-                    constraint_penalty_scale=1.0):
-  """The `train.*` bindings as a dict (each is documented in the module doc)."""
-  return dict(locals())
+                    **moved):
+  """The `train.*` bindings as a dict (each is documented in the module doc); `moved`:
+  bindings of other names, which `_check` refuses (an algorithm's setting bound at its old
+  place gets the name it has now)."""
+  bindings = dict(locals())
+  del bindings['moved']
+  return dict(bindings, **moved)
 
 
 train_bindings = gin.configurable('train')(_train_bindings)
 
 
 def default_bindings():
-  """Every train binding at its default (constraints: none)."""
-  return {name: (() if p.default is gin.REQUIRED else p.default)
-          for name, p in inspect.signature(_train_bindings).parameters.items()}
+  """Every train binding at its default."""
+  return {name: p.default for name, p in inspect.signature(_train_bindings).parameters.items()
+          if p.kind is not inspect.Parameter.VAR_KEYWORD}
 
 
 @dataclasses.dataclass(frozen=True)
 class ObjectiveConfig:
   algorithm: type  # The algorithms.Algorithm subclass train.mode names.
-  formulation: str
-  constraints: Tuple[constraint_lib.Constraint, ...]
-  lambda_ce: float
-  reference_pairwise_f: bool
-  generator_loss: generator_objective.GeneratorLoss
-  ipm_rampup_updates: Optional[int]
+  settings: Any  # Its Settings, validated.
+  constraints: Tuple[constraint_lib.Constraint, ...]  # algorithm.constraints(settings).
   weight_decay_phi_s: float
   weight_decay_v: float
-  constraint_penalty_scale: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,7 +215,6 @@ class OptimizerConfig:
 @dataclasses.dataclass(frozen=True)
 class LoopConfig:
   batch_size: int
-  critic_iterations: int
   epochs: Optional[float]
   steps: Optional[int]
   critic_updates: Optional[int]
@@ -255,17 +250,17 @@ _GROUPS = (('objective', ObjectiveConfig), ('optimizers', OptimizerConfig),
 # (integer, optional, lowest value) of the numeric bindings.
 _NUMBERS = {
     'steps': (True, True, 1), 'epochs': (False, True, 0.0), 'critic_updates': (True, True, 1),
-    'learning_rate_scale': (False, False, 0.0), 'constraint_penalty_scale': (False, False, 0.0),
+    'learning_rate_scale': (False, False, 0.0),
     'critic_learning_rate': (False, False, 0.0), 'generator_learning_rate': (False, False, 0.0),
-    'lambda_ce': (False, False, 0.0), 'adam_beta1': (False, False, 0.0),
+    'adam_beta1': (False, False, 0.0),
     'adam_beta2': (False, False, 0.0), 'adam_epsilon': (False, False, 0.0),
     'weight_decay_phi_s': (False, False, 0.0), 'weight_decay_v': (False, False, 0.0),
     'seed': (True, False, 0), 'eval_batch_size': (True, False, 1),
     'keep_checkpoints': (True, False, 1), 'learning_rate_halving_epochs': (False, True, 0.0),
     'learning_rate_linear_decay_start': (False, True, 0.0),
-    'ipm_rampup_updates': (True, True, 1), 'early_stopping_patience': (True, True, 1),
+    'early_stopping_patience': (True, True, 1),
     'early_stopping_min_steps': (True, False, 0), 'batch_size': (True, False, 1),
-    'critic_iterations': (True, False, 1), 'log_every': (True, False, 1),
+    'log_every': (True, False, 1),
     'eval_every': (True, False, 1), 'checkpoint_every': (True, False, 1),
     'sample_every': (True, False, 1),
 }
@@ -274,9 +269,16 @@ _NUMBERS = {
 def _check(b):
   """ConfigErrors for train's bindings `b` (a dict of every binding)."""
   unknown = set(b) - set(default_bindings())
+  moved = [name for name in LEGACY_TRAIN_SETTINGS if name in unknown]
+  if moved:
+    raise errors.ConfigError('; '.join(_moved_message(name) for name in moved))
   if unknown:
-    raise errors.ConfigError(f'unknown train binding(s) {sorted(unknown)}')
-  formulations.check_formulation(b['formulation'])
+    guesses = {g for name in unknown for g in difflib.get_close_matches(name, default_bindings())}
+    raise errors.ConfigError(
+        f'unknown train binding(s) {sorted(unknown)}' +
+        (f' (did you mean {" or ".join(f"train.{g}" for g in sorted(guesses))}?)'
+         if guesses else '') + '; the train settings are documented in '
+        'tf_ipmssl/training/run_config.py')
   if b['epochs'] is None and b['steps'] is None and b['critic_updates'] is None:
     raise errors.ConfigError('set the training length: train.epochs, train.critic_updates '
                              'or train.steps')
@@ -296,6 +298,19 @@ def _check(b):
   if ema is not None and not (isinstance(ema, float) and 0.0 < ema < 1.0):
     raise errors.ConfigError(f'train.critic_ema_decay must be None or a float in (0, 1), got '
                              f'{ema!r}')
+
+
+def _moved_message(name):
+  """How to bind `train.<name>`, a setting that moved to the algorithms having it."""
+  owners = [algorithm for algorithm in algorithms.registered_names()
+            if name in _field_names(algorithms.get_algorithm(algorithm).Settings)]
+  new = ' or '.join(f'{owner}.{name}' for owner in owners) or f'<algorithm>.{name}'
+  return (f'train.{name} is now a setting of the algorithm: bind {new} instead (e.g. '
+          f'`{new.split(" or ")[0]} = ...` in place of `train.{name} = ...`)')
+
+
+def _field_names(dataclass) -> tuple:
+  return tuple(f.name for f in dataclasses.fields(dataclass))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,39 +334,41 @@ class RunConfig:
   operative_gin_text: str = dataclasses.field(default='', repr=False, compare=False)
 
   @classmethod
-  def from_bindings(cls, bindings, builders=None, **gin_texts) -> 'RunConfig':
-    """The configuration of train bindings `bindings` (missing ones at their defaults) and
-    of the builders' settings `builders` ({'data': {...}, 'critic': ..., 'generator': ...,
-    'distribution': ...}, each completed with its builder's defaults); a ConfigError naming
-    the binding and the fix for any invalid field."""
+  def from_bindings(cls, bindings, builders=None, settings=None,
+                    **gin_texts) -> 'RunConfig':
+    """The configuration of train bindings `bindings` (missing ones at their defaults), of
+    the builders' settings `builders` ({'data': {...}, 'critic': ..., 'generator': ...,
+    'distribution': ...}, each completed with its builder's defaults) and of the
+    algorithm's settings `settings` (a dict; its defaults for the rest); a ConfigError
+    naming the binding and the fix for any invalid field."""
     builders = builders or {}
     unknown = set(builders) - {field for field, _ in BUILDERS}
     if unknown:
       raise errors.ConfigError(f'unknown builder settings {sorted(unknown)}')
-    settings = {field: s.complete({k: _tuples(v) for k, v in builders.get(field, {}).items()})
-                for field, s in BUILDERS}
+    builder_settings = {field: s.complete({k: _tuples(v)
+                                           for k, v in builders.get(field, {}).items()})
+                        for field, s in BUILDERS}
     b = {**default_bindings(), **bindings}
     _check(b)
     algorithm = algorithms.get_algorithm(b['mode'])
-    generator_loss = generator_objective.get_generator_loss(b['generator_loss'])
-    constraints = constraint_lib.scale_penalty_weights(
-        algorithm.constraints(b['formulation'], b['constraints']),
-        b['constraint_penalty_scale'])
-    values = dict(b, algorithm=algorithm, generator_loss=generator_loss,
-                  constraints=constraints,
+    given = {k: _tuples(v) for k, v in (settings or {}).items()}
+    algorithm_settings = algorithm.make_settings(given)
+    values = dict(b, algorithm=algorithm, settings=algorithm_settings,
+                  constraints=algorithm.constraints(algorithm_settings),
                   baseline=None if b['baseline'] is None else tuple(b['baseline']))
     return cls(**{group: group_cls(**{f.name: values[f.name]
                                       for f in dataclasses.fields(group_cls)})
-                  for group, group_cls in _GROUPS}, **settings, source=b, **gin_texts)
+                  for group, group_cls in _GROUPS}, **builder_settings, source=b, **gin_texts)
 
   @classmethod
   def create(cls, *, data=None, critic=None, generator=None, distribution=None,
-             **bindings) -> 'RunConfig':
-    """The configuration of these train bindings and builder settings (dicts), the rest at
-    their defaults (no gin)."""
+             settings=None, **bindings) -> 'RunConfig':
+    """The configuration of these train bindings, builder settings and algorithm settings
+    (dicts), the rest at their defaults (no gin)."""
     given = {'data': data, 'critic': critic, 'generator': generator,
              'distribution': distribution}
-    return cls.from_bindings(bindings, {k: v for k, v in given.items() if v is not None})
+    return cls.from_bindings(bindings, {k: v for k, v in given.items() if v is not None},
+                             settings)
 
   @classmethod
   def from_gin(cls) -> 'RunConfig':
@@ -363,24 +380,33 @@ class RunConfig:
     """
     bindings = train_bindings()
     builders = {field: dict(gin_settings.from_gin(s)) for field, s in BUILDERS}
-    return cls.from_bindings(bindings, builders, gin_text=gin.config_str(),
+    algorithm = algorithms.get_algorithm(bindings.get('mode', default_bindings()['mode']))
+    settings = dict(gin_settings.from_gin(algorithm.settings_spec()))
+    return cls.from_bindings(bindings, builders, settings, gin_text=gin.config_str(),
                              operative_gin_text=gin.operative_config_str())
 
   @property
   def mode(self) -> str:
     return self.objective.algorithm.name
 
+  @property
+  def settings(self) -> dict:
+    """The algorithm's settings by name (as bound: constraints unscaled)."""
+    settings = self.objective.settings
+    return {name: getattr(settings, name) for name in _field_names(type(settings))}
+
   def to_json(self) -> dict:
     """The configuration as JSON-ready values (run_config.json, see the module doc)."""
     out = {'format_version': FORMAT_VERSION}
     out.update({group: {f.name: _jsonable(getattr(getattr(self, group), f.name))
-                        for f in dataclasses.fields(getattr(self, group))}
+                        for f in dataclasses.fields(getattr(self, group))
+                        if f.name != 'settings'}
                 for group, _ in _GROUPS})
-    out['objective']['bound_constraints'] = _jsonable(self.source['constraints'])
     out['optimizers'].update(critic_rate=self.optimizers.critic_rate,
                              generator_rate=self.optimizers.generator_rate)
     out['bindings'] = {s.name: {k: _jsonable(v) for k, v in sorted(getattr(self, field).items())}
                        for field, s in BUILDERS}
+    out['bindings'][self.mode] = {k: _jsonable(v) for k, v in self.settings.items()}
     out['train'] = {k: _jsonable(v) for k, v in sorted(self.source.items())}
     return out
 
@@ -390,46 +416,74 @@ class RunConfig:
     from, validated as `from_bindings` does; the gin texts are kept as given (config.gin,
     operative_config.gin). A ConfigError names a constraint type or algorithm this
     process has not registered."""
-    version = record.get('format_version', 1)
-    if version not in (1, FORMAT_VERSION):
-      raise errors.ConfigError(f'run_config.json of format version {version!r}: this '
-                               f'tf_ipmssl reads versions 1 and {FORMAT_VERSION}; use the '
-                               'tf_ipmssl that wrote it')
+    bindings, settings = _bindings_of_record(record)
+    algorithms.get_algorithm(bindings['mode'])  # A ConfigError for an unregistered one.
     builders = {field: {k: _from_jsonable(v)
                         for k, v in record.get('bindings', {}).get(s.name, {}).items()}
                 for field, s in BUILDERS}
-    if version == 1:
-      names = set(default_bindings()) - {'constraints'}
-      bindings = {name: value for group, _ in _GROUPS for name, value in record[group].items()
-                  if name in names}
-      bindings.update(mode=record['objective']['algorithm'],
-                      constraints=record['objective'].get('bound_constraints', []))
-    else:
-      bindings = record['train']
-    bindings = {k: (_constraints_from_json(v) if k == 'constraints' else _from_jsonable(v))
-                for k, v in bindings.items()}
-    return cls.from_bindings(bindings, builders, gin_text=gin_text,
-                             operative_gin_text=operative_gin_text)
+    return cls.from_bindings({k: _from_jsonable(v) for k, v in bindings.items()}, builders,
+                             {k: _from_jsonable(v) for k, v in settings.items()},
+                             gin_text=gin_text, operative_gin_text=operative_gin_text)
 
   def differing_settings(self, other: 'RunConfig') -> list:
     """(gin name, this value, `other`'s value) of every setting in which `other` differs
-    from this configuration (`train.lambda_ce`, `build_critic.width`, ...; the values as
-    run_config.json writes them)."""
+    from this configuration (`train.seed`, `ssl.lambda_ce`, `build_critic.width`, ...; the
+    values as run_config.json writes them)."""
     out = []
     for group, group_cls in _GROUPS:
       for f in dataclasses.fields(group_cls):
+        if f.name in ('settings', 'constraints'):  # Compared as the algorithm's settings.
+          continue
         mine, theirs = getattr(getattr(self, group), f.name), getattr(getattr(other, group),
                                                                      f.name)
         if mine != theirs:
           name = 'mode' if f.name == 'algorithm' else f.name
           out.append((f'train.{name}', _jsonable(mine), _jsonable(theirs)))
-    for field, s in BUILDERS:
-      mine, theirs = getattr(self, field), getattr(other, field)
-      for name in sorted(set(mine) | set(theirs)):
+    named = [(self.mode, self.settings, other.mode, other.settings)]
+    named += [(s.name, getattr(self, field), s.name, getattr(other, field))
+              for field, s in BUILDERS]
+    for my_name, mine, their_name, theirs in named:
+      mine = {f'{my_name}.{k}': v for k, v in mine.items()}
+      theirs = {f'{their_name}.{k}': v for k, v in theirs.items()}
+      for name in sorted(set(mine) | set(theirs), key=lambda n: (n not in mine, n)):
         if mine.get(name) != theirs.get(name):
-          out.append((f'{s.name}.{name}', _jsonable(mine.get(name)),
-                      _jsonable(theirs.get(name))))
+          out.append((name, _jsonable(mine.get(name)), _jsonable(theirs.get(name))))
     return out
+
+
+def _bindings_of_record(record):
+  """(train bindings, the algorithm's settings as bound), JSON values, of a run_config.json
+  of any format version (see the module doc)."""
+  version = record.get('format_version', 1)
+  if version not in (1, 2, FORMAT_VERSION):
+    raise errors.ConfigError(f'run_config.json of format version {version!r}: this '
+                             f'tf_ipmssl reads versions 1 to {FORMAT_VERSION}; use the '
+                             'tf_ipmssl that wrote it')
+  if version == FORMAT_VERSION:
+    bindings = dict(record['train'])
+    return bindings, dict(record['bindings'].get(bindings['mode'], {}))
+  if version == 1:
+    names = (set(default_bindings()) | set(LEGACY_TRAIN_SETTINGS)) - {'constraints'}
+    bindings = {name: value for group, _ in _GROUPS for name, value in record[group].items()
+                if name in names}
+    bindings.update(mode=record['objective']['algorithm'])
+    if 'bound_constraints' in record['objective']:
+      bindings['constraints'] = record['objective']['bound_constraints']
+  else:
+    bindings = dict(record['train'])
+  legacy = {name: bindings.pop(name) for name in LEGACY_TRAIN_SETTINGS if name in bindings}
+  mode = bindings['mode']
+  kept = (_field_names(algorithms.get_algorithm(mode).Settings)
+          if mode in algorithms.registered_names() else ())
+  return bindings, {name: value for name, value in legacy.items() if name in kept}
+
+
+def algorithm_settings_of(record) -> dict:
+  """The algorithm's settings of a run_config.json of any format version as bound (JSON
+  values), by gin name (`ssl.lambda_ce`); an old record's of an algorithm this process has
+  not registered are not known (none)."""
+  bindings, settings = _bindings_of_record(record)
+  return {f'{bindings["mode"]}.{name}': value for name, value in settings.items()}
 
 
 _NON_FINITE = {repr(v): v for v in (math.inf, -math.inf, math.nan)}
@@ -443,27 +497,22 @@ def _tuples(value):
 
 
 def _from_jsonable(value):
-  """The value `_jsonable` wrote: lists as tuples, non-finite floats as floats."""
+  """The value `_jsonable` wrote: lists as tuples, non-finite floats as floats, a
+  constraint's record ({'type', 'name', fields}) as the constraint, made by the class
+  registered as its type."""
   if isinstance(value, str) and value in _NON_FINITE:
     return _NON_FINITE[value]
   if isinstance(value, list):
     return tuple(_from_jsonable(v) for v in value)
-  return value
-
-
-def _constraints_from_json(records):
-  """The constraints of `_jsonable` records ({'type', 'name', fields}), each made by the
-  class registered as its type."""
-  return tuple(constraint_lib.get(r['type'])(**{k: _from_jsonable(v) for k, v in r.items()
+  if isinstance(value, dict) and 'type' in value:
+    return constraint_lib.get(value['type'])(**{k: _from_jsonable(v) for k, v in value.items()
                                                 if k not in ('type', 'name')})
-               for r in records)
+  return value
 
 
 def _jsonable(value: Any):
   """Algorithms, losses and constraints by their names and fields; tuples as lists."""
   if isinstance(value, type) and issubclass(value, algorithms.Algorithm):
-    return value.name
-  if isinstance(value, generator_objective.GeneratorLoss):
     return value.name
   if isinstance(value, constraint_lib.Constraint):
     return {'type': type(value).__name__, 'name': value.name,

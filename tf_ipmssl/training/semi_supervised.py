@@ -5,18 +5,38 @@ optimizer step; multiplier update λ ← λ + ρ·Ω with the Ω of that step; e
 after-update hook, e.g. weight clipping) followed by one generator iteration. Ω is formed
 from all-reduced moments, so the multiplier updates and the hooks run in cross-replica
 context with values identical on every replica. An epoch is a pass over the unlabeled set.
+
+Its settings (gin `ssl.*`, `SemiSupervised.Settings`):
+
+  formulation: 'plain', 'kplus1' or 'kplus1_entropy' (docs/algorithm.md#formulations).
+  constraints: e.g. [@Fisher(), @Sobolev()] (docs/algorithm.md#constraints, placement via
+    `component`).
+  lambda_ce: weight of the labeled cross-entropy (1.5 for K+1, 0.1 for plain).
+  reference_pairwise_f: reproduce the released code's broadcast f
+    (docs/algorithm.md#pairwise-f).
+  critic_iterations: n_c critic iterations per generator iteration.
+  generator_loss: 'ipm' (the paper: −E_Q f) or 'feature_matching' (an option:
+    ‖E_P Φ − E_Q Φ‖², generator_objective.feature_matching_objective).
+  ipm_rampup_updates: None (the paper), or T: the IPM term of the critic's loss is
+    weighted by exp(−5 (1 − t/T)²) over the first T critic updates (ipm_rampup.py).
+  constraint_penalty_scale: multiplies every augmented-Lagrangian penalty weight ρ (Fisher,
+    Sobolev; not λ_GP or the clip value), keeping the ratios between them.
 """
+import dataclasses
+from typing import Optional
+
 import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl.objectives import constraint as constraint_lib
 from tf_ipmssl.objectives import critic_objective as critic_objective_lib
+from tf_ipmssl.objectives import formulations
+from tf_ipmssl.objectives import generator_objective
 from tf_ipmssl.objectives import global_moments
 from tf_ipmssl.objectives import ipm_rampup
 from tf_ipmssl.objectives import weight_decay
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import random_streams
-from tf_ipmssl.training import steps as steps_lib
 
 
 @algorithms.register
@@ -24,16 +44,59 @@ class SemiSupervised(algorithms.Algorithm):
   """The critic's n_c updates and the generator's one (see the module doc)."""
   name = 'ssl'
   trains_generator = True
+  splits_critic_gradient = True
   reads = ('labeled', 'unlabeled')
   epoch_set = 'unlabeled'
 
-  @classmethod
-  def constraints(cls, formulation, constraints):
-    return constraint_lib.validate_constraints(formulation, constraints)
+  @dataclasses.dataclass(frozen=True)
+  class Settings:
+    """The settings (see the module doc)."""
+    formulation: str = 'kplus1'
+    constraints: tuple = ()
+    lambda_ce: float = 1.5
+    reference_pairwise_f: bool = False
+    critic_iterations: int = 2
+    generator_loss: str = 'ipm'
+    ipm_rampup_updates: Optional[int] = None
+    constraint_penalty_scale: float = 1.0
 
   @classmethod
-  def iterations_per_step(cls, critic_iterations):
-    return critic_iterations
+  def check_settings(cls, settings):
+    if settings.formulation not in formulations.FORMULATIONS:
+      raise errors.ConfigError(f'{cls.name}.formulation = {settings.formulation!r} is not '
+                               f'one of {list(formulations.FORMULATIONS)}')
+    for name, integer, optional, lowest in (
+        ('lambda_ce', False, False, 0.0), ('critic_iterations', True, False, 1),
+        ('ipm_rampup_updates', True, True, 1), ('constraint_penalty_scale', False, False, 0.0)):
+      errors.check_number(f'{cls.name}.{name}', getattr(settings, name), integer=integer,
+                          low=lowest, optional=optional)
+    generator_objective.get_generator_loss(settings.generator_loss)
+
+  @classmethod
+  def constraints(cls, settings):
+    """The constraints as bound, validated for the formulation, their penalty weights ρ
+    scaled by constraint_penalty_scale."""
+    return constraint_lib.scale_penalty_weights(
+        constraint_lib.validate_constraints(settings.formulation, settings.constraints),
+        settings.constraint_penalty_scale)
+
+  @classmethod
+  def iterations_per_step(cls, settings):
+    return settings.critic_iterations
+
+  @classmethod
+  def state_scalars(cls, settings, critic_iteration):
+    weight = ipm_rampup.rampup_weight(critic_iteration, settings.ipm_rampup_updates)
+    return {} if weight is None else {'ipm_weight': float(weight)}
+
+  @classmethod
+  def scaled_settings(cls, settings):
+    scale = settings.constraint_penalty_scale
+    if scale == 1.0:
+      return ''
+    rhos = ', '.join(f'{c.name} {c.rho:g}' for c in cls.constraints(settings)
+                     if c.has_multiplier)
+    return f'penalty weights x{scale:g}' + (f' (ρ: {rhos})' if rhos else '')
 
   @classmethod
   def check_data(cls, data):
@@ -44,6 +107,7 @@ class SemiSupervised(algorithms.Algorithm):
   def __init__(self, config, **run_pieces):
     super().__init__(config, **run_pieces)
     self.noise_dim = int(self.generator.noise_dim)
+    self.generator_loss = generator_objective.get_generator_loss(self.settings.generator_loss)
     self.critic_decays = weight_decay.critic_weight_decays(
         self.critic, self.objective.weight_decay_phi_s, self.objective.weight_decay_v)
     self._critic_gradients = self.compile_piece(self._critic_gradients_impl)
@@ -53,26 +117,26 @@ class SemiSupervised(algorithms.Algorithm):
 
   def _noise(self, stream, counter, local_b):
     return random_streams.global_normal_slice(
-        self.run.loop.batch_size, self.noise_dim,
-        random_streams.stream_seed(self.run.numerics.seed, stream, counter), local_b)
+        self.run_config.loop.batch_size, self.noise_dim,
+        random_streams.stream_seed(self.run_config.numerics.seed, stream, counter), local_b)
 
   def _critic_gradients_impl(self, x_labeled, y_labeled, x_real, iteration):
     z = self._noise(random_streams.CRITIC_NOISE, iteration, tf.shape(x_real)[0])
     x_fake = tf.stop_gradient(tf.cast(self.generator(z, training=True), tf.float32))
     context = tf.distribute.get_replica_context()
     alpha_seed = tf.random.experimental.stateless_fold_in(
-        random_streams.stream_seed(self.run.numerics.seed, random_streams.GP_ALPHA, iteration),
+        random_streams.stream_seed(self.run_config.numerics.seed, random_streams.GP_ALPHA, iteration),
         context.replica_id_in_sync_group if context else 0)
     variables = self.critic.trainable_variables
-    objective = self.objective
+    settings = self.settings
     with tf.GradientTape() as tape:
       result = critic_objective_lib.critic_objective(
           self.critic, x_labeled, y_labeled, x_real, x_fake,
-          formulation=objective.formulation, constraints=objective.constraints,
-          multipliers=self.multipliers, lambda_ce=objective.lambda_ce,
-          global_batch_size=self.run.loop.batch_size,
-          reference_pairwise_f=objective.reference_pairwise_f, alpha_seed=alpha_seed,
-          ipm_weight=ipm_rampup.rampup_weight(iteration, objective.ipm_rampup_updates),
+          formulation=settings.formulation, constraints=self.objective.constraints,
+          multipliers=self.multipliers, lambda_ce=settings.lambda_ce,
+          global_batch_size=self.run_config.loop.batch_size,
+          reference_pairwise_f=settings.reference_pairwise_f, alpha_seed=alpha_seed,
+          ipm_weight=ipm_rampup.rampup_weight(iteration, settings.ipm_rampup_updates),
           all_reduce_sum=global_moments.replica_all_reduce_sum, training=True,
           forward=self.config.critic_forward)
       loss = self.scaled(self.critic_optimizer, result.surrogate_loss)
@@ -86,9 +150,9 @@ class SemiSupervised(algorithms.Algorithm):
     with tf.GradientTape() as tape:
       x_fake = tf.cast(self.generator(z, training=True), tf.float32)
       # The logged value is summed back over replicas (generator_replica_step).
-      surrogate, loss = self.objective.generator_loss(
-          self.critic, x_real, x_fake, formulation=self.objective.formulation,
-          global_batch_size=self.run.loop.batch_size,
+      surrogate, loss = self.generator_loss(
+          self.critic, x_real, x_fake, formulation=self.settings.formulation,
+          global_batch_size=self.run_config.loop.batch_size,
           num_replicas=self.strategy.num_replicas_in_sync,
           all_reduce_sum=global_moments.replica_all_reduce_sum)
       scaled = self.scaled(self.generator_optimizer, surrogate)
@@ -100,16 +164,16 @@ class SemiSupervised(algorithms.Algorithm):
   def _critic_replica_step(self, x_labeled, y_labeled, x_real, iteration):
     grads, values, omegas = self._critic_gradients(x_labeled, y_labeled, x_real, iteration)
     self.critic_optimizer.apply_gradients(zip(grads, self.critic.trainable_variables))
-    values = dict(values, **{'grad_norm/critic': steps_lib.global_norm(grads)})
+    values = dict(values, **{'grad_norm/critic': algorithms.global_norm(grads)})
     return values, omegas
 
   def generator_replica_step(self, step, x_real):
     """One generator update in a replica's context (the benchmark times it alone)."""
-    local_b = self.run.loop.batch_size // self.strategy.num_replicas_in_sync
+    local_b = self.run_config.loop.batch_size // self.strategy.num_replicas_in_sync
     grads, loss = self._generator_gradients(step, local_b, x_real)
     self.generator_optimizer.apply_gradients(zip(grads, self.generator.trainable_variables))
     return {'generator_loss': global_moments.replica_all_reduce_sum(loss),
-            'grad_norm/generator': steps_lib.global_norm(grads)}
+            'grad_norm/generator': algorithms.global_norm(grads)}
 
   # ----- the iteration (cross-replica context) -----
 
@@ -135,7 +199,7 @@ class SemiSupervised(algorithms.Algorithm):
 
   def train_iteration(self, labeled_iterator, unlabeled_iterator):
     values = {}
-    for _ in range(self.config.critic_iterations):
+    for _ in range(self.settings.critic_iterations):
       values, x_real = self._critic_iteration(labeled_iterator, unlabeled_iterator)
     # Feature matching compares with the last critic iteration's real batch (no extra draw).
     generator_values = self.strategy.run(

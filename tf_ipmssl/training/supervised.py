@@ -8,7 +8,6 @@ import tensorflow as tf
 
 from tf_ipmssl.objectives import global_moments
 from tf_ipmssl.training import algorithms
-from tf_ipmssl.training import steps as steps_lib
 
 
 @algorithms.register
@@ -36,7 +35,7 @@ class Supervised(algorithms.Algorithm):
     self.critic_optimizer.apply_gradients(zip(grads, self.critic.phi_and_s_variables))
     ce, accuracy = global_moments.replica_all_reduce_sum((ce, accuracy))
     return {'ce': ce, 'labeled_accuracy': accuracy,
-            'grad_norm/critic': steps_lib.global_norm(grads)}
+            'grad_norm/critic': algorithms.global_norm(grads)}
 
   def train_iteration(self, labeled_iterator):
     x_labeled, y_labeled = next(labeled_iterator)

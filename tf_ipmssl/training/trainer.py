@@ -142,12 +142,11 @@ def _print_start(config, data, length, strategy, model_dir):
         f'{config.loop.batch_size}, {strategy.num_replicas_in_sync} replica(s)) -> '
         f'{model_dir}', flush=True)
   o, objective = config.optimizers, config.objective
-  if o.learning_rate_scale != 1.0 or objective.constraint_penalty_scale != 1.0:
-    rhos = ', '.join(f'{c.name} {c.rho:g}' for c in objective.constraints if c.has_multiplier)
+  algorithm_scaled = objective.algorithm.scaled_settings(objective.settings)
+  if o.learning_rate_scale != 1.0 or algorithm_scaled:
     print(f'Scaled settings: learning rates x{o.learning_rate_scale:g} (critic '
-          f'{o.critic_rate:g}, generator {o.generator_rate:g}); penalty weights '
-          f'x{objective.constraint_penalty_scale:g}' + (f' (ρ: {rhos})' if rhos else ''),
-          flush=True)
+          f'{o.critic_rate:g}, generator {o.generator_rate:g})' +
+          (f'; {algorithm_scaled}' if algorithm_scaled else ''), flush=True)
 
 
 def _finish(loop, step):
@@ -215,7 +214,7 @@ def training_length(data, config):
   loop, algorithm = config.loop, config.objective.algorithm
   iterations_per_epoch = max(pipelines.steps_per_epoch(algorithm.epoch_size(data),
                                                        loop.batch_size), 1)
-  iterations_per_step = algorithm.iterations_per_step(loop.critic_iterations)
+  iterations_per_step = algorithm.iterations_per_step(config.objective.settings)
   if loop.steps is not None:
     total_steps = loop.steps
   elif loop.critic_updates is not None:
