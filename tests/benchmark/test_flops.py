@@ -165,10 +165,10 @@ def test_counts_match_the_traced_graph():
   options = suite.Options(width=0.0625, batch_size=batch)
   config = configs.CONFIGS['gp']  # Forward, backward, input gradient, double backward.
   variant = configs.Variant()
-  nets = suite.build_networks(config, variant, options)
-  steps = suite.build_training_steps(variant, nets, critic_iterations=1)
-  critic, generator = (flops.NetworkCost.of(flops.critic_costs(nets.critic)),
-                       flops.NetworkCost.of(flops.generator_costs(nets.generator)))
+  run = suite.build_networks(config, variant, options)
+  steps = suite.build_algorithm(variant, run, critic_iterations=1)
+  critic, generator = (flops.NetworkCost.of(flops.critic_costs(run.critic)),
+                       flops.NetworkCost.of(flops.generator_costs(run.generator)))
   image = tf.TensorSpec([batch, 32, 32, 3])
   traced = _graph_flops(steps._critic_gradients_impl, image,  # pylint: disable=protected-access
                         tf.TensorSpec([batch], tf.int32), image, tf.TensorSpec([], tf.int64))
@@ -199,9 +199,9 @@ def test_forward_variant_sets_the_critic_passes():
   sizes = {}
   for forward in configs.FORWARDS:
     variant = configs.Variant(forward=forward)
-    nets = suite.build_networks(config, variant, options)
-    steps = suite.build_training_steps(variant, nets, critic_iterations=1)
-    assert steps.config.critic_forward == forward and steps.critic is nets.critic
+    run = suite.build_networks(config, variant, options)
+    steps = suite.build_algorithm(variant, run, critic_iterations=1)
+    assert steps.config.critic_forward == forward and steps.critic is run.critic
     sizes[forward] = _critic_input_batches(steps, batch)
   assert sizes == {'batched': [3 * batch], 'separate': [batch] * 3}
 
@@ -212,6 +212,6 @@ def test_batched_variant_refuses_a_batch_norm_critic():
                                    normalization='batch_norm',
                                    constraint_specs=(('fisher', 'f'),))
   variant = configs.Variant(forward='batched')
-  nets = suite.build_networks(config, variant, options)
+  run = suite.build_networks(config, variant, options)
   with pytest.raises(ValueError, match='batch norm'):
-    suite.build_training_steps(variant, nets, critic_iterations=1)
+    suite.build_algorithm(variant, run, critic_iterations=1)

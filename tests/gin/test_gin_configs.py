@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tests import fixtures
+from tests import gin_queries
 from tests.gin import expected
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import command_line
@@ -23,7 +24,6 @@ from tf_ipmssl.data import datasets
 from tf_ipmssl.data import folder_writer
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.training import run_config
-from tf_ipmssl.training import run_record
 from tf_ipmssl.training import trainer
 
 GIN_DIR = cells_lib.GIN_DIR
@@ -98,14 +98,14 @@ def _tiny_bindings(data_dir, num_labeled):
 
 def _constraints():
   """{kind: component} of the bound ssl.constraints."""
-  references = run_record.bound_value('ssl.constraints', [])
+  references = gin_queries.bound_value('ssl.constraints', [])
   built = [reference.scoped_configurable_fn() for reference in references]
   return {c.kind: c.component for c in built}
 
 
 def _check_cell_config(cell):
   for name, value in expected.bindings(cell).items():
-    bound = run_record.bound_value(name)
+    bound = gin_queries.bound_value(name)
     if isinstance(value, float):
       assert bound == pytest.approx(value), (name, bound, value)
     else:
@@ -127,18 +127,18 @@ def test_gin_file_trains(name, data_dir, tmp_path):
   if name.split('/')[0] in cells_lib.TABLES:
     _check_cell_config(cells_lib.get_cell(name))
   if name == 'presets/cpu_quick.gin':  # Parsed after a CIFAR-10 cell: its bindings win.
-    assert run_record.bound_value('build_ssl_data.dataset') == 'fashion_mnist'
-    assert run_record.bound_value('build_ssl_data.num_labeled') == 1000
-    assert run_record.bound_value('build_critic.width') == 0.25
-    assert run_record.bound_value('train.steps') <= 500
-  mode = run_record.bound_value('train.mode', 'ssl')
+    assert gin_queries.bound_value('build_ssl_data.dataset') == 'fashion_mnist'
+    assert gin_queries.bound_value('build_ssl_data.num_labeled') == 1000
+    assert gin_queries.bound_value('build_critic.width') == 0.25
+    assert gin_queries.bound_value('train.steps') <= 500
+  mode = gin_queries.bound_value('train.mode', 'ssl')
   # A base without constraints is trained with Fisher on f.
-  add_constraint = mode == 'ssl' and not run_record.bound_value('ssl.constraints')
+  add_constraint = mode == 'ssl' and not gin_queries.bound_value('ssl.constraints')
   constraints = {'fisher': 'f'} if add_constraint else _constraints()
-  dataset = run_record.bound_value('build_ssl_data.dataset') or 'fashion_mnist'
-  num_labeled = run_record.bound_value('build_ssl_data.num_labeled', 4000)
-  normalization = run_record.bound_value('build_critic.normalization', 'none')
-  formulation = run_record.bound_value('ssl.formulation', 'kplus1')
+  dataset = gin_queries.bound_value('build_ssl_data.dataset') or 'fashion_mnist'
+  num_labeled = gin_queries.bound_value('build_ssl_data.num_labeled', 4000)
+  normalization = gin_queries.bound_value('build_critic.normalization', 'none')
+  formulation = gin_queries.bound_value('ssl.formulation', 'kplus1')
 
   bindings = _tiny_bindings(data_dir, num_labeled)
   bindings.append(f"build_ssl_data.dataset = '{dataset}'")

@@ -9,10 +9,10 @@ scales and options, so each cell's own values and their ratios stay as they are.
 import gin
 import pytest
 
+from tests import gin_queries
 from tests.gin import expected
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import command_line
-from tf_ipmssl.training import run_record
 
 PRESET = str(cells_lib.GIN_DIR / 'presets' / 'cpu_fashion_mnist_100.gin')
 SUPERVISED = str(cells_lib.GIN_DIR / 'presets' / 'cpu_fashion_mnist_100_supervised.gin')
@@ -29,13 +29,13 @@ def _parse(*files):
 
 
 def _bound(name):
-  return run_record.bound_value(name)
+  return gin_queries.bound_value(name)
 
 
 def _constraints():
   """{kind: component} of the bound ssl.constraints."""
   built = [reference.scoped_configurable_fn()
-           for reference in run_record.bound_value('ssl.constraints', [])]
+           for reference in gin_queries.bound_value('ssl.constraints', [])]
   return {c.kind: c.component for c in built}
 
 

@@ -75,7 +75,7 @@ def test_the_setting_weights_the_entropy_term():
                                            steps=1, batch_size=8, settings={'beta': beta},
                                            critic={'width': 0.0625})
       tf.keras.utils.set_random_seed(0)
-      steps = run_lib.Run.build(config, num_classes=10, image_shape=(32, 32, 3)).training_steps()
+      steps = run_lib.Run.build(config, num_classes=10, image_shape=(32, 32, 3)).make_algorithm()
       assert steps.settings.beta == beta
       gradients = steps._gradients_impl(x_labeled, y_labeled, x_unlabeled)[0]  # pylint: disable=protected-access
       grads[beta] = np.concatenate([g.numpy().ravel() for g in gradients])

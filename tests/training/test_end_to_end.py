@@ -40,7 +40,7 @@ def test_run_writes_everything(finished_run):
   versions = json.load(open(os.path.join(model_dir, 'versions.json')))
   assert versions['tensorflow'] == tf.__version__
   assert versions['numerics']['cpu_count'] == os.cpu_count()
-  assert versions['source'] == run_record.source(os.path.dirname(tf_ipmssl.__file__))
+  assert versions['source'] == run_record.git_revision(os.path.dirname(tf_ipmssl.__file__))
   assert set(versions['numerics']) >= {'intra_op_threads', 'inter_op_threads',
                                        'TF_NUM_INTRAOP_THREADS', 'TF_ENABLE_ONEDNN_OPTS'}
   assert 'ssl.constraints = [@Fisher()]' in open(os.path.join(model_dir, 'config.gin')).read()

@@ -99,13 +99,13 @@ def build_networks(config, variant, options) -> run_lib.Run:
         run_config(config, variant, options), num_classes=NUM_CLASSES, image_shape=IMAGE_SHAPE)
 
 
-def build_training_steps(variant, nets, **settings):
-  """The run's algorithm steps (Run.training_steps) on the default (single-device) strategy,
+def build_algorithm(variant, run, **settings):
+  """The run's algorithm (Run.make_algorithm) on the default (single-device) strategy,
   with the variant's critic forward and the algorithm's settings changed by `settings`
   (ssl's critic_iterations)."""
-  return nets.training_steps(
+  return run.make_algorithm(
       critic_forward=variant.forward,
-      settings=dataclasses.replace(nets.config.objective.settings, **settings))
+      settings=dataclasses.replace(run.config.objective.settings, **settings))
 
 
 def _streams(data, options):
@@ -117,10 +117,10 @@ def _streams(data, options):
   return iter(labeled), iter(unlabeled)
 
 
-def _costs(nets):
+def _costs(run):
   """The critic's and the generator's costs (None for a run without a generator)."""
-  return (flops.NetworkCost.of(flops.critic_costs(nets.critic)),
-          nets.generator and flops.NetworkCost.of(flops.generator_costs(nets.generator)))
+  return (flops.NetworkCost.of(flops.critic_costs(run.critic)),
+          run.generator and flops.NetworkCost.of(flops.generator_costs(run.generator)))
 
 
 def _both(value):
@@ -129,21 +129,21 @@ def _both(value):
 
 def _prepare_ssl(config, variant, options, data, stack):
   del stack
-  nets = build_networks(config, variant, options)
+  run = build_networks(config, variant, options)
   n_c = config.critic_iterations
   b = options.batch_size
-  steps_1 = build_training_steps(variant, nets, critic_iterations=1)
+  steps_1 = build_algorithm(variant, run, critic_iterations=1)
   labeled, unlabeled = _streams(data, options)
   generator_step = tf.function(steps_1.generator_replica_step)
   # The real batch is read only by the feature-matching generator loss; the IPM loss ignores it.
   real_batch = tf.zeros([b, *IMAGE_SHAPE])
-  fns = {'generator_step': lambda: generator_step(nets.state.counters['step'].read_value(),
+  fns = {'generator_step': lambda: generator_step(run.state.counters['step'].read_value(),
                                                   real_batch),
          'iteration_1': lambda: steps_1.iteration(labeled, unlabeled)}
   if options.time_own_nc and n_c > 1:
-    steps_n = build_training_steps(variant, nets, critic_iterations=n_c)
+    steps_n = build_algorithm(variant, run, critic_iterations=n_c)
     fns['iteration_nc'] = lambda: steps_n.iteration(labeled, unlabeled)
-  critic_cost, generator_cost = _costs(nets)
+  critic_cost, generator_cost = _costs(run)
   batched = variant.forward == 'batched'
   constraints = config.constraints
 
@@ -173,10 +173,10 @@ def _prepare_ssl(config, variant, options, data, stack):
 
 def _prepare_supervised(config, variant, options, data, stack):
   del stack
-  nets = build_networks(config, variant, options)
-  steps = build_training_steps(variant, nets)
+  run = build_networks(config, variant, options)
+  steps = build_algorithm(variant, run)
   labeled, _ = _streams(data, options)
-  critic_cost, _ = _costs(nets)
+  critic_cost, _ = _costs(run)
   count = _both(flops.supervised_step_flops(critic_cost, options.batch_size))
   return ({'iteration': lambda: steps.iteration(labeled)},
           lambda timings: (timings, {'iteration': count},
@@ -185,20 +185,20 @@ def _prepare_supervised(config, variant, options, data, stack):
 
 def _prepare_eval(config, variant, options, data, stack):
   del stack
-  nets = build_networks(config, variant, options)
-  predict = evaluation.make_predict_fn(nets.critic, jit_compile=variant.jit_compile)
+  run = build_networks(config, variant, options)
+  predict = evaluation.make_predict_fn(run.critic, jit_compile=variant.jit_compile)
   x = pipelines.to_model_input(data[0][:options.eval_batch_size])
-  critic_cost, _ = _costs(nets)
+  critic_cost, _ = _costs(run)
   count = _both(flops.forward_flops(critic_cost, len(x)))
   return ({'forward': lambda: predict(x)},
           lambda timings: (timings, {'forward': count}, {'forward': len(x)}, 1))
 
 
 def _prepare_export(config, variant, options, data, stack):
-  nets = build_networks(config, variant, options)
-  critic_cost, _ = _costs(nets)
+  run = build_networks(config, variant, options)
+  critic_cost, _ = _costs(run)
   directory = stack.enter_context(tempfile.TemporaryDirectory())
-  export_dir = export.export_classifier(nets.critic, IMAGE_SHAPE,
+  export_dir = export.export_classifier(run.critic, IMAGE_SHAPE,
                                         os.path.join(directory, 'export'), NUM_CLASSES,
                                         'synthetic')
   classifier = export.LoadedClassifier(export_dir)

@@ -3,7 +3,7 @@
 An algorithm is a subclass of `Algorithm` that owns its iteration and its settings. Its
 class methods say what the run needs before anything is built (its settings, constraints and
 data, what an epoch is, whether it trains a generator); an instance, made by
-run.Run.training_steps from a `StepConfig`, holds the run's networks, optimizers,
+run.Run.make_algorithm from a `StepConfig`, holds the run's networks, optimizers,
 multipliers and counters and runs the iterations under a tf.distribute strategy. The
 library's two:
 

@@ -218,7 +218,7 @@ class Run:
     self.restore(path)
     return (self.critic if weights == 'trained' else self.evaluated_critic), path
 
-  def training_steps(self, strategy=None, **changes):
+  def make_algorithm(self, strategy=None, **changes):
     """The run's algorithm (an algorithms.Algorithm, made here) that updates this run;
     `changes`: algorithms.StepConfig fields to override (the benchmark's n_c and forward)."""
     return self.config.objective.algorithm(

@@ -327,7 +327,7 @@ class RunConfig:
   generator: Mapping[str, Any]
   distribution: Mapping[str, Any]
   # The train bindings it was made from (every name, defaults included).
-  source: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+  train_bindings: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
   # The gin configuration it was read from (config.gin) and its operative part ('' without
   # gin).
   gin_text: str = dataclasses.field(default='', repr=False, compare=False)
@@ -358,7 +358,8 @@ class RunConfig:
                   baseline=None if b['baseline'] is None else tuple(b['baseline']))
     return cls(**{group: group_cls(**{f.name: values[f.name]
                                       for f in dataclasses.fields(group_cls)})
-                  for group, group_cls in _GROUPS}, **builder_settings, source=b, **gin_texts)
+                  for group, group_cls in _GROUPS}, **builder_settings, train_bindings=b,
+               **gin_texts)
 
   @classmethod
   def create(cls, *, data=None, critic=None, generator=None, distribution=None,
@@ -407,7 +408,7 @@ class RunConfig:
     out['bindings'] = {s.name: {k: _jsonable(v) for k, v in sorted(getattr(self, field).items())}
                        for field, s in BUILDERS}
     out['bindings'][self.mode] = {k: _jsonable(v) for k, v in self.settings.items()}
-    out['train'] = {k: _jsonable(v) for k, v in sorted(self.source.items())}
+    out['train'] = {k: _jsonable(v) for k, v in sorted(self.train_bindings.items())}
     return out
 
   @classmethod

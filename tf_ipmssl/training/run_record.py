@@ -26,7 +26,6 @@ import platform
 import subprocess
 import sys
 
-import gin
 import keras
 import numpy as np
 import tensorflow as tf
@@ -107,7 +106,7 @@ def record_start(model_dir, resuming, config):
       'started': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
       'devices': [d.name for d in tf.config.list_logical_devices()],
       'numerics': _numerics(),
-      'source': source(os.path.dirname(os.path.abspath(tf_ipmssl.__file__))),
+      'source': git_revision(os.path.dirname(os.path.abspath(tf_ipmssl.__file__))),
   }
   versions = session
   previous = run_files.read_json(model_dir, run_files.VERSIONS_FILE) if resuming else None
@@ -129,7 +128,7 @@ def remove_partial_checkpoints(directories):
         tf.io.gfile.rmtree(path)
 
 
-def source(directory):
+def git_revision(directory):
   """{'commit': the HEAD of the git checkout that tracks the files of `directory`, 'dirty':
   whether tracked files differ from it}, or None where there is none (no git; a copy
   installed elsewhere, even inside another project's checkout, e.g. its ignored venv)."""
@@ -183,14 +182,6 @@ def read_dataset(model_dir):
         str(label) for label in range(dataset['num_classes'])]
   dataset.setdefault('resize', None)
   return dataset
-
-
-def bound_value(name, default=None):
-  """The value bound to gin parameter `name` ('configurable.parameter'), `default` if unbound."""
-  try:
-    return gin.query_parameter(name)
-  except ValueError:
-    return default
 
 
 def record_operative_config(model_dir, config):

@@ -125,7 +125,7 @@ def _iteration_fn(run, data, strategy):
         images, labels, batch_size=config.loop.batch_size,
         seed=config.numerics.seed + seed_offset, start_step=critic_iteration)))
 
-  steps = run.training_steps(strategy)
+  steps = run.make_algorithm(strategy)
   iterators = config.objective.algorithm.streams(data, stream)
   return lambda: steps.iteration(*iterators)
 

@@ -1,4 +1,4 @@
-"""run_record.source: the git commit a run's library comes from, and whether it was edited."""
+"""run_record.git_revision: the git commit a run's library comes from, and whether it was edited."""
 import subprocess
 
 from tf_ipmssl.training import run_record
@@ -22,11 +22,11 @@ def test_source_names_the_commit_and_tracked_edits(tmp_path):
   package.mkdir()
   (package / 'a.py').write_text('x = 1\n')
   head = _commit_all(tmp_path)
-  assert run_record.source(str(package)) == {'commit': head, 'dirty': False}
+  assert run_record.git_revision(str(package)) == {'commit': head, 'dirty': False}
   (tmp_path / 'scratch.txt').write_text('untracked files do not count\n')
-  assert run_record.source(str(package)) == {'commit': head, 'dirty': False}
+  assert run_record.git_revision(str(package)) == {'commit': head, 'dirty': False}
   (package / 'a.py').write_text('x = 2\n')
-  assert run_record.source(str(package)) == {'commit': head, 'dirty': True}
+  assert run_record.git_revision(str(package)) == {'commit': head, 'dirty': True}
 
 
 def test_source_of_a_copy_inside_another_checkout_is_none(tmp_path):
@@ -37,9 +37,9 @@ def test_source_of_a_copy_inside_another_checkout_is_none(tmp_path):
   installed = tmp_path / 'venv' / 'site-packages' / 'pkg'
   installed.mkdir(parents=True)
   (installed / 'a.py').write_text('x = 1\n')
-  assert run_record.source(str(installed)) is None
+  assert run_record.git_revision(str(installed)) is None
 
 
 def test_source_outside_a_checkout_is_none(tmp_path):
-  assert run_record.source(str(tmp_path)) is None
-  assert run_record.source(str(tmp_path / 'missing')) is None
+  assert run_record.git_revision(str(tmp_path)) is None
+  assert run_record.git_revision(str(tmp_path / 'missing')) is None
