@@ -10,14 +10,11 @@ by their PIDs. Chromium is driven over its DevTools pipe (no extra package).
 import base64
 import json
 import os
-import pathlib
 import subprocess
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # For tests/.
-
-from tests import local_server  # pylint: disable=g-import-not-at-top
+import local_server  # scripts/local_server.py, beside this script.
 
 COLUMNS = ('cell', 'constraints', 'ssl.formulation', 'seed')
 METRICS = ('test_error', 'wall_seconds')

@@ -1,4 +1,5 @@
-"""A helper process of a test (or of a docs script) on localhost, stopped by its PID."""
+"""A helper process on localhost (a TensorBoard, a test's server), stopped by its PID: for the
+scripts and the tests."""
 import contextlib
 import socket
 import subprocess
