@@ -8,7 +8,6 @@ from tests import fixtures
 from tf_ipmssl import errors
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import datasets
-from tf_ipmssl.data import tfds_source
 
 
 pytestmark = pytest.mark.usefixtures('no_ambient_data')
@@ -59,8 +58,3 @@ def test_unprepared_tfds_dataset_is_not_found(tmp_path):
   assert f'tfds build fashion_mnist --data_dir={tmp_path}' in message
   assert 'Looked for the original files' not in message  # source='tfds' only
   assert not (tmp_path / 'fashion_mnist').exists()  # nothing written
-
-
-def test_tfds_data_dir_is_honoured(tmp_path):
-  assert tfds_source.tfds_data_dir('svhn', str(tmp_path)).startswith(
-      str(tmp_path / 'svhn_cropped'))

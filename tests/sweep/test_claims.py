@@ -138,13 +138,13 @@ def test_overall():
   assert claims.overall([]) == 'undecided'
 
 
-def test_check_claim_and_labeled_errors():
+def test_claim_verdict_of_a_pair_and_labeled_errors():
   results = {GP_FNEG: _result(GP_FNEG, {0: 40.0, 1: 44.0, 2: 48.0},
                               labeled={0: 30.0, 1: 20.0}, final={0: 80.0, 1: 70.0, 2: 75.0}),
              FISHER_F: _result(FISHER_F, {0: 30.0, 1: 32.0, 2: 34.0},
                                labeled={0: 0.0, 1: 5.0, 2: 0.0}, final={0: 0.0, 1: 5.0, 2: 0.0})}
-  verdict, checks = claims.check_claim(results, [(GP_FNEG, FISHER_F)])
-  assert verdict == 'holds' and len(checks) == 1
+  check = claims.check_pair(results[GP_FNEG], results[FISHER_F])
+  assert check.diffs == (10.0, 12.0, 14.0) and claims.claim_verdict([check]) == 'holds'
   final = claims.labeled_errors(results[GP_FNEG])
   assert final.errors == (80.0, 70.0, 75.0)
   best = claims.labeled_errors(results[GP_FNEG], 'best')

@@ -18,11 +18,6 @@ from tf_ipmssl.data import dataset_specs
 _READ_BATCH = 8192
 
 
-def tfds_data_dir(name: str, data_dir=None) -> str:
-  """The directory where TFDS keeps (or would keep) dataset `name` prepared."""
-  return tfds.builder(dataset_specs.REGISTRY[name].tfds_name, data_dir=data_dir).data_dir
-
-
 def _read_split(builder, split: str) -> Tuple[np.ndarray, np.ndarray]:
   ds = builder.as_dataset(split=split, as_supervised=True, batch_size=_READ_BATCH,
                           shuffle_files=False)

@@ -26,7 +26,7 @@ against a fixed level (`check_level`). `old_rule` is the rule this one replaced,
 to print Table 1's verdicts under it for comparison.
 """
 import dataclasses
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from tf_ipmssl.sweep import tables as tables_lib
 
@@ -182,14 +182,6 @@ def claim_verdict(checks: Sequence[PairCheck]) -> str:
   rest = 'the rest mixed' if not leaning else (
       f'{len(verdicts) - holds - reversed_ - leaning} mixed, {leaning} leaning')
   return f'{PARTLY}: {holds} of {len(verdicts)} hold, {reversed_} reversed, {rest}'
-
-
-def check_claim(results: Dict[str, tables_lib.CellResult],
-                pairs: Sequence[Tuple[str, str]], kind: str = HIGHER,
-                margin: float = MARGIN) -> Tuple[str, List[PairCheck]]:
-  """(the claim's verdict, each pair's check) for pairs of cell ids (first, second)."""
-  checks = [check_pair(results[a], results[b], kind, margin) for a, b in pairs]
-  return claim_verdict(checks), checks
 
 
 def summary(checks: Sequence[PairCheck]) -> str:
