@@ -77,7 +77,7 @@ def test_version_1_records_are_rebuilt_from_their_groups():
       ('fisher_f', 1e-7), ('sobolev_f_neg', 1e-8)]
   assert [(c.name, c.rho) for c in config.objective.constraints] == [
       ('fisher_f', 1e-6), ('sobolev_f_neg', 1e-7)]
-  assert config.critic['width'] == 0.0625 and config.generator['noise_dim'] == 2
+  assert config.critic.width == 0.0625 and config.generator.noise_dim == 2
   # Written again, the version-3 record holds the same values: the semi-supervised ones as
   # the algorithm's settings, the rest in the same groups, and the builders' settings.
   again = config.to_json()
@@ -105,8 +105,8 @@ def test_version_1_records_are_rebuilt_from_their_groups():
   assert previous.to_json()['bindings']['supervised'] == {}
   # The previous layout recorded the bound settings only: the rest are the builders'
   # defaults (as they were when gin read the run's config.gin).
-  assert dict(previous.distribution) == {'kind': 'auto', 'devices': None}
-  assert previous.critic['dropout'] == 0.5
+  assert previous.distribution.kwargs() == {'kind': 'auto', 'devices': None}
+  assert previous.critic.dropout == 0.5
   for name, recorded in supervised['bindings'].items():
     assert recorded.items() <= previous.to_json()['bindings'][name].items()
 

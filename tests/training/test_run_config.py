@@ -216,7 +216,7 @@ def test_json_round_trip():
   rebuilt = run_config.RunConfig.from_json(json.loads(json.dumps(inf.to_json())))
   assert rebuilt.optimizers.learning_rate_halving_epochs == math.inf
   assert rebuilt.loop.baseline == ('runs.csv', 'supervised', 'recipe')
-  assert rebuilt.distribution['devices'] == ('/cpu:0', '/cpu:1')
+  assert rebuilt.distribution.devices == ('/cpu:0', '/cpu:1')
 
 
 def test_a_record_of_an_unregistered_type_is_refused_naming_it(tmp_path):

@@ -31,6 +31,8 @@ Dropout RNG: every dropout layer has its own seed derived from `seed`; its state
 SeedGenerator, [seed, counter]) is reachable as `critic.dropout_rng.states[layer_name]` and is
 saved by tf.train.Checkpoint(model=critic), so a resumed run draws the same masks.
 """
+from typing import Optional
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -181,9 +183,10 @@ def _check_arguments(num_classes, input_channels, normalization, width, input_dr
                              f'{list(BIAS_INITS)}')
 
 
-def build_critic(num_classes, input_channels, normalization='none', width=1.0,
-                 input_dropout=0.2, dropout=0.5, leaky_relu_slope=0.2, init_stddev=0.02,
-                 image_size=32, bias_init='pytorch_uniform', seed=None):
+def build_critic(num_classes: int, input_channels: int, normalization: str = 'none',
+                 width: float = 1.0, input_dropout: float = 0.2, dropout: float = 0.5,
+                 leaky_relu_slope: float = 0.2, init_stddev: float = 0.02, image_size: int = 32,
+                 bias_init: str = 'pytorch_uniform', seed: Optional[int] = None):
   """Builds the critic; variables exist on return (call it inside a strategy scope).
 
   Args:

@@ -10,6 +10,8 @@ Widths are for ngf = 64. No layer has a bias: BN's β follows every conv but the
 last ConvT feeds tanh directly without one, as in the DCGAN reference. Kernels N(0, 0.02);
 BN γ ~ N(1, 0.02), β = 0, ε = 1e-5, Keras momentum 0.9 (PyTorch 0.1).
 """
+from typing import Optional
+
 import keras
 import tensorflow as tf
 
@@ -35,7 +37,8 @@ class Generator(keras.Model):
     return tf.tanh(tf.cast(self.body(z, training=training), tf.float32))
 
 
-def build_generator(output_channels, noise_dim=100, ngf=64, init_stddev=0.02, seed=None):
+def build_generator(output_channels: int, noise_dim: int = 100, ngf: int = 64,
+                    init_stddev: float = 0.02, seed: Optional[int] = None):
   """Builds the generator of docs/algorithm.md#generator; variables exist on return.
 
   Args:

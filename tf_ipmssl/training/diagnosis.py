@@ -140,7 +140,7 @@ def diagnose_run(model_dir, num_batches=4):
                  if algorithms.get_algorithm(name).splits_critic_gradient]
     raise errors.UserError(f'{model_dir} is a {run.config.mode} run: its algorithm has no IPM '
                            f'term to split (bin/diagnose splits runs of {splitting})')
-  data = ssl_data.build_ssl_data(**run.config.data)
+  data = ssl_data.build_ssl_data(**run.config.data.kwargs())
   state = tf.train.get_checkpoint_state(run.manager.directory)
   if state is None:
     raise errors.UserError(f'no checkpoints in {run.manager.directory}; train first '

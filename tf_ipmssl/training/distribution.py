@@ -7,6 +7,7 @@
 """
 import json
 import os
+from typing import Optional, Tuple
 
 import tensorflow as tf
 
@@ -24,7 +25,7 @@ def _tf_config_workers():
   return len(config.get('cluster', {}).get('worker', []))
 
 
-def make_strategy(kind='auto', devices=None):
+def make_strategy(kind: str = 'auto', devices: Optional[Tuple[str, ...]] = None):
   """Returns the tf.distribute.Strategy for this run."""
   if kind not in STRATEGIES:
     raise errors.ConfigError(f"unknown distribution '{kind}'; use one of {list(STRATEGIES)}")

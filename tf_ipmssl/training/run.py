@@ -105,7 +105,7 @@ class Run:
     strategy = strategy or tf.distribute.get_strategy()
     seed = config.numerics.seed
     build_critic = lambda: critic_lib.build_critic(  # pylint: disable=unnecessary-lambda-assignment
-        num_classes=num_classes, input_channels=image_shape[-1], seed=seed, **config.critic)
+        num_classes=num_classes, input_channels=image_shape[-1], seed=seed, **config.critic.kwargs())
     o = config.optimizers
     make_optimizer = lambda rate: optimizers.make_optimizer(  # pylint: disable=unnecessary-lambda-assignment
         o.optimizer, rate, o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.adam_epsilon_placement)
@@ -115,7 +115,7 @@ class Run:
       critic = build_critic()
       if trains_generator:
         generator = generator_lib.build_generator(output_channels=image_shape[-1], seed=seed,
-                                                  **config.generator)
+                                                  **config.generator.kwargs())
       averaged_critic = None
       if config.numerics.critic_ema_decay is not None:
         averaged_critic = build_critic()

@@ -92,7 +92,7 @@ import dataclasses
 import difflib
 import inspect
 import math
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import gin
 
@@ -320,12 +320,14 @@ class RunConfig:
   optimizers: OptimizerConfig
   loop: LoopConfig
   numerics: NumericsConfig
-  # The builders' keyword arguments (BUILDERS): build_ssl_data, build_critic,
-  # build_generator (besides the sizes and seed the run gives them), make_strategy.
-  data: Mapping[str, Any]
-  critic: Mapping[str, Any]
-  generator: Mapping[str, Any]
-  distribution: Mapping[str, Any]
+  # The builders' settings (BUILDERS), each a frozen dataclass of its builder's
+  # (builder_settings.Settings.values_type; `.kwargs()` are the keyword arguments):
+  # build_ssl_data, build_critic, build_generator (besides the sizes and seed the run gives
+  # them), make_strategy.
+  data: Any
+  critic: Any
+  generator: Any
+  distribution: Any
   # The train bindings it was made from (every name, defaults included).
   train_bindings: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
   # The gin configuration it was read from (config.gin) and its operative part ('' without
@@ -345,8 +347,8 @@ class RunConfig:
     unknown = set(builders) - {field for field, _ in BUILDERS}
     if unknown:
       raise errors.ConfigError(f'unknown builder settings {sorted(unknown)}')
-    builder_settings = {field: s.complete({k: _tuples(v)
-                                           for k, v in builders.get(field, {}).items()})
+    builder_settings = {field: s.make({k: _tuples(v)
+                                       for k, v in builders.get(field, {}).items()})
                         for field, s in BUILDERS}
     b = {**default_bindings(), **bindings}
     _check(b)
@@ -405,7 +407,8 @@ class RunConfig:
                 for group, _ in _GROUPS})
     out['optimizers'].update(critic_rate=self.optimizers.critic_rate,
                              generator_rate=self.optimizers.generator_rate)
-    out['bindings'] = {s.name: {k: _jsonable(v) for k, v in sorted(getattr(self, field).items())}
+    out['bindings'] = {s.name: {k: _jsonable(v)
+                                for k, v in sorted(getattr(self, field).kwargs().items())}
                        for field, s in BUILDERS}
     out['bindings'][self.mode] = {k: _jsonable(v) for k, v in self.settings.items()}
     out['train'] = {k: _jsonable(v) for k, v in sorted(self.train_bindings.items())}
@@ -441,7 +444,7 @@ class RunConfig:
           name = 'mode' if f.name == 'algorithm' else f.name
           out.append((f'train.{name}', _jsonable(mine), _jsonable(theirs)))
     named = [(self.mode, self.settings, other.mode, other.settings)]
-    named += [(s.name, getattr(self, field), s.name, getattr(other, field))
+    named += [(s.name, getattr(self, field).kwargs(), s.name, getattr(other, field).kwargs())
               for field, s in BUILDERS]
     for my_name, mine, their_name, theirs in named:
       mine = {f'{my_name}.{k}': v for k, v in mine.items()}

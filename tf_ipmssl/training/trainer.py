@@ -50,7 +50,7 @@ def train(model_dir, config, started=None):
   started = time.time() if started is None else started
   if config.numerics.deterministic_ops:
     _make_deterministic()
-  data = ssl_data.build_ssl_data(**config.data)
+  data = ssl_data.build_ssl_data(**config.data.kwargs())
   length = training_length(data, config)
   _check_data(config, data)
   resuming = tf.train.latest_checkpoint(
@@ -95,7 +95,7 @@ def _build_run(config, data, model_dir):
   """Seeds, dtype policy and strategy set as the run's configuration says; the Run."""
   keras.utils.set_random_seed(config.numerics.seed)
   keras.mixed_precision.set_global_policy(config.numerics.mixed_precision or 'float32')
-  strategy = distribution.make_strategy(**config.distribution)
+  strategy = distribution.make_strategy(**config.distribution.kwargs())
   run = run_lib.Run.build(config, num_classes=data.num_classes, image_shape=data.image_shape,
                           strategy=strategy, model_dir=model_dir)
   return strategy, run
