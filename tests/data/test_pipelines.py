@@ -116,15 +116,25 @@ def test_training_stream_is_not_autotuned_and_yields_the_autotuned_batches():
   """An autotuned iterator's tuning thread holds up its destruction (pipelines.
   without_autotuning): the training stream turns autotuning off, batch for batch the same."""
   images, labels = _indexed_images(30, size=28, channels=1), np.arange(30) % 10
-  stream = pipelines.training_stream(images, labels, batch_size=8, seed=2, start_step=3)
+  _assert_not_autotuned_with_the_autotuned_batches(
+      pipelines.training_stream(images, labels, batch_size=8, seed=2, start_step=3), 6)
+
+
+def _assert_not_autotuned_with_the_autotuned_batches(stream, batches):
   assert stream.options().autotune.enabled is False
   autotuned = tf.data.Options()
   autotuned.autotune.enabled = True
   reference = stream.with_options(autotuned)
   assert reference.options().autotune.enabled is True
-  for (x, y), (x_ref, y_ref) in zip(_take(stream, 6), _take(reference, 6)):
+  for (x, y), (x_ref, y_ref) in zip(_take(stream, batches), _take(reference, batches)):
     np.testing.assert_array_equal(x, x_ref)
     np.testing.assert_array_equal(y, y_ref)
+
+
+def test_eval_stream_is_not_autotuned_and_yields_the_autotuned_batches():
+  images, labels = _indexed_images(30, size=28, channels=1), np.arange(30) % 10
+  _assert_not_autotuned_with_the_autotuned_batches(
+      pipelines.eval_stream(images, labels, batch_size=8), 4)
 
 
 def test_images_and_labels_stay_paired_and_batches_are_full():

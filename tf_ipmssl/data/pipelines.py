@@ -141,7 +141,7 @@ def training_stream(images, labels=None, *, batch_size: int = 64, seed: int = 0,
 
 
 def without_autotuning() -> tf.data.Options:
-  """Options that turn tf.data's autotuning off (a training stream's).
+  """Options that turn tf.data's autotuning off (the training and evaluation streams').
 
   An autotuned iterator keeps a background thread that re-tunes the pipeline at intervals
   growing to a minute; destroying the iterator waits for that thread's current sleep, so a
@@ -156,7 +156,8 @@ def without_autotuning() -> tf.data.Options:
 
 def eval_stream(images, labels, *, batch_size: int = 256) -> tf.data.Dataset:
   """Every example once, in order, in batches of `batch_size` (the last may be smaller), as a
-  tf.data pipeline; `eval_batches` yields the same batches without one.
+  tf.data pipeline, not autotuned (`without_autotuning`); `eval_batches` yields the same
+  batches without one.
 
   Returns:
     A dataset of (x float32 [b, 32, 32, C], y int32 [b]).
@@ -169,7 +170,8 @@ def eval_stream(images, labels, *, batch_size: int = 256) -> tf.data.Dataset:
 
   return (tf.data.Dataset.range(images.shape[0]).batch(batch_size)
           .map(make_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-          .prefetch(tf.data.AUTOTUNE))
+          .prefetch(tf.data.AUTOTUNE)
+          .with_options(without_autotuning()))
 
 
 def eval_batches(images, labels, *, batch_size: int = 256):
