@@ -121,7 +121,13 @@ def test_labeled_table_and_wall_times():
 
 
 def test_the_script_regenerates_every_page(tmp_path):
-  rows = tables_lib.read_runs_csv(os.path.join(RESULTS, 'table2_fashion_mnist_100', 'runs.csv'))
+  # The committed Table 2 runs of seeds 0 and 1, which are finished: the numbers below do not
+  # move as the sweep commits further seeds.
+  committed = tables_lib.read_runs_csv(
+      os.path.join(RESULTS, 'table2_fashion_mnist_100', 'runs.csv'))
+  rows = {cell_id: tables_lib.CellResult(result.cell, tuple(r for r in result.runs
+                                                            if r.seed < 2))
+          for cell_id, result in committed.items()}
   results_dir = _results_dir(tmp_path, rows)
   script = os.path.join(REPO, 'scripts', 'update_result_pages.py')
   readme = tmp_path / 'README.md'
