@@ -52,3 +52,19 @@ def test_a_run_configuration_holds_each_builders_typed_settings():
   assert config.to_json()['bindings']['build_critic'] == {
       k: (list(v) if isinstance(v, tuple) else v)
       for k, v in sorted(config.critic.kwargs().items())}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Owned:
+  beta: float = 0.5
+  steps: int = 3
+
+
+def test_settings_of_a_dataclass_make_that_dataclass():
+  owned = builder_settings.Settings.of_dataclass('toy', _Owned)
+  assert [(p.name, p.default) for p in owned.parameters] == [('beta', 0.5), ('steps', 3)]
+  assert owned.values_type is _Owned
+  assert owned.make({'beta': 0.7}) == _Owned(beta=0.7, steps=3)
+  assert builder_settings.values_of(owned.make({})) == {'beta': 0.5, 'steps': 3}
+  with pytest.raises(errors.ConfigError, match=r"toy has no setting\(s\) \['gamma'\]"):
+    owned.make({'gamma': 1.0})

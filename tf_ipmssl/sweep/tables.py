@@ -343,8 +343,8 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')
   writer.writerow(['cell', 'seed', 'test_error', 'paper_error', 'dataset', 'labels', 'steps',
-                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'final_test_error', 'cpu',
-                   'record'] + _SPLIT_COLUMNS)
+                   'wall_seconds', 'labeled_error', 'final_labeled_error', 'final_test_error',
+                   'cpu', 'record'] + _SPLIT_COLUMNS)
   for result in results.values():
     for run in result.runs:
       wall = '' if run.wall_seconds is None else f'{run.wall_seconds:.0f}'
@@ -355,7 +355,8 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
                        '' if paper is None else f'{paper:.2f}', run.dataset or '',
                        run.labels or '', '' if run.steps is None else run.steps, wall,
                        _blank(run.labeled_error), _blank(run.final_labeled_error),
-                       _blank(run.final_test_error), run.cpu or '', 'yes' if run.has_record else 'no'] + split)
+                       _blank(run.final_test_error), run.cpu or '',
+                       'yes' if run.has_record else 'no'] + split)
   return out.getvalue()
 
 

@@ -33,7 +33,6 @@ duration of a `with` block only (tests).
 """
 import contextlib
 import dataclasses
-import inspect
 from typing import Any, Callable
 
 import tensorflow as tf
@@ -114,15 +113,13 @@ class Algorithm:
   @classmethod
   def settings_spec(cls) -> builder_settings.Settings:
     """The settings as gin names them (`<name>.<field>`) with their defaults."""
-    return builder_settings.Settings(cls.name, tuple(
-        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
-        for f in dataclasses.fields(cls.Settings)))
+    return builder_settings.Settings.of_dataclass(cls.name, cls.Settings)
 
   @classmethod
   def make_settings(cls, given) -> 'Settings':
     """The Settings of the bound values `given` (a mapping; the defaults for the rest),
     validated; a ConfigError for an unknown name or a bad value."""
-    settings = cls.Settings(**cls.settings_spec().complete(given))
+    settings = cls.settings_spec().make(given)
     cls.check_settings(settings)
     return settings
 

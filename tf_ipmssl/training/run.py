@@ -105,7 +105,8 @@ class Run:
     strategy = strategy or tf.distribute.get_strategy()
     seed = config.numerics.seed
     build_critic = lambda: critic_lib.build_critic(  # pylint: disable=unnecessary-lambda-assignment
-        num_classes=num_classes, input_channels=image_shape[-1], seed=seed, **config.critic.kwargs())
+        num_classes=num_classes, input_channels=image_shape[-1], seed=seed,
+        **config.critic.kwargs())
     o = config.optimizers
     make_optimizer = lambda rate: optimizers.make_optimizer(  # pylint: disable=unnecessary-lambda-assignment
         o.optimizer, rate, o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.adam_epsilon_placement)

@@ -96,6 +96,7 @@ from typing import Any, Optional, Tuple
 
 import gin
 
+from tf_ipmssl import builder_settings as builder_settings_lib
 from tf_ipmssl import errors
 from tf_ipmssl import gin_settings
 from tf_ipmssl.data import ssl_data
@@ -395,8 +396,7 @@ class RunConfig:
   @property
   def settings(self) -> dict:
     """The algorithm's settings by name (as bound: constraints unscaled)."""
-    settings = self.objective.settings
-    return {name: getattr(settings, name) for name in _field_names(type(settings))}
+    return builder_settings_lib.values_of(self.objective.settings)
 
   def to_json(self) -> dict:
     """The configuration as JSON-ready values (run_config.json, see the module doc)."""

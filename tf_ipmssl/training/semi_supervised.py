@@ -125,7 +125,8 @@ class SemiSupervised(algorithms.Algorithm):
     x_fake = tf.stop_gradient(tf.cast(self.generator(z, training=True), tf.float32))
     context = tf.distribute.get_replica_context()
     alpha_seed = tf.random.experimental.stateless_fold_in(
-        random_streams.stream_seed(self.run_config.numerics.seed, random_streams.GP_ALPHA, iteration),
+        random_streams.stream_seed(self.run_config.numerics.seed, random_streams.GP_ALPHA,
+                                   iteration),
         context.replica_id_in_sync_group if context else 0)
     variables = self.critic.trainable_variables
     settings = self.settings
