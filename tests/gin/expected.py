@@ -43,7 +43,7 @@ def constraints(cell):
 def bindings(cell):
   """{gin parameter: value} that the cell's gin file must give."""
   expected = {'build_ssl_data.dataset': cell.dataset, 'build_critic.width': 1.0,
-              'build_generator.ngf': 64, 'train.batch_size': 64}
+              'train.batch_size': 64}
   if cell.table == 'appendix_c':
     expected.update({
         'train.mode': 'supervised',
@@ -59,7 +59,7 @@ def bindings(cell):
   kinds = constraints(cell)
   formulation = cell.column if cell.table == 'table1' else 'kplus1'
   expected.update({
-      'train.mode': 'ssl',
+      'train.mode': 'ssl', 'build_generator.ngf': 64,
       'ssl.formulation': formulation,
       'ssl.lambda_ce': 0.1 if formulation == 'plain' else 1.5,
       'train.epochs': EPOCHS[cell.dataset],

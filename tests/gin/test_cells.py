@@ -1,11 +1,16 @@
 """The cell registry covers every number of the paper's result tables, one gin file each."""
+import dataclasses
 import subprocess
 import sys
 
+import gin
 import pytest
 
+from tests import gin_queries
 from tf_ipmssl import cells as cells_lib
+from tf_ipmssl import command_line
 from tf_ipmssl import errors
+from tf_ipmssl.training import semi_supervised
 
 # Counted from the paper (the paper's tables in its .tex source):
 # Table 1: per dataset, WGAN clip (plain only) + 4 IPMs x 3 formulations = 13.
@@ -134,3 +139,27 @@ def test_study_cells_have_gin_files_and_are_selected_only_by_name():
   assert [c.row for c in cells_lib.select_cells(['fashion_mnist_study/*_gp_f*'])] == [
       'kplus1_gp_f', 'kplus1_gp_f_pairwise']
   assert cells_lib.get_cell('gin/fashion_mnist_study/fashion_mnist_supervised.gin') == cells[0]
+
+
+# What only the semi-supervised GAN reads: a supervised cell (Appendix C) binds none of it.
+SSL_ONLY = (tuple(f'ssl.{field.name}' for field in dataclasses.fields(
+    semi_supervised.SemiSupervised.Settings)) +
+            ('train.generator_learning_rate', 'build_generator.ngf', 'build_generator.noise_dim',
+             'Fisher.penalty_weight', 'Sobolev.penalty_weight', 'GradientPenalty.weight',
+             'WeightClipping.clip_value'))
+_UNBOUND = object()
+
+
+@pytest.mark.parametrize('cell', cells_lib.select_cells(tables=['appendix_c']),
+                         ids=lambda c: c.id)
+def test_a_supervised_cell_binds_nothing_of_the_gan(cell):
+  gin.clear_config()
+  try:
+    command_line.parse_gin([str(cell.gin_path)], [])
+    assert gin_queries.bound_value('train.mode') == 'supervised'
+    assert gin_queries.bound_value('train.critic_learning_rate') == 2e-4
+    bound = [name for name in SSL_ONLY if gin_queries.bound_value(name, _UNBOUND) is not _UNBOUND]
+    assert not bound
+  finally:
+    gin.clear_config()
+
