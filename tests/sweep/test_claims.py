@@ -63,6 +63,27 @@ def test_pairs_use_the_shared_seeds_only():
   assert check.verdict == 'holds'
 
 
+def test_a_difference_between_runs_on_different_cpus_is_marked():
+  def result(cell_id, errors, cpus):
+    return tables_lib.CellResult(cells_lib.get_cell(cell_id), tuple(
+        tables_lib.RunResult(seed=s, test_error=e, model_dir='', cpu=c)
+        for s, (e, c) in enumerate(zip(errors, cpus))))
+  # Seed 1 ran on another CPU in one cell; seed 2's CPU is not recorded in one cell, which
+  # is not known to differ.
+  high = result(GP_FNEG, (40.0, 41.0, 42.0), ('A', 'A', 'A'))
+  low = result(FISHER_F, (30.0, 30.0, 30.0), ('A', 'B', None))
+  check = claims.check_pair(high, low)
+  assert check.across_cpus == (False, True, False)
+  assert check.text == 'gp_fneg − fisher_f: +10.0 / +11.0† / +12.0 (n=3, mean +11.0): holds'
+  # The verdict counts it like any other.
+  assert check.verdict == claims.check_pair(_pair((10.0, 11.0, 12.0))[0],
+                                            _pair((10.0, 11.0, 12.0))[1]).verdict
+  # The labeled-set errors keep each run's CPU, so the mechanism's pairs are marked too.
+  labeled = tables_lib.CellResult(cells_lib.get_cell(GP_F), (tables_lib.RunResult(
+      seed=0, test_error=40.0, model_dir='', cpu='B', final_labeled_error=12.0),))
+  assert [(r.test_error, r.cpu) for r in claims.labeled_errors(labeled).runs] == [(12.0, 'B')]
+
+
 def test_the_margin():
   # Labeled-set error on 100 images: one or two images on every seed do not pass 3 points.
   assert claims.check_pair(*_pair((2.0, 2.0, 2.0)), margin=3.0).verdict == 'mixed'

@@ -81,3 +81,20 @@ def test_bin_sweep_writes_the_comparison(tmp_path):
          f'--tables_dir={tables_dir}', '--baseline_cell=appendix_c/cifar10_none_4k')
   with open(os.path.join(tables_dir, 'comparison.png'), 'rb') as f:
     assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+def test_a_paired_difference_across_cpus_is_marked():
+  def result(cell_id, cpus):
+    return tables_lib.CellResult(cells_lib.get_cell(cell_id), tuple(
+        tables_lib.RunResult(seed=s, test_error=30.0 + s, model_dir='', cpu=c)
+        for s, c in enumerate(cpus)))
+  baseline = result('appendix_c/cifar10_none_4k', ('A', 'A'))
+  comparison = paper_comparison.compare([result('table1/cifar10_fisher_kplus1', ('A', 'B'))],
+                                        baseline)
+  assert comparison.rows[0].paired_across_cpus == (False, True)
+  text = paper_comparison.markdown(comparison)
+  assert '+0.00 ± 0.00 (+0.00, +0.00†) |' in text
+  assert '† the run and the baseline\'s of that seed trained on different CPUs' in text
+  same = paper_comparison.markdown(paper_comparison.compare(
+      [result('table1/cifar10_fisher_kplus1', ('A', 'A'))], baseline))
+  assert '†' not in same

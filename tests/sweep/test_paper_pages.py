@@ -90,6 +90,23 @@ def test_status_names_the_extra_seeds_and_the_reused_runs():
       'table2/cifar10_fisher_f, one configuration).')
 
 
+def test_status_names_the_cells_whose_seeds_mix_cpus():
+  fisher_f, sobolev_f = 'table2/cifar10_fisher_f', 'table2/cifar10_sobolev_f'
+  results = paper_pages.with_every_cell(
+      {fisher_f: _cell(fisher_f, _run(0, 20.0, cpu='A'), _run(1, 21.0, cpu='A'),
+                       _run(2, 22.0, cpu='B')),
+       sobolev_f: _cell(sobolev_f, _run(0, 20.0, cpu='A'), _run(1, 21.0, cpu='A'),
+                        _run(2, 22.0, cpu='B')),
+       GP_F: _cell(GP_F, _run(0, 20.0, cpu='A'), _run(1, 21.0, cpu='A')),
+       paper_claims.BASELINE: _cell(paper_claims.BASELINE, _run(0, 30.0, cpu='B'),
+                                    _run(1, 30.0))},
+      paper_pages.table_cells('table2'))
+  assert paper_pages.status(results, 'table2', set()).endswith(
+      'Cells whose seeds ran on different CPUs: seeds 0, 1 on A and seed 2 on B: '
+      'table2/cifar10_sobolev_f, table2/cifar10_fisher_f; seed 0 on B and seed 1 on a CPU '
+      'not recorded: appendix_c/cifar10_none_4k.')
+
+
 def test_late_collapses_lists_runs_that_end_five_points_above_their_best_step():
   results = {GP_F: _cell(GP_F, _run(0, 30.0, final_test_error=34.99),
                          _run(1, 30.0, final_test_error=35.0), _run(2, 30.0)),

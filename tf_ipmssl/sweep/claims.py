@@ -55,6 +55,14 @@ WHAT_IT_CAN_SHOW = (
     'on 3 seeds is evidence at that level, not proof, and a mixed pair is no evidence either '
     'way.')
 
+# After a per-seed difference whose two runs trained on different CPUs.
+CPU_MARK = '†'
+CPU_NOTE = (
+    f'A difference marked {CPU_MARK} compares two runs that trained on different CPUs, whose '
+    'kernels round differently: one run moves by about a point between CPU families, so '
+    'such a difference carries that much beside the cells\' own. The verdicts count it like '
+    'any other.')
+
 
 def short_name(cell_id: str) -> str:
   """'fisher_plain' for 'table1/cifar10_fisher_plain'; the supervised baseline of Appendix C
@@ -66,11 +74,13 @@ def short_name(cell_id: str) -> str:
 
 
 def paired_differences(first: tables_lib.CellResult, second: tables_lib.CellResult
-                       ) -> Tuple[Tuple[int, ...], Tuple[float, ...]]:
-  """(shared seeds, first − second per shared seed), in seed order."""
-  other = dict(zip(second.seeds, second.errors))
-  pairs = sorted((s, e - other[s]) for s, e in zip(first.seeds, first.errors) if s in other)
-  return tuple(s for s, _ in pairs), tuple(d for _, d in pairs)
+                       ) -> Tuple[Tuple[int, ...], Tuple[float, ...], Tuple[bool, ...]]:
+  """(shared seeds, first − second per shared seed, whether that seed's two runs trained on
+  different CPUs), in seed order."""
+  other = {run.seed: run for run in second.runs}
+  runs = sorted((run.seed, run, other[run.seed]) for run in first.runs if run.seed in other)
+  return (tuple(s for s, _, _ in runs), tuple(a.test_error - b.test_error for _, a, b in runs),
+          tuple(tables_lib.different_cpus(a, b) for _, a, b in runs))
 
 
 def ordered_verdict(diffs: Sequence[float], margin: float = MARGIN) -> str:
@@ -115,6 +125,8 @@ class PairCheck:
   diffs: Tuple[float, ...]
   verdict: str
   kind: str = HIGHER
+  # Per shared seed: whether its two runs trained on different CPUs (marked CPU_MARK).
+  across_cpus: Tuple[bool, ...] = ()
 
   @property
   def n(self) -> int:
@@ -131,8 +143,11 @@ class PairCheck:
 
   @property
   def per_seed(self) -> str:
-    """'+66.1 / +7.0 / +5.3' (one decimal, seed order) or '–'."""
-    return ' / '.join(f'{d:+.1f}' for d in self.diffs) or '–'
+    """'+66.1 / +7.0 / +5.3' (one decimal, seed order; CPU_MARK after a difference between
+    runs on different CPUs) or '–'."""
+    marks = self.across_cpus or (False,) * self.n
+    return ' / '.join(f'{d:+.1f}' + (CPU_MARK if m else '')
+                      for d, m in zip(self.diffs, marks)) or '–'
 
   @property
   def numbers(self) -> str:
@@ -152,9 +167,9 @@ def check_pair(first: tables_lib.CellResult, second: tables_lib.CellResult,
                kind: str = HIGHER, margin: float = MARGIN) -> PairCheck:
   """Whether `first` has the higher error (kind HIGHER), the same (NO_DIFFERENCE) or not a
   lower one (NOT_LOWER), paired over the shared seeds."""
-  seeds, diffs = paired_differences(first, second)
+  seeds, diffs, across_cpus = paired_differences(first, second)
   return PairCheck(short_name(first.cell.id), short_name(second.cell.id), seeds, diffs,
-                   _VERDICTS[kind](diffs, margin), kind)
+                   _VERDICTS[kind](diffs, margin), kind, across_cpus)
 
 
 def check_level(result: tables_lib.CellResult, level: float, above: bool = True,

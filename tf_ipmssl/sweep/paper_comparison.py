@@ -21,6 +21,7 @@ import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from tf_ipmssl.sweep import claims
 from tf_ipmssl.sweep import tables as tables_lib
 
 
@@ -60,6 +61,8 @@ class Row:
   paper_rank: Optional[float]
   our_rank: Optional[float]
   paired: Tuple[float, ...]  # Our error − the baseline's, per shared seed.
+  # Per shared seed: whether the two runs trained on different CPUs.
+  paired_across_cpus: Tuple[bool, ...] = ()
 
   @property
   def paired_mean_std(self):
@@ -80,11 +83,8 @@ def compare(results: Sequence[tables_lib.CellResult],
   paper_ranks = dict(zip((r.cell.id for r in ranked),
                          average_ranks([r.cell.paper_error for r in ranked])))
   our_ranks = dict(zip((r.cell.id for r in ranked), average_ranks([r.mean for r in ranked])))
-  base = dict(zip(baseline.seeds, baseline.errors))
-  rows = tuple(Row(result=r, paper_rank=paper_ranks.get(r.cell.id),
-                   our_rank=our_ranks.get(r.cell.id),
-                   paired=tuple(e - base[s] for s, e in zip(r.seeds, r.errors) if s in base))
-               for r in results)
+  rows = tuple(Row(r, paper_ranks.get(r.cell.id), our_ranks.get(r.cell.id),
+                   *claims.paired_differences(r, baseline)[1:]) for r in results)
   rho = spearman([r.cell.paper_error for r in ranked], [r.mean for r in ranked])
   return Comparison(rows, baseline, rho)
 
@@ -104,7 +104,8 @@ def markdown(comparison: Comparison) -> str:
            '|---|---:|---:|---:|---:|---|']
   for row in comparison.rows:
     mean, std = row.paired_mean_std
-    per_seed = ', '.join(f'{d:+.2f}' for d in row.paired)
+    per_seed = ', '.join(f'{d:+.2f}' + (claims.CPU_MARK if across else '')
+                         for d, across in zip(row.paired, row.paired_across_cpus))
     paired = '–' if mean is None else (
         f'{mean:+.2f}' + ('' if std is None else f' ± {std:.2f}') + f' ({per_seed})')
     lines.append(f'| {row.result.cell.id} | {row.result.text} | '
@@ -115,6 +116,9 @@ def markdown(comparison: Comparison) -> str:
   rho = comparison.rho
   lines += ['', f"Spearman's ρ between the paper's column and ours: {_number(rho)} "
             f"(over {sum(r.our_rank is not None for r in comparison.rows)} cells)."]
+  if any(any(row.paired_across_cpus) for row in comparison.rows):
+    lines += ['', f'{claims.CPU_MARK} the run and the baseline\'s of that seed trained on '
+              'different CPUs (one run moves by about a point between CPU families).']
   return '\n'.join(lines) + '\n'
 
 

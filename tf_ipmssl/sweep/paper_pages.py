@@ -111,7 +111,25 @@ def status(results: Results, table: str, row_only: Set) -> str:
                    if results[c].cell.table in (table, 'appendix_c'))
   if missing:
     text += (' Runs with no record beyond their runs.csv row: ' + ', '.join(missing) + '.')
+  mixed = mixed_cpus(cells + [base])
+  if mixed:
+    text += ' Cells whose seeds ran on different CPUs: ' + '; '.join(mixed) + '.'
   return text
+
+
+def mixed_cpus(results: Sequence[tables_lib.CellResult]) -> List[str]:
+  """The cells whose runs trained on more than one CPU, grouped by which seeds ran where:
+  'seeds 0, 1 on A and seed 2 on B: cell, cell', the CPUs in order of their first seed."""
+  groups: Dict[str, List[str]] = {}
+  for result in results:
+    seeds_on: Dict[str, List[int]] = {}
+    for run in result.runs:
+      seeds_on.setdefault(run.cpu or 'a CPU not recorded', []).append(run.seed)
+    if len(seeds_on) > 1:
+      pattern = ' and '.join(f'seed{"s" * (len(seeds) > 1)} {", ".join(map(str, seeds))} '
+                             f'on {cpu}' for cpu, seeds in seeds_on.items())
+      groups.setdefault(pattern, []).append(result.cell.id)
+  return [f'{pattern}: {", ".join(cells)}' for pattern, cells in groups.items()]
 
 
 def comparison(results: Results, folder: str) -> str:
@@ -194,7 +212,7 @@ def rule(table1: Results) -> str:
   """The verdict rule, what it can show, and Table 1 under the replaced rule."""
   return '\n\n'.join(textwrap.fill(text, results_page.WIDTH, break_long_words=False,
                                    break_on_hyphens=False)
-                     for text in (claims.RULE, claims.WHAT_IT_CAN_SHOW,
+                     for text in (claims.RULE, claims.WHAT_IT_CAN_SHOW, claims.CPU_NOTE,
                                   paper_claims.old_rule_line(table1)))
 
 

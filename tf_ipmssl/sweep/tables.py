@@ -105,6 +105,12 @@ class CellResult:
     return f'{cells_lib.format_error(self.mean, self.std)} (n={self.n})'
 
 
+def different_cpus(first: RunResult, second: RunResult) -> bool:
+  """Whether two runs trained on CPUs known to differ (both recorded, not the same); their
+  kernels round differently, so one run moves by about a point between CPU families."""
+  return first.cpu is not None and second.cpu is not None and first.cpu != second.cpu
+
+
 def mean_std(values: Sequence[float]) -> Tuple[Optional[float], Optional[float]]:
   """(mean, sample standard deviation) of values; None for a mean of none and for the std
   of fewer than two."""
