@@ -127,11 +127,12 @@ def test_late_collapses_lists_runs_that_end_five_points_above_their_best_step():
 def test_labeled_table_and_wall_times():
   results = paper_pages.with_every_cell({GP_F: _cell(
       GP_F, _run(0, 30.0, labeled_error=10.0, final_labeled_error=20.0, wall_seconds=1234.4),
-      _run(1, 32.0, labeled_error=12.0, final_labeled_error=40.0, cpu='Xeon'))},
+      _run(1, 32.0, labeled_error=12.0, final_labeled_error=40.0, cpu='Xeon',
+           lowest_labeled_error=3.0))},
       paper_pages.table_cells('table2'))
   row = paper_pages.labeled_table(results).splitlines()[2]
   assert row == ('| table2/cifar10_gp_f | gradient norm on f | 31.00 ± 1.41 (n=2) | '
-                 '30.00 ± 14.14 (n=2) | 11.00 ± 1.41 (n=2) | 20 (10) / 40 (12) |')
+                 '30.00 ± 14.14 (n=2) | 11.00 ± 1.41 (n=2) | 20 (10; –) / 40 (12; 3) |')
   assert paper_pages.wall_times(results, 'table2').splitlines()[2:] == [
       '| table2/cifar10_gp_f | 0 | 1,234 | not recorded |',
       '| table2/cifar10_gp_f | 1 | – | Xeon |']

@@ -223,12 +223,15 @@ class Mechanism:
 
 
 def _labeled_text(result: tables_lib.CellResult) -> str:
-  """'22 / 78 (best step 22 / 78)': the final labeled-set error per seed, the best step's."""
-  final = claims.labeled_errors(result).errors
-  best = claims.labeled_errors(result, 'best').errors
-  text = ' / '.join(f'{e:g}' for e in final) or '–'
-  if best and best != final:
-    text += f' (best step {" / ".join(f"{e:g}" for e in best)})'
+  """'42 / 29 / 33 (lowest over the run – / 8 / 15)': the labeled-set error per seed at the
+  end of training and, where it differs, the lowest over the run ('–' where the run's eval
+  curve is not kept)."""
+  runs = [run for run in result.runs if run.final_labeled_error is not None]
+  text = ' / '.join(f'{run.final_labeled_error:g}' for run in runs) or '–'
+  if any(run.lowest_labeled_error not in (None, run.final_labeled_error) for run in runs):
+    text += ' (lowest over the run ' + ' / '.join(
+        '–' if run.lowest_labeled_error is None else f'{run.lowest_labeled_error:g}'
+        for run in runs) + ')'
   return text
 
 
@@ -250,7 +253,9 @@ def mechanism(results: Results) -> Mechanism:
   text = (f'- **Mechanism: a gradient norm on f leaves the labeled set unfitted** (each '
           f'gradient-norm-on-f cell\'s labeled-set error at the end of training above each '
           f'cell\'s without one, margin {MECHANISM_MARGIN:g} images): {verdict} — '
-          f'{claims.summary(checks)}. Final labeled-set error % per seed: {per_cell}.')
+          f'{claims.summary(checks)}. Final labeled-set error % per seed (the lowest over the '
+          f'run beside it where it differs, – where the run\'s eval curve is not kept): '
+          f'{per_cell}.')
   if counterexamples:
     text += (' Counterexample' + ('s' if len(counterexamples) > 1 else '') + ' (a gradient '
              'norm on f, yet its labels fitted): ' + ', '.join(

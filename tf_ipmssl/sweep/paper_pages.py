@@ -74,7 +74,7 @@ def load(results_dir: str, records: Optional[str] = None) -> Tuple[Results, Resu
   cells = table_cells('table2')[:-1] + table_cells('table3')
   if not records:
     return table1, with_every_cell(one_configuration.with_reused_seeds(rows), cells), set()
-  recorded = tables_lib.collect(records, cells)
+  recorded = tables_lib.with_lowest_labeled_errors(tables_lib.collect(records, cells))
   kept = {(cell_id, seed) for cell_id, result in recorded.items() for seed in result.seeds}
   row_only = {(cell_id, run.seed) for cell_id, result in rows.items() for run in result.runs
               if (cell_id, run.seed) not in kept}
@@ -154,18 +154,26 @@ def _mean_std_text(values):
 
 def labeled_table(results: Results) -> str:
   """Per Table 2 cell: its group, test error, and labeled-set error at the end of training
-  and at the best validation step (mean ± std over the seeds, and per seed)."""
+  and at the best validation step (mean ± std over the seeds), and per seed the end's, the
+  best step's and the lowest over the run ('–' where the run's eval curve is not kept)."""
   lines = ['| cell | group | test error | labeled error, end of training | '
-           'labeled error, best step | per seed, end (best) |',
+           'labeled error, best step | per seed, end (best step; lowest over the run) |',
            '|---|---|---:|---:|---:|---|']
   for cell in cells_lib.select_cells(tables=['table2'], datasets=['cifar10']):
     result = results[cell.id]
     final = claims.labeled_errors(result).errors
     best = claims.labeled_errors(result, 'best').errors
-    per_seed = ' / '.join(f'{f:g} ({b:g})' for f, b in zip(final, best)) or '–'
+    per_seed = ' / '.join(
+        f'{run.final_labeled_error:g} ({_number(run.labeled_error)}; '
+        f'{_number(run.lowest_labeled_error)})'
+        for run in result.runs if run.final_labeled_error is not None) or '–'
     lines.append(f'| {cell.id} | {paper_claims.GROUPS[cell.id]} | {result.text} | '
                  f'{_mean_std_text(final)} | {_mean_std_text(best)} | {per_seed} |')
   return '\n'.join(lines)
+
+
+def _number(value: Optional[float]) -> str:
+  return '–' if value is None else f'{value:g}'
 
 
 def wall_times(results: Results, table: str) -> str:

@@ -51,6 +51,9 @@ class RunResult:
   # did not record it), beside the reported one of the best validation step.
   final_test_error: Optional[float] = None
   cpu: Optional[str] = None  # The CPU it trained on (versions.json; None if not recorded).
+  # The lowest labeled-set error (%) over its evaluations, from its eval curve
+  # (`with_lowest_labeled_errors`; None where the curve is not kept or not read).
+  lowest_labeled_error: Optional[float] = None
   # Its wall time by part, seconds in wall_time.PARTS order (metrics.json's `wall_split`;
   # None for runs written before the trainer recorded it).
   wall_split: Optional[Tuple[float, ...]] = None
@@ -103,6 +106,27 @@ class CellResult:
     if not self.errors:
       return '–'
     return f'{cells_lib.format_error(self.mean, self.std)} (n={self.n})'
+
+
+# The run's labeled-set error at each evaluation, in its eval/ TensorBoard events.
+LABELED_ERROR_CURVE = 'eval/labeled_error'
+
+
+def with_lowest_labeled_errors(results: Dict[str, 'CellResult']) -> Dict[str, 'CellResult']:
+  """`results` with each run's lowest labeled-set error over its evaluations, read from the
+  eval curve kept in its model directory (its TensorBoard events: this imports TensorFlow);
+  runs without the curve are left as they are."""
+  from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
+  def lowest(run):
+    directory = os.path.join(run.model_dir, run_files.EVAL_SUMMARY_DIR)
+    if not run.model_dir or not os.path.isdir(directory):
+      return run
+    curve = summaries.read_scalars(directory).get(LABELED_ERROR_CURVE)
+    if not curve:
+      return run
+    return dataclasses.replace(run, lowest_labeled_error=min(v for _, v in curve))
+  return {cell_id: dataclasses.replace(result, runs=tuple(lowest(r) for r in result.runs))
+          for cell_id, result in results.items()}
 
 
 def different_cpus(first: RunResult, second: RunResult) -> bool:
