@@ -57,17 +57,21 @@ def test_load_from_rows_and_records(tmp_path):
   records = str(tmp_path / 'records')
   fake_results.write_run(records, cells_lib.get_cell(GP_F), 1, 51.0)
   fake_results.write_run(records, cells_lib.get_cell(GP_F), 2, 52.0)
+  # A run whose record was lost stands in the records folder as a row of its own file.
+  sobolev_f = 'table2/cifar10_sobolev_f'
+  with open(os.path.join(records, tables_lib.RECORDLESS_ROWS_FILE), 'w') as f:
+    f.write(tables_lib.runs_csv({sobolev_f: _cell(sobolev_f, _run(0, 33.0))}))
   table1, table23, row_only = paper_pages.load(results_dir, records)
   assert table1['table1/cifar10_fisher_plain'].n == 3
   assert table23[GP_F].errors == (30.0, 51.0, 52.0)
-  assert row_only == {(GP_F, 0), (baseline, 0), (baseline, 1), (baseline, 2)}
+  assert table23[sobolev_f].errors == (33.0,)
+  assert row_only == {(GP_F, 0), (baseline, 0), (baseline, 1), (baseline, 2), (sobolev_f, 0)}
   assert table23['table3/cifar10_none_fisher'].n == 0  # Every cell, with or without runs.
   status = paper_pages.status(table23, 'table2', row_only)
-  assert status.startswith('3 of 36 runs finished (1 of 12 cells at n ≥ 3); the supervised '
+  assert status.startswith('4 of 36 runs finished (1 of 12 cells at n ≥ 3); the supervised '
                            'baseline: 3 of 3.')
-  assert ('no record beyond their runs.csv row: appendix_c/cifar10_none_4k seed 0, '
-          'appendix_c/cifar10_none_4k seed 1, appendix_c/cifar10_none_4k seed 2, '
-          'table2/cifar10_gp_f seed 0.') in status
+  assert ('no record beyond their runs.csv row: appendix_c/cifar10_none_4k seeds 0, 1, 2; '
+          'table2/cifar10_gp_f seed 0; table2/cifar10_sobolev_f seed 0.') in status
   # Without records every run is a row, and none is named.
   _, table23, row_only = paper_pages.load(results_dir)
   assert table23[GP_F].errors == (30.0, 31.0) and row_only == set()

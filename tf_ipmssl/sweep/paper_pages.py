@@ -75,9 +75,10 @@ def load(results_dir: str, records: Optional[str] = None) -> Tuple[Results, Resu
   if not records:
     return table1, with_every_cell(one_configuration.with_reused_seeds(rows), cells), set()
   recorded = tables_lib.with_lowest_labeled_errors(tables_lib.collect(records, cells))
-  kept = {(cell_id, seed) for cell_id, result in recorded.items() for seed in result.seeds}
-  row_only = {(cell_id, run.seed) for cell_id, result in rows.items() for run in result.runs
-              if (cell_id, run.seed) not in kept}
+  kept = {(cell_id, run.seed) for cell_id, result in recorded.items() for run in result.runs
+          if run.has_record}
+  row_only = {(cell_id, run.seed) for cell_id, result in merge(rows, recorded).items()
+              for run in result.runs if (cell_id, run.seed) not in kept}
   table23 = one_configuration.with_reused_seeds(merge(rows, recorded))
   return table1, with_every_cell(table23, cells), row_only
 
@@ -107,10 +108,14 @@ def status(results: Results, table: str, row_only: Set) -> str:
         + (f' (the runs of {reused[c]}, one configuration)' if c in reused else '')
         for c, seeds in sorted(extra.items())) + '.'
 
-  missing = sorted(f'{c} seed {s}' for c, s in row_only
-                   if results[c].cell.table in (table, 'appendix_c'))
+  missing: Dict[str, List[int]] = {}
+  for cell_id, seed in sorted(row_only):
+    if results[cell_id].cell.table in (table, 'appendix_c'):
+      missing.setdefault(cell_id, []).append(seed)
   if missing:
-    text += (' Runs with no record beyond their runs.csv row: ' + ', '.join(missing) + '.')
+    text += (' Runs with no record beyond their runs.csv row: ' + '; '.join(
+        f'{c} seed{"s" * (len(seeds) > 1)} {", ".join(map(str, seeds))}'
+        for c, seeds in missing.items()) + '.')
   mixed = mixed_cpus(cells + [base])
   if mixed:
     text += ' Cells whose seeds ran on different CPUs: ' + '; '.join(mixed) + '.'
