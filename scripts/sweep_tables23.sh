@@ -67,9 +67,9 @@ sweep --cells=appendix_c/cifar10_none_4k --seeds=0,1,2 \
 for s in 0 1 2; do
   sweep --table=table2 --dataset=cifar10 --seeds="$s,"
 done
-for s in 0 1 2; do
-  sweep --table=table3 --dataset=cifar10 --seeds="$s,"
-done
+# Table 3's 33 runs in one call, cell by cell: a call per seed would end each of its three
+# calls with its 11th run training alone while the other worker waits.
+sweep --table=table3 --dataset=cifar10 --seeds=0,1,2
 # Seeds 3 and 4 where the conclusions are decided. Table 3's no-normalization Fisher is
 # table2/cifar10_fisher_f's configuration: its seeds 3 and 4 are that cell's runs.
 sweep --cells=table2/cifar10_gp_f,table2/cifar10_fisher_f,table3/cifar10_batch_norm_fisher,table3/cifar10_layer_norm_singleton_per_channel_fisher \
