@@ -22,6 +22,24 @@ def test_wrongly_typed_gin_value(data_dir, tmp_path, binding, fragment):
   assert not os.path.exists(tmp_path / 'm' / 'checkpoints')
 
 
+def test_bfloat16_under_an_avx2_kernel_limit_trains_or_stops_in_one_line(data_dir, tmp_path):
+  """oneDNN held to AVX2: where TensorFlow still sends bfloat16 convolutions to it (an
+  AVX-512 CPU) the run stops before its first step with one line naming the limit; where it
+  does not, the run trains."""
+  model_dir = str(tmp_path / 'm')
+  result = subprocess.run(
+      runs.train_command(model_dir, runs.tiny_bindings(data_dir) + [
+          "train.mixed_precision = 'mixed_bfloat16'"]),
+      capture_output=True, text=True, timeout=600, cwd=str(runs.REPO_ROOT),
+      env={**runs.environment(), 'ONEDNN_MAX_CPU_ISA': 'AVX2'})
+  if result.returncode == 0:
+    assert os.path.exists(os.path.join(model_dir, 'metrics.json'))
+  else:
+    checks.assert_one_error_line(result, 'ONEDNN_MAX_CPU_ISA=AVX2 holds oneDNN',
+                                 'train.mixed_precision = None')
+    assert not os.path.exists(os.path.join(model_dir, 'checkpoints'))
+
+
 @checks.needs_mount
 def test_full_disk_is_one_line(data_dir, tmp_path):
   disk = tmp_path / 'disk'

@@ -12,8 +12,16 @@ _AVX512 = {'vendor_id': 'GenuineIntel', 'cpu family': '6', 'model': '207',
 
 
 def test_signature_names_an_avx512_cpu_only():
-  assert cpu_info.signature(_AVX2) == f'no-avx512f tensorflow-{tf.__version__}'
-  assert cpu_info.signature(_AVX512) == f'avx512f GenuineIntel-6-207 tensorflow-{tf.__version__}'
+  assert cpu_info.signature(_AVX2, {}) == f'no-avx512f tensorflow-{tf.__version__}'
+  assert cpu_info.signature(_AVX512, {}) == (
+      f'avx512f GenuineIntel-6-207 tensorflow-{tf.__version__}')
+
+
+def test_signature_names_a_onednn_instruction_set_limit():
+  assert cpu_info.signature(_AVX512, {'ONEDNN_MAX_CPU_ISA': 'avx2'}) == (
+      f'avx512f GenuineIntel-6-207 onednn-max-isa=AVX2 tensorflow-{tf.__version__}')
+  assert cpu_info.signature(_AVX2, {'DNNL_MAX_CPU_ISA': 'SSE41', 'ONEDNN_MAX_CPU_ISA': ''}) == (
+      f'no-avx512f onednn-max-isa=SSE41 tensorflow-{tf.__version__}')
 
 
 def test_cpuinfo_reads_the_first_processor(tmp_path):

@@ -1,10 +1,19 @@
 """The CPU a run computes on: what decides its float results besides the code.
 
 Kernels that use AVX-512 (and its extensions: AVX512_BF16, AMX, ...) sum in another order
-than AVX2 kernels, so the same run follows another trajectory on another CPU. A run records
-`description()` in versions.json; the fingerprint test keys its fingerprints by `signature`.
+than AVX2 kernels, so the same run follows another trajectory on another CPU. oneDNN, whose
+kernels TensorFlow's matrix products use even with TF_ENABLE_ONEDNN_OPTS=0, can be held to
+an older instruction set with ONEDNN_MAX_CPU_ISA (e.g. AVX2, to compute as an AVX2 CPU
+does): the signature then names that limit. A run records `description()` in
+versions.json; the fingerprint test keys its fingerprints by `signature`.
 """
+import os
+
 import tensorflow as tf
+
+# The environment variables by which oneDNN's kernels are held to an instruction set (the
+# second is its former name).
+ISA_LIMITS = ('ONEDNN_MAX_CPU_ISA', 'DNNL_MAX_CPU_ISA')
 
 
 def cpuinfo(path='/proc/cpuinfo'):
@@ -22,17 +31,22 @@ def cpuinfo(path='/proc/cpuinfo'):
   return fields
 
 
-def signature(info=None):
+def signature(info=None, environ=None):
   """CPU kernels and TensorFlow version, e.g. 'no-avx512f tensorflow-2.21.0'.
 
   AVX-512 CPUs differ in the extensions the kernels may pick, so their signature also
   names the CPU (vendor, family, model): 'avx512f GenuineIntel-6-207 tensorflow-2.21.0'.
+  Under a oneDNN instruction-set limit (`environ`, default os.environ) it is named too:
+  'avx512f GenuineIntel-6-207 onednn-max-isa=AVX2 tensorflow-2.21.0'.
   """
   info = cpuinfo() if info is None else info
+  environ = os.environ if environ is None else environ
+  limit = next((environ[k] for k in ISA_LIMITS if environ.get(k)), None)
+  limit = f' onednn-max-isa={limit.upper()}' if limit else ''
   if 'avx512f' not in info.get('flags', '').split():
-    return f'no-avx512f tensorflow-{tf.__version__}'
+    return f'no-avx512f{limit} tensorflow-{tf.__version__}'
   cpu = '-'.join(info.get(k, '?') for k in ('vendor_id', 'cpu family', 'model'))
-  return f'avx512f {cpu} tensorflow-{tf.__version__}'
+  return f'avx512f {cpu}{limit} tensorflow-{tf.__version__}'
 
 
 def description(info=None):

@@ -31,6 +31,7 @@ from tf_ipmssl.training import distribution
 from tf_ipmssl.training import export
 from tf_ipmssl.training import hparams
 from tf_ipmssl.training import loop as loop_lib
+from tf_ipmssl.training import precision
 from tf_ipmssl.training import reporting
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_record
@@ -84,8 +85,10 @@ def train(model_dir, config, started=None):
 
 
 def _check_data(config, data):
-  """ConfigErrors for a configuration the data cannot train (before anything is written)."""
+  """ConfigErrors for a configuration the data or this machine cannot train (before
+  anything is written)."""
   config.objective.algorithm.check_data(data)
+  precision.check_policy(config.numerics.mixed_precision)
   if config.loop.early_stopping_patience is not None and not len(data.validation_labels):
     raise errors.ConfigError('train.early_stopping_patience needs a validation split '
                              '(build_ssl_data.validation_size > 0)')

@@ -1,0 +1,47 @@
+"""Whether this machine's kernels run a run's mixed-precision policy.
+
+A CPU whose kernels have no bfloat16 convolution (oneDNN held to AVX2 by
+ONEDNN_MAX_CPU_ISA on an AVX-512 CPU, whose TensorFlow still routes bfloat16 convolutions to
+oneDNN) fails deep inside the first step with "could not create a primitive descriptor".
+`check_policy` tries one small bfloat16 convolution first and turns that into a ConfigError
+naming the fix.
+"""
+import functools
+import os
+from typing import Optional
+
+import tensorflow as tf
+
+from tf_ipmssl import errors
+from tf_ipmssl.training import cpu_info
+
+
+@functools.lru_cache(maxsize=None)
+def bfloat16_convolutions_fail() -> Optional[str]:
+  """Why a bfloat16 convolution (forward and transposed) fails here, None where both run."""
+  images = tf.ones([1, 4, 4, 2], tf.bfloat16)
+  kernel = tf.ones([3, 3, 2, 2], tf.bfloat16)
+  try:
+    tf.nn.conv2d(images, kernel, 1, 'SAME')
+    tf.nn.conv2d_transpose(images, kernel, [1, 8, 8, 2], 2, 'SAME')
+  except tf.errors.OpError as error:
+    text = error.message.strip().splitlines()[0]
+    return text.split('message: ', 1)[-1][:300]  # oneDNN's own words, without the op's path.
+  return None
+
+
+def check_policy(policy: Optional[str]) -> None:
+  """A ConfigError where `policy` (train.mixed_precision) is 'mixed_bfloat16' and this
+  machine cannot run bfloat16 convolutions."""
+  if policy != 'mixed_bfloat16':
+    return
+  reason = bfloat16_convolutions_fail()
+  if reason is None:
+    return
+  limits = [f'{k}={os.environ[k]}' for k in cpu_info.ISA_LIMITS if os.environ.get(k)]
+  hint = f' ({", ".join(limits)} holds oneDNN to kernels without bfloat16: unset it)' if (
+      limits) else ''
+  raise errors.ConfigError(
+      "train.mixed_precision = 'mixed_bfloat16' cannot run here: this machine's kernels have "
+      f'no bfloat16 convolution{hint}. Train in float32 (train.mixed_precision = None). '
+      f'TensorFlow said: {reason}')
