@@ -175,3 +175,44 @@ def test_bin_predict_on_a_native_size_export(exported_run, tmp_path):
                                            for p, e in zip(paths, expected)]
   np.testing.assert_allclose([[float(v) for v in row[3:]] for row in rows[1:]], expected,
                              rtol=1e-6)
+
+
+@pytest.mark.parametrize('resize', [False, True])
+def test_the_served_computation_waits_for_the_shape_asserts(resize):
+  """A wrong shape must fail in the asserts, whose message names the expected shape, never
+  first in a shape check inside the computation (the resize's EnsureShape, a convolution):
+  every op that reads the images depends on the assert (the executor's order would
+  otherwise decide which message a caller sees)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.networks import critic as critic_lib  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import export  # pylint: disable=g-import-not-at-top
+  shape = (32, 32, 3)
+  critic = critic_lib.build_critic(2, 3, width=0.0625, seed=0)
+  make = export._serving_function  # pylint: disable=protected-access
+  serve = tf.function(make(critic, shape, ['a', 'b'], resize))
+  spec = tf.TensorSpec([None, None, None, 3] if resize else [None, *shape], tf.uint8)
+  graph = serve.get_concrete_function(spec).graph
+
+  def ancestors(op):
+    seen, stack = set(), [op]
+    while stack:
+      current = stack.pop()
+      for parent in [t.op for t in current.inputs] + list(current.control_inputs):
+        if parent not in seen:
+          seen.add(parent)
+          stack.append(parent)
+    return seen
+
+  asserts = [op for op in graph.get_operations() if op.type == 'Assert']
+  # The rank is known when traced (no op is made); the shape's assert is the one.
+  assert len(asserts) == 1, [op.type for op in graph.get_operations()]
+  placeholder = graph.inputs[0].op
+  readers = [op for op in graph.get_operations()
+             if op.type in ('EnsureShape', 'Conv2D', 'ResizeBilinear', 'ResizeArea')
+             or (placeholder in [t.op for t in op.inputs] and op.type not in (
+                 'Shape', 'Rank', 'Identity'))]
+  assert any(op.type == 'Conv2D' for op in readers)
+  if resize:
+    assert any(op.type == 'EnsureShape' for op in readers)
+  for op in readers:
+    assert set(asserts) <= ancestors(op), op.name

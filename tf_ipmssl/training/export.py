@@ -43,13 +43,18 @@ def _serving_function(critic, image_shape, class_names, resize):
   def serve(images):
     shape = tf.shape(images)
     # Asserts in the graph: saved_model_cli, a TF1 Session and TF Serving feed the
-    # placeholder without checking anything beyond its rank.
-    tf.debugging.assert_rank(
-        images, 4, message=f'the classifier takes uint8 images of shape [N, {expected}]')
-    tf.debugging.assert_equal(
-        shape[4 - len(checked):], checked,
-        message=f'the classifier takes uint8 images of shape [N, {expected}]; got another '
-        + ('channel count' if resize else 'height, width or channel count'))
+    # placeholder without checking anything beyond its rank. The computation waits for them:
+    # otherwise a shape check inside it (the resize's, a convolution's) may fail first and
+    # its message would stand in for theirs, depending on which op the executor ran first.
+    checks = [tf.debugging.assert_rank(
+        images, 4, message=f'the classifier takes uint8 images of shape [N, {expected}]')]
+    with tf.control_dependencies([c for c in checks if c is not None]):
+      checks.append(tf.debugging.assert_equal(
+          shape[4 - len(checked):], checked,
+          message=f'the classifier takes uint8 images of shape [N, {expected}]; got another '
+          + ('channel count' if resize else 'height, width or channel count')))
+    with tf.control_dependencies([c for c in checks if c is not None]):
+      images = tf.identity(images)
     count = shape[0]
     # An empty batch runs the network on one blank image and answers its first 0 rows:
     # some convolution kernels reject an empty input.
