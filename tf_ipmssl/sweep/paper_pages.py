@@ -114,12 +114,16 @@ def status(results: Results, table: str, row_only: Set) -> str:
       missing.setdefault(cell_id, []).append(seed)
   if missing:
     text += (' Runs with no record beyond their runs.csv row: ' + '; '.join(
-        f'{c} seed{"s" * (len(seeds) > 1)} {", ".join(map(str, seeds))}'
-        for c, seeds in missing.items()) + '.')
+        f'{c} {_seeds_text(seeds)}' for c, seeds in missing.items()) + '.')
   mixed = mixed_cpus(cells + [base])
   if mixed:
     text += ' Cells whose seeds ran on different CPUs: ' + '; '.join(mixed) + '.'
   return text
+
+
+def _seeds_text(seeds: Sequence[int]) -> str:
+  """'seed 2' or 'seeds 0, 1'."""
+  return f'seed{"s" * (len(seeds) > 1)} {", ".join(map(str, seeds))}'
 
 
 def mixed_cpus(results: Sequence[tables_lib.CellResult]) -> List[str]:
@@ -131,8 +135,8 @@ def mixed_cpus(results: Sequence[tables_lib.CellResult]) -> List[str]:
     for run in result.runs:
       seeds_on.setdefault(run.cpu or 'a CPU not recorded', []).append(run.seed)
     if len(seeds_on) > 1:
-      pattern = ' and '.join(f'seed{"s" * (len(seeds) > 1)} {", ".join(map(str, seeds))} '
-                             f'on {cpu}' for cpu, seeds in seeds_on.items())
+      pattern = ' and '.join(f'{_seeds_text(seeds)} on {cpu}'
+                             for cpu, seeds in seeds_on.items())
       groups.setdefault(pattern, []).append(result.cell.id)
   return [f'{pattern}: {", ".join(cells)}' for pattern, cells in groups.items()]
 

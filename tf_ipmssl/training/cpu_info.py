@@ -8,6 +8,7 @@ does): the signature then names that limit. A run records `description()` in
 versions.json; the fingerprint test keys its fingerprints by `signature`.
 """
 import os
+from typing import Optional, Tuple
 
 import tensorflow as tf
 
@@ -31,6 +32,13 @@ def cpuinfo(path='/proc/cpuinfo'):
   return fields
 
 
+def isa_limit(environ=None) -> Optional[Tuple[str, str]]:
+  """(variable, value) of the oneDNN instruction-set limit set in `environ` (default
+  os.environ), None where there is none."""
+  environ = os.environ if environ is None else environ
+  return next(((k, environ[k]) for k in ISA_LIMITS if environ.get(k)), None)
+
+
 def signature(info=None, environ=None):
   """CPU kernels and TensorFlow version, e.g. 'no-avx512f tensorflow-2.21.0'.
 
@@ -40,9 +48,8 @@ def signature(info=None, environ=None):
   'avx512f GenuineIntel-6-207 onednn-max-isa=AVX2 tensorflow-2.21.0'.
   """
   info = cpuinfo() if info is None else info
-  environ = os.environ if environ is None else environ
-  limit = next((environ[k] for k in ISA_LIMITS if environ.get(k)), None)
-  limit = f' onednn-max-isa={limit.upper()}' if limit else ''
+  limit = isa_limit(environ)
+  limit = f' onednn-max-isa={limit[1].upper()}' if limit else ''
   if 'avx512f' not in info.get('flags', '').split():
     return f'no-avx512f{limit} tensorflow-{tf.__version__}'
   cpu = '-'.join(info.get(k, '?') for k in ('vendor_id', 'cpu family', 'model'))

@@ -7,7 +7,6 @@ oneDNN) fails deep inside the first step with "could not create a primitive desc
 naming the fix.
 """
 import functools
-import os
 from typing import Optional
 
 import tensorflow as tf
@@ -38,9 +37,9 @@ def check_policy(policy: Optional[str]) -> None:
   reason = bfloat16_convolutions_fail()
   if reason is None:
     return
-  limits = [f'{k}={os.environ[k]}' for k in cpu_info.ISA_LIMITS if os.environ.get(k)]
-  hint = f' ({", ".join(limits)} holds oneDNN to kernels without bfloat16: unset it)' if (
-      limits) else ''
+  limit = cpu_info.isa_limit()
+  hint = (f' ({limit[0]}={limit[1]} holds oneDNN to kernels without bfloat16: unset it)'
+          if limit else '')
   raise errors.ConfigError(
       "train.mixed_precision = 'mixed_bfloat16' cannot run here: this machine's kernels have "
       f'no bfloat16 convolution{hint}. Train in float32 (train.mixed_precision = None). '
