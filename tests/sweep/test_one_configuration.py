@@ -76,3 +76,18 @@ def test_trained_twice_says_whether_one_seed_gave_one_number():
       'one CPU |']
   assert one_configuration.trained_twice({FISHER_F: results[FISHER_F]}) == (
       'No seed has run in two cells of one configuration yet.')
+
+
+def test_trained_twice_compares_the_runs_on_one_cpu_apart_from_the_rest():
+  table1 = 'table1/cifar10_fisher_kplus1'
+  results = {table1: _cell(table1, _run(0, 25.0, cpu=None), _run(1, 22.0, cpu='B')),
+             FISHER_F: _cell(FISHER_F, _run(0, 24.0), _run(1, 23.0)),
+             NONE_FISHER: _cell(NONE_FISHER, _run(0, 24.0), _run(1, 23.5))}
+  rows = one_configuration.trained_twice(results).splitlines()[2:]
+  assert rows == [
+      f'| {table1}, {FISHER_F}, {NONE_FISHER} | 0 | 25.00 (CPU not recorded); 24.00 (A); '
+      f'24.00 (A) | no: 1.00 points apart, a CPU not recorded; yes between {FISHER_F} and '
+      f'{NONE_FISHER}, on one CPU |',
+      f'| {table1}, {FISHER_F}, {NONE_FISHER} | 1 | 22.00 (B); 23.00 (A); 23.50 (A) | no: '
+      f'1.50 points apart, on different CPUs; **no** between {FISHER_F} and {NONE_FISHER}: '
+      '0.50 points apart on one CPU |']

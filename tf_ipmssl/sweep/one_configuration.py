@@ -64,9 +64,40 @@ def _run_text(run: tables_lib.RunResult) -> str:
   return f'{run.test_error:.2f} ({run.cpu or "CPU not recorded"})'
 
 
+def _gap(runs: List[Tuple[str, tables_lib.RunResult]]) -> str:
+  errors = [run.test_error for _, run in runs]
+  return f'{max(errors) - min(errors):.2f} points apart'
+
+
+def _equality(runs: List[Tuple[str, tables_lib.RunResult]]) -> str:
+  """Whether one seed's runs of one configuration gave one error: across all of them, and
+  apart from that between the runs that trained on one recorded CPU (which must agree)."""
+  if len({run.test_error for _, run in runs}) == 1:
+    return 'yes'
+  by_cpu: Dict[str, List[Tuple[str, tables_lib.RunResult]]] = {}
+  for cell_id, run in runs:
+    if run.cpu is not None:
+      by_cpu.setdefault(run.cpu, []).append((cell_id, run))
+  if len(by_cpu) == 1 and len(next(iter(by_cpu.values()))) == len(runs):
+    return f'**no**: {_gap(runs)} on one CPU'
+  cpus = {run.cpu for _, run in runs}
+  parts = [f'no: {_gap(runs)}, ' + ('a CPU not recorded' if None in cpus
+                                     else 'on different CPUs')]
+  for same in by_cpu.values():
+    if len(same) < 2:
+      continue
+    names = ' and '.join(c for c, _ in same)
+    if len({run.test_error for _, run in same}) == 1:
+      parts.append(f'yes between {names}, on one CPU')
+    else:
+      parts.append(f'**no** between {names}: {_gap(same)} on one CPU')
+  return '; '.join(parts)
+
+
 def trained_twice(results: Results) -> str:
   """A markdown table: per group and seed that more than one of its cells has run, each
-  cell's test error and CPU, and whether the errors are equal (they must be on one CPU)."""
+  cell's test error and CPU, and whether the errors are equal (they must be between the runs
+  on one CPU)."""
   lines = ['| cells (one configuration) | seed | test error % (CPU) of each | equal |',
            '|---|---:|---|---|']
   for group in GROUPS:
@@ -79,19 +110,8 @@ def trained_twice(results: Results) -> str:
       runs = by_seed[seed]
       if len(runs) < 2:
         continue
-      errors = {run.test_error for _, run in runs}
-      cpus = {run.cpu for _, run in runs}
-      gap = f'{max(errors) - min(errors):.2f} points apart'
-      if len(errors) == 1:
-        equal = 'yes'
-      elif None in cpus:
-        equal = f'no: {gap}, a CPU not recorded'
-      elif len(cpus) > 1:
-        equal = f'no: {gap}, on different CPUs'
-      else:
-        equal = f'**no**: {gap} on one CPU'
       lines.append(f'| {", ".join(c for c, _ in runs)} | {seed} | '
-                   f'{"; ".join(_run_text(run) for _, run in runs)} | {equal} |')
+                   f'{"; ".join(_run_text(run) for _, run in runs)} | {_equality(runs)} |')
   if len(lines) == 2:
     return 'No seed has run in two cells of one configuration yet.'
   return '\n'.join(lines)
