@@ -69,25 +69,29 @@ def _gap(runs: List[Tuple[str, tables_lib.RunResult]]) -> str:
   return f'{max(errors) - min(errors):.2f} points apart'
 
 
+def _one_error(runs: List[Tuple[str, tables_lib.RunResult]]) -> bool:
+  return len({run.test_error for _, run in runs}) == 1
+
+
 def _equality(runs: List[Tuple[str, tables_lib.RunResult]]) -> str:
   """Whether one seed's runs of one configuration gave one error: across all of them, and
   apart from that between the runs that trained on one recorded CPU (which must agree)."""
-  if len({run.test_error for _, run in runs}) == 1:
+  if _one_error(runs):
     return 'yes'
+  cpus = {run.cpu for _, run in runs}
+  if len(cpus) == 1 and None not in cpus:
+    return f'**no**: {_gap(runs)} on one CPU'
+  parts = [f'no: {_gap(runs)}, ' + ('a CPU not recorded' if None in cpus
+                                     else 'on different CPUs')]
   by_cpu: Dict[str, List[Tuple[str, tables_lib.RunResult]]] = {}
   for cell_id, run in runs:
     if run.cpu is not None:
       by_cpu.setdefault(run.cpu, []).append((cell_id, run))
-  if len(by_cpu) == 1 and len(next(iter(by_cpu.values()))) == len(runs):
-    return f'**no**: {_gap(runs)} on one CPU'
-  cpus = {run.cpu for _, run in runs}
-  parts = [f'no: {_gap(runs)}, ' + ('a CPU not recorded' if None in cpus
-                                     else 'on different CPUs')]
   for same in by_cpu.values():
     if len(same) < 2:
       continue
     names = ' and '.join(c for c, _ in same)
-    if len({run.test_error for _, run in same}) == 1:
+    if _one_error(same):
       parts.append(f'yes between {names}, on one CPU')
     else:
       parts.append(f'**no** between {names}: {_gap(same)} on one CPU')
