@@ -29,6 +29,7 @@ from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import checkpoint_integrity
+from tf_ipmssl.training import graph_rewrites
 from tf_ipmssl.training import optimizers
 from tf_ipmssl.training import run_config as run_config_lib
 from tf_ipmssl.training import run_record
@@ -100,8 +101,10 @@ class Run:
     global dtype policy; the networks' settings are the configuration's (`config.critic`,
     `config.generator`), whatever gin holds. With a model_dir, the run gets its checkpoint
     managers (nothing is restored or written). An algorithm that trains no generator gets
-    neither a generator nor its optimizer.
+    neither a generator nor its optimizer. The process's graphs are built from here on with
+    the summation order fixed (graph_rewrites.py: the same numbers in every process).
     """
+    graph_rewrites.fix_summation_order()
     strategy = strategy or tf.distribute.get_strategy()
     seed = config.numerics.seed
     build_critic = lambda: critic_lib.build_critic(  # pylint: disable=unnecessary-lambda-assignment

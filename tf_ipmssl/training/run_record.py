@@ -15,7 +15,9 @@
   what else decides the float results: threads and kernels (`numerics`). The same config
   and seeds on another thread count give another (equally valid) run: summation order
   changes in the last bits and a GAN's trajectory amplifies it. `train.deterministic_ops`
-  pins one thread per op for bit-exact repeats.
+  pins one thread per op for bit-exact repeats; `summation_order_fixed` says the graphs were
+  built without Grappler's arithmetic optimizer (graph_rewrites.py), which otherwise sums in
+  an order that differs between processes.
 - metrics.json: final and best-on-validation errors (written by the trainer).
 
 The file names and their reading and writing are `tf_ipmssl.run_files`'s.
@@ -36,6 +38,7 @@ from tf_ipmssl import run_files
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.training import cpu_info
+from tf_ipmssl.training import graph_rewrites
 from tf_ipmssl.training import run_config as run_config_lib
 
 # Bindings that may differ on resume: how a run is observed, how long it goes on, where
@@ -152,6 +155,7 @@ def _numerics():
       'cpu': cpu_info.description(),
       'intra_op_threads': tf.config.threading.get_intra_op_parallelism_threads(),
       'inter_op_threads': tf.config.threading.get_inter_op_parallelism_threads(),
+      'summation_order_fixed': graph_rewrites.summation_order_fixed(),
       **{name: os.environ.get(name) for name in (
           'TF_NUM_INTRAOP_THREADS', 'TF_NUM_INTEROP_THREADS', 'TF_ENABLE_ONEDNN_OPTS')},
   }
