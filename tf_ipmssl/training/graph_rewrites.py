@@ -2,15 +2,16 @@
 
 TensorFlow's graph optimizer (Grappler) rewrites every tf.function graph before it runs.
 Its arithmetic optimizer rewrites arithmetic (it regroups sums and hoists common factors,
-among other stages), and on the nested-tape graphs of the Sobolev constraint what it makes
-of them differs from one process to the next: two processes training one Fisher + Sobolev configuration with the
-same seeds on one CPU hold different weights in the last bits after the first step (with
-`train.deterministic_ops` and with oneDNN off too), and a GAN's trajectory amplifies that
-into a different run. With the arithmetic optimizer off, every process computes the same
-graph, so a run is a function of its configuration, its seeds and its CPU, and a resumed
-run continues exactly where the killed one stopped. The Fisher critic computes the same
-numbers either way; WGAN-GP and Sobolev get the one sum order every process now computes
-(measurements: docs/reliability.md#one-process-or-another).
+among other stages), and on the nested-tape graph of the Sobolev constraint on f− what it
+makes of it differs from one process to the next: two processes training one Ω_S(f−) or
+Fisher + Ω_S(f−) configuration with the same seeds on one CPU can hold different weights
+in the last bits after the first step (with `train.deterministic_ops` and with oneDNN off
+too), and a GAN's trajectory amplifies that into a different run. With the arithmetic
+optimizer off, every process computes the same graph, so a run is a function of its
+configuration, its seeds and its CPU, and a resumed run continues exactly where the killed
+one stopped. The Fisher critic computes the same numbers either way; WGAN-GP and Sobolev
+get the one sum order every process now computes (measurements:
+docs/reliability.md#one-process-or-another).
 """
 import tensorflow as tf
 
