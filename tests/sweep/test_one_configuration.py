@@ -91,3 +91,13 @@ def test_trained_twice_compares_the_runs_on_one_cpu_apart_from_the_rest():
       f'| {table1}, {FISHER_F}, {NONE_FISHER} | 1 | 22.00 (B); 23.00 (A); 23.50 (A) | no: '
       f'1.50 points apart, on different CPUs; **no** between {FISHER_F} and {NONE_FISHER}: '
       '0.50 points apart on one CPU |']
+
+
+def test_trained_twice_lists_a_reused_run_once():
+  results = one_configuration.with_reused_seeds({
+      FISHER_F: _cell(FISHER_F, *(_run(s, 20.0 + s) for s in range(5))),
+      NONE_FISHER: _cell(NONE_FISHER, *(_run(s, 20.0 + s) for s in range(3)))})
+  assert results[NONE_FISHER].seeds == (0, 1, 2, 3, 4)
+  rows = one_configuration.trained_twice(results).splitlines()[2:]
+  # Seeds 3 and 4 of the Table 3 cell are fisher_f's runs: one run each, no row.
+  assert [row.split(' | ')[1] for row in rows] == ['0', '1', '2']

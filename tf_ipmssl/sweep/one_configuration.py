@@ -101,7 +101,8 @@ def _equality(runs: List[Tuple[str, tables_lib.RunResult]]) -> str:
 def trained_twice(results: Results) -> str:
   """A markdown table: per group and seed that more than one of its cells has run, each
   cell's test error and CPU, and whether the errors are equal (they must be between the runs
-  on one CPU)."""
+  on one CPU). A run a cell has through `with_reused_seeds` is its Table 2 cell's run, not a
+  second training: it is listed once."""
   lines = ['| cells (one configuration) | seed | test error % (CPU) of each | equal |',
            '|---|---:|---|---|']
   for group in GROUPS:
@@ -109,7 +110,9 @@ def trained_twice(results: Results) -> str:
     by_seed: Dict[int, List[Tuple[str, tables_lib.RunResult]]] = {}
     for cell_id in cells:
       for run in results[cell_id].runs:
-        by_seed.setdefault(run.seed, []).append((cell_id, run))
+        seen = by_seed.setdefault(run.seed, [])
+        if not any(run is other for _, other in seen):
+          seen.append((cell_id, run))
     for seed in sorted(by_seed):
       runs = by_seed[seed]
       if len(runs) < 2:
