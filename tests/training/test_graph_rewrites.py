@@ -5,14 +5,14 @@ configuration (full-width critic, the Sobolev constraint's nested tape) on one C
 different weights after the first step in most trials; a narrower critic hid it. The test
 compares every variable of the checkpoints and the errors of metrics.json bit for bit.
 """
-import glob
-import json
 import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.training import runs
+from tf_ipmssl import run_files
 
 PROCESSES = 3
 # Full width: at build_critic.width 0.25 the processes agreed even with the rewrite on.
@@ -34,13 +34,12 @@ def runs_of_one_configuration(tmp_path_factory):
 
 
 def _latest_values(model_dir):
-  index = sorted(glob.glob(os.path.join(model_dir, 'checkpoints', 'ckpt-*.index')))[-1]
-  return runs.checkpoint_values(index[:-len('.index')])
+  return runs.checkpoint_values(tf.train.latest_checkpoint(
+      os.path.join(model_dir, run_files.CHECKPOINT_DIR)))
 
 
 def _errors(model_dir):
-  with open(os.path.join(model_dir, 'metrics.json')) as f:
-    metrics = json.load(f)
+  metrics = run_files.read_metrics(model_dir)
   return {which: metrics[which] for which in ('best', 'final')}
 
 
@@ -58,5 +57,5 @@ def test_every_process_computes_the_same_weights(runs_of_one_configuration):
 
 def test_the_record_says_the_summation_order_was_fixed(runs_of_one_configuration):
   for model_dir in runs_of_one_configuration:
-    with open(os.path.join(model_dir, 'versions.json')) as f:
-      assert json.load(f)['numerics']['summation_order_fixed'] is True
+    versions = run_files.read_json(model_dir, run_files.VERSIONS_FILE)
+    assert versions['numerics']['summation_order_fixed'] is True
