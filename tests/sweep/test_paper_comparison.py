@@ -62,6 +62,31 @@ def test_compare_ranks_and_pairs_by_seed():
   assert "Spearman's ρ between the paper's column and ours: 0.50 (over 3 cells)." in text
 
 
+def test_cells_with_extra_seeds_are_ranked_on_the_common_ones():
+  # fisher_kplus1 (paper 17.82) is the better cell on seeds 0-2 (20 vs 25) but its extra
+  # seeds 3 and 4 (50) lift its mean over all five to 32: the ranks must compare 20 with 25.
+  baseline = _result('appendix_c/cifar10_none_4k', {0: 30.0, 1: 30.0, 2: 30.0})
+  extra = _result('table1/cifar10_fisher_kplus1', {0: 20.0, 1: 20.0, 2: 20.0, 3: 50.0, 4: 50.0})
+  three = _result('table1/cifar10_sobolev_plain', {0: 25.0, 1: 25.0, 2: 25.0})  # paper 80.45
+  comparison = paper_comparison.compare([extra, three], baseline)
+  assert comparison.ranked_on == (0, 1, 2)
+  assert [row.our_rank for row in comparison.rows] == [1, 2]
+  assert comparison.rho == pytest.approx(1.0)
+  text = paper_comparison.markdown(comparison)
+  assert '| table1/cifar10_fisher_kplus1 | 32.00 ± 16.43 (n=5) | 17.82 | 1 | 1 |' in text
+  assert ("Our ranks and ρ compare the cells' means over seeds 0, 1, 2, which every ranked "
+          'cell has; the mean ± std of table1/cifar10_fisher_kplus1 is over all its seeds.'
+          in text)
+  assert 'ranked_on_seeds,0 1 2' in paper_comparison.csv_text(comparison)
+  # Cells with the same seeds, or none in common, are ranked on their own means.
+  same = paper_comparison.compare([three, _result('table1/cifar10_fisher_kplus1',
+                                                  {0: 30.0, 1: 30.0, 2: 30.0})], baseline)
+  assert same.ranked_on is None and 'Our ranks' not in paper_comparison.markdown(same)
+  apart = paper_comparison.compare([_result('table1/cifar10_fisher_kplus1', {3: 50.0}), three],
+                                   baseline)
+  assert apart.ranked_on is None and [row.our_rank for row in apart.rows] == [2, 1]
+
+
 def test_bin_sweep_writes_the_comparison(tmp_path):
   root = str(tmp_path / 'sweep')
   for seed, (ssl, sup) in enumerate(((20.0, 30.0), (24.0, 31.0))):

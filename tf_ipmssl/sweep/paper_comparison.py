@@ -6,7 +6,10 @@ preset), each row holds
 
 - our mean ± sample std over the seeds, and the paper's mean;
 - the paper's rank and ours among the compared cells (1 = lowest error; ties share the
-  average rank);
+  average rank). Ours ranks each cell's mean over the seeds every ranked cell has (the
+  seed fixes the label split, so the cells are ranked on the same labeled images); where
+  some cells have more seeds than others (extra seeds of a few cells), the ranks use only
+  the common ones and the table says which;
 - the paired difference to the baseline: per seed (the seed fixes the label split, so a
   seed's runs share their labeled images) our error minus the baseline's, mean ± std over
   the seeds both have.
@@ -74,19 +77,43 @@ class Comparison:
   rows: Tuple[Row, ...]
   baseline: tables_lib.CellResult
   rho: Optional[float]
+  # The seeds our ranks are on where the ranked cells' seeds differ (None where they are
+  # all of every ranked cell's seeds).
+  ranked_on: Optional[Tuple[int, ...]] = None
+
+
+def ranking_seeds(results: Sequence[tables_lib.CellResult]) -> Optional[Tuple[int, ...]]:
+  """The seeds every cell of `results` has, where the cells' seeds differ and they share
+  some; None where every cell has the same seeds, or where no seed is shared (the cells are
+  then ranked on their own means)."""
+  seed_sets = {frozenset(r.seeds) for r in results}
+  if len(seed_sets) < 2:
+    return None
+  common = frozenset.intersection(*seed_sets)
+  return tuple(sorted(common)) or None
+
+
+def mean_over(result: tables_lib.CellResult, seeds: Optional[Sequence[int]]) -> float:
+  """The cell's mean test error over `seeds` (all its seeds where None)."""
+  if seeds is None:
+    return result.mean
+  return tables_lib.mean_std([run.test_error for run in result.runs if run.seed in seeds])[0]
 
 
 def compare(results: Sequence[tables_lib.CellResult],
             baseline: tables_lib.CellResult) -> Comparison:
-  """Ranks (among the cells with a result and a paper number), ρ and paired differences."""
+  """Ranks (among the cells with a result and a paper number, ours on the seeds they all
+  have), ρ and paired differences."""
   ranked = [r for r in results if r.n and r.cell.paper_error is not None]
+  seeds = ranking_seeds(ranked)
+  ours = [mean_over(r, seeds) for r in ranked]
   paper_ranks = dict(zip((r.cell.id for r in ranked),
                          average_ranks([r.cell.paper_error for r in ranked])))
-  our_ranks = dict(zip((r.cell.id for r in ranked), average_ranks([r.mean for r in ranked])))
+  our_ranks = dict(zip((r.cell.id for r in ranked), average_ranks(ours)))
   rows = tuple(Row(r, paper_ranks.get(r.cell.id), our_ranks.get(r.cell.id),
                    *claims.paired_differences(r, baseline)[1:]) for r in results)
-  rho = spearman([r.cell.paper_error for r in ranked], [r.mean for r in ranked])
-  return Comparison(rows, baseline, rho)
+  rho = spearman([r.cell.paper_error for r in ranked], ours)
+  return Comparison(rows, baseline, rho, seeds)
 
 
 def _number(value, digits=2):
@@ -116,6 +143,14 @@ def markdown(comparison: Comparison) -> str:
   rho = comparison.rho
   lines += ['', f"Spearman's ρ between the paper's column and ours: {_number(rho)} "
             f"(over {sum(r.our_rank is not None for r in comparison.rows)} cells)."]
+  if comparison.ranked_on is not None:
+    seeds = (f'seed{"s" * (len(comparison.ranked_on) > 1)} '
+             f'{", ".join(map(str, comparison.ranked_on))}')
+    more = [r.result.cell.id for r in comparison.rows
+            if r.our_rank is not None and set(r.result.seeds) - set(comparison.ranked_on)]
+    lines += ['', f'Our ranks and ρ compare the cells\' means over {seeds}, which every '
+              f'ranked cell has; the mean ± std of {", ".join(more)} is over all '
+              f'{"their" if len(more) > 1 else "its"} seeds.']
   if any(any(row.paired_across_cpus) for row in comparison.rows):
     lines += ['', f'{claims.CPU_MARK} the run and the baseline\'s of that seed trained on '
               'different CPUs (one run moves by about a point between CPU families).']
@@ -134,6 +169,8 @@ def csv_text(comparison: Comparison) -> str:
                      _blank(row.paper_rank, 1), _blank(row.our_rank, 1), _blank(mean, 4),
                      _blank(std, 4), len(row.paired)])
   writer.writerow(['spearman_rho', _blank(comparison.rho, 4)] + [''] * 8)
+  if comparison.ranked_on is not None:
+    writer.writerow(['ranked_on_seeds', ' '.join(map(str, comparison.ranked_on))] + [''] * 8)
   return out.getvalue()
 
 
