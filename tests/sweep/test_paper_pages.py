@@ -142,6 +142,20 @@ def test_labeled_table_and_wall_times():
       '| table2/cifar10_gp_f | 1 | – | Xeon |']
 
 
+def test_wall_times_name_whose_run_a_reused_seed_is():
+  fisher_f, none_fisher = 'table2/cifar10_fisher_f', 'table3/cifar10_none_fisher'
+  table23 = paper_pages.with_every_cell(one_configuration.with_reused_seeds({
+      fisher_f: _cell(fisher_f, _run(0, 27.0, wall_seconds=800.0),
+                      _run(3, 29.0, wall_seconds=1500.0)),
+      none_fisher: _cell(none_fisher, _run(0, 27.0, wall_seconds=900.0))}),
+      paper_pages.table_cells('table2')[:-1] + paper_pages.table_cells('table3'))
+  rows = [line for line in paper_pages.wall_times(table23, 'table3').splitlines()
+          if none_fisher in line]
+  assert rows == [f'| {none_fisher} | 0 | 900 | not recorded |',
+                  f"| {none_fisher} ({fisher_f}'s run) | 3 | 1,500 | not recorded |"]
+  assert paper_pages.wall_times(table23, 'table2').count(fisher_f) == 2
+
+
 def test_the_script_regenerates_every_page(tmp_path):
   # The committed Table 2 runs of seeds 0 and 1, which are finished: the numbers below do not
   # move as the sweep commits further seeds.

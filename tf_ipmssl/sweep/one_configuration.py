@@ -10,7 +10,7 @@ measures the CPU (`trained_twice`).
 The sweep trains each cell's seeds 0-2 itself; the extra seeds (3 and 4) of a Table 3 cell
 that is a Table 2 cell are that Table 2 cell's runs (`with_reused_seeds`).
 """
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from tf_ipmssl.sweep import tables as tables_lib
 
@@ -58,6 +58,15 @@ def with_reused_seeds(results: Results) -> Results:
       out[target] = tables_lib.CellResult(results[target].cell, tuple(runs),
                                           results[target].unfinished)
   return out
+
+
+def reused_from(results: Results, cell_id: str, run: tables_lib.RunResult) -> Optional[str]:
+  """The Table 2 cell whose run `run` of `cell_id` is (through `with_reused_seeds`), None
+  where the cell trained it itself."""
+  source = reused().get(cell_id)
+  if source is None or source not in results:
+    return None
+  return source if any(run is other for other in results[source].runs) else None
 
 
 def _run_text(run: tables_lib.RunResult) -> str:

@@ -187,14 +187,17 @@ def _number(value: Optional[float]) -> str:
 
 def wall_times(results: Results, table: str) -> str:
   """Per finished run of the table and the baseline: its wall time (metrics.json's
-  `wall_seconds`, summed over its bin/train sessions) and CPU."""
+  `wall_seconds`, summed over its bin/train sessions) and CPU. A run a Table 3 cell has
+  through the reused extra seeds says whose run it is (it trained once, as that cell's)."""
   lines = ['| cell | seed | wall time (s) | CPU |', '|---|---:|---:|---|']
   for result in results.values():
     if result.cell.table not in (table, 'appendix_c'):
       continue
     for run in result.runs:
       wall = '–' if run.wall_seconds is None else f'{run.wall_seconds:,.0f}'
-      lines.append(f'| {result.cell.id} | {run.seed} | {wall} | {run.cpu or "not recorded"} |')
+      source = one_configuration.reused_from(results, result.cell.id, run)
+      cell = result.cell.id + (f' ({source}\'s run)' if source else '')
+      lines.append(f'| {cell} | {run.seed} | {wall} | {run.cpu or "not recorded"} |')
   return '\n'.join(lines)
 
 
@@ -254,7 +257,7 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
     lines = paper_claims.claim_items(table23, claim_list)
     page = {'status': status(table23, table, row_only),
             'comparison': comparison(results, _folder(results_dir, table)),
-            'wall_times': wall_times(results, table), 'rule': rule_text}
+            'wall_times': wall_times(table23, table), 'rule': rule_text}
     if table == 'table2':
       lines.append(mechanism.text)
       page['labeled'] = labeled_table(table23)
