@@ -48,7 +48,8 @@ RULE = (
     'is mixed with |mean| < 2 points, and otherwise says which way it leans. A take-away '
     'holds when every pair holds, is reversed when every pair is, reads "partly: k of m '
     'hold, j reversed, the rest mixed" otherwise, and stays undecided while any pair is. '
-    '"Smallest gap" is taken over the decided pairs only.')
+    '"Smallest gap" names the decided pair whose mean difference is least in the paper\'s '
+    'direction, whatever its verdict (negative where that pair runs against the paper).')
 WHAT_IT_CAN_SHOW = (
     'What the rule can show: with no effect at all each seed\'s sign is a coin flip, so the '
     'paper\'s sign on every one of 3 seeds has probability 1/8 (1/32 on 5); a pair that holds '
@@ -201,7 +202,9 @@ def claim_verdict(checks: Sequence[PairCheck]) -> str:
 
 def summary(checks: Sequence[PairCheck]) -> str:
   """The decided pairs' count and the smallest gap among them: '3 of 4 pairs at n ≥ 3;
-  smallest gap a − b +2.5 (n=3)'. Undecided pairs never give the smallest gap."""
+  smallest gap a − b +2.5 (n=3)', the decided pair (of any verdict: the weakest one for the
+  claim) with the least mean difference in the paper's direction. Undecided pairs never
+  give the smallest gap."""
   decided = [c for c in checks if c.decided]
   text = f'{len(decided)} of {len(checks)} pairs at n ≥ {MIN_SEEDS}'
   ordered = [c for c in decided if c.kind != NO_DIFFERENCE]
