@@ -7,3 +7,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
   sys.path.insert(0, str(REPO_ROOT))
+
+
+def pytest_report_header(config):  # pylint: disable=unused-argument
+  """The CPU and the kernel settings the suite computes with, in the header of every report
+  (without loading TensorFlow): a failure that hinges on a CPU's rounding then says which."""
+  from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top
+  info = cpu_info.cpuinfo()
+  avx512 = 'avx512f' if 'avx512f' in info.get('flags', '').split() else 'no avx512f'
+  limit = cpu_info.isa_limit()
+  return (f'CPU: {info.get("model name", "?")} (cpu family {info.get("cpu family", "?")}, '
+          f'model {info.get("model", "?")}, {avx512}); TF_ENABLE_ONEDNN_OPTS '
+          f'{os.environ.get("TF_ENABLE_ONEDNN_OPTS", "unset")}; oneDNN ISA limit '
+          f'{"=".join(limit) if limit else "none"}')

@@ -1,4 +1,7 @@
 """The CPU record: its signature (the fingerprints' key) and what versions.json holds."""
+import subprocess
+import sys
+
 import tensorflow as tf
 
 from tf_ipmssl.training import cpu_info
@@ -37,3 +40,26 @@ def test_versions_record_this_cpu():
   recorded = run_record._numerics()['cpu']  # pylint: disable=protected-access
   assert recorded == {'model_name': cpu_info.cpuinfo().get('model name'),
                       'signature': cpu_info.signature()}
+
+
+def test_the_test_report_header_names_the_cpu_without_loading_tensorflow(monkeypatch):
+  from tests import conftest  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(cpu_info, 'cpuinfo', lambda: _AVX512)
+  monkeypatch.setenv('TF_ENABLE_ONEDNN_OPTS', '0')
+  monkeypatch.setenv('ONEDNN_MAX_CPU_ISA', 'AVX2')
+  assert conftest.pytest_report_header(None) == (
+      'CPU: Intel(R) Xeon(R) Processor (cpu family 6, model 207, avx512f); '
+      'TF_ENABLE_ONEDNN_OPTS 0; oneDNN ISA limit ONEDNN_MAX_CPU_ISA=AVX2')
+  monkeypatch.setattr(cpu_info, 'cpuinfo', lambda: _AVX2)
+  monkeypatch.delenv('TF_ENABLE_ONEDNN_OPTS')
+  monkeypatch.delenv('ONEDNN_MAX_CPU_ISA')
+  monkeypatch.delenv('DNNL_MAX_CPU_ISA', raising=False)
+  assert conftest.pytest_report_header(None) == (
+      'CPU: AMD EPYC 7B13 (cpu family 25, model 1, no avx512f); TF_ENABLE_ONEDNN_OPTS unset; '
+      'oneDNN ISA limit none')
+  # The suite's controller process builds the header: it must not pay for loading TensorFlow.
+  loaded = subprocess.run(
+      [sys.executable, '-c', 'import sys; from tests import conftest; '
+       'conftest.pytest_report_header(None); print("tensorflow" in sys.modules)'],
+      capture_output=True, text=True, cwd=str(conftest.REPO_ROOT), check=True)
+  assert loaded.stdout.strip() == 'False', loaded.stderr

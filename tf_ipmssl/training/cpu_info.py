@@ -10,8 +10,6 @@ versions.json; the fingerprint test keys its fingerprints by `signature`.
 import os
 from typing import Optional, Tuple
 
-import tensorflow as tf
-
 # The environment variables by which oneDNN's kernels are held to an instruction set (the
 # second is its former name).
 ISA_LIMITS = ('ONEDNN_MAX_CPU_ISA', 'DNNL_MAX_CPU_ISA')
@@ -47,6 +45,9 @@ def signature(info=None, environ=None):
   Under a oneDNN instruction-set limit (`environ`, default os.environ) it is named too:
   'avx512f GenuineIntel-6-207 onednn-max-isa=AVX2 tensorflow-2.21.0'.
   """
+  # TensorFlow is imported here, not above, so that reading the CPU (cpuinfo, isa_limit, as
+  # the test suite's report header does) does not load it.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   info = cpuinfo() if info is None else info
   limit = isa_limit(environ)
   limit = f' onednn-max-isa={limit[1].upper()}' if limit else ''
