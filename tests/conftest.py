@@ -14,7 +14,7 @@ def pytest_report_header(config):  # pylint: disable=unused-argument
   (without loading TensorFlow): a failure that hinges on a CPU's rounding then says which."""
   from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top
   info = cpu_info.cpuinfo()
-  avx512 = 'avx512f' if 'avx512f' in info.get('flags', '').split() else 'no avx512f'
+  avx512 = 'avx512f' if 'avx512f' in cpu_info.flags(info) else 'no avx512f'
   limit = cpu_info.isa_limit()
   return (f'CPU: {info.get("model name", "?")} (cpu family {info.get("cpu family", "?")}, '
           f'model {info.get("model", "?")}, {avx512}); TF_ENABLE_ONEDNN_OPTS '

@@ -126,19 +126,11 @@ def machine_info():
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_ipmssl import version  # pylint: disable=g-import-not-at-top
-  model, cpu_flags = platform.processor() or platform.machine(), set()
-  try:
-    with open('/proc/cpuinfo') as f:
-      for line in f:
-        key, _, value = line.partition(':')
-        if key.strip() == 'model name':
-          model = value.strip()
-        elif key.strip() == 'flags':
-          cpu_flags = set(value.split())
-  except OSError:
-    pass
+  from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top
+  info = cpu_info.cpuinfo()
+  cpu_flags = cpu_info.flags(info)
   return {
-      'cpu_model': model,
+      'cpu_model': info.get('model name') or platform.processor() or platform.machine(),
       'logical_cpus': os.cpu_count(),
       'onednn': _onednn_enabled(),
       'tf_enable_onednn_opts': os.environ.get('TF_ENABLE_ONEDNN_OPTS'),

@@ -30,6 +30,11 @@ def cpuinfo(path='/proc/cpuinfo'):
   return fields
 
 
+def flags(info) -> frozenset:
+  """The CPU flags of `info` (cpuinfo's fields), e.g. {'avx2', 'avx512f', ...}."""
+  return frozenset(info.get('flags', '').split())
+
+
 def isa_limit(environ=None) -> Optional[Tuple[str, str]]:
   """(variable, value) of the oneDNN instruction-set limit set in `environ` (default
   os.environ), None where there is none."""
@@ -51,7 +56,7 @@ def signature(info=None, environ=None):
   info = cpuinfo() if info is None else info
   limit = isa_limit(environ)
   limit = f' onednn-max-isa={limit[1].upper()}' if limit else ''
-  if 'avx512f' not in info.get('flags', '').split():
+  if 'avx512f' not in flags(info):
     return f'no-avx512f{limit} tensorflow-{tf.__version__}'
   cpu = '-'.join(info.get(k, '?') for k in ('vendor_id', 'cpu family', 'model'))
   return f'avx512f {cpu}{limit} tensorflow-{tf.__version__}'
