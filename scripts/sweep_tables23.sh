@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The miniature Tables 2 and 3 (100 Fashion-MNIST labels, the CPU preset unchanged): the
 # supervised baseline, Table 2's 12 and Table 3's 11 CIFAR-10 cells on seeds 0-2, then
-# seeds 3 and 4 of the cells that decide conclusions (2) and (3). Two runs at a time, every
-# run trained by one commit of the training code (a git worktree of TRAIN_COMMIT). Each
+# seeds 3 and 4 of the cells that decide conclusions (2) and (3), then the 46 runs of
+# docs/results/protocol.md (those with the released code's broadcast f recorded in
+# BROADCAST_RECORDS). Two runs at a time, every run trained by one commit of the training
+# code (a git worktree of TRAIN_COMMIT). Each
 # finished run's record goes to RECORDS, in this checkout, as it finishes; runs recorded
 # there (or standing as rows of its runs_without_record.csv) are never trained again, so
 # rerunning this script on any machine continues the sweep.
@@ -13,13 +15,15 @@
 # so that a session that ends abruptly loses no finished run.
 # Settings (environment): TRAIN_COMMIT (default below), WORK (run directories and the
 # worktree; default runs/tables23, ignored by git), RECORDS (default
-# docs/results/tables23_records), WORKERS (default 2), PYTHON (default .venv/bin/python).
+# docs/results/tables23_records), BROADCAST_RECORDS (default docs/results/broadcast_f_records),
+# WORKERS (default 2), PYTHON (default .venv/bin/python).
 set -u
 cd "$(dirname "$0")/.."
 CHECKOUT=$(pwd)
 TRAIN_COMMIT=${TRAIN_COMMIT:-bbbb1c3ef15cfb12f13aed6dbb763cae4c938e8e}
 WORK=$(realpath -m "${WORK:-runs/tables23}")
 RECORDS=${RECORDS:-docs/results/tables23_records}
+BROADCAST_RECORDS=${BROADCAST_RECORDS:-docs/results/broadcast_f_records}
 WORKERS=${WORKERS:-2}
 PYTHON=${PYTHON:-.venv/bin/python}
 COMMIT=0
@@ -41,12 +45,18 @@ if [ "$(git -C "$SRC" rev-parse HEAD)" != "$(git rev-parse "$TRAIN_COMMIT^{commi
 fi
 
 commit_records() {
-  git add -- "$RECORDS" 2>/dev/null || return 0
-  if ! git diff --cached --quiet -- "$RECORDS"; then
-    local n
+  local dirs=() d n m
+  for d in "$RECORDS" "$BROADCAST_RECORDS"; do
+    [ -d "$d" ] && git add -- "$d" 2>/dev/null || continue
+    # Only folders git knows: a pathspec naming nothing would refuse the whole commit.
+    [ -n "$(git ls-files -- "$d" | head -1)" ] && dirs+=("$d")
+  done
+  [ "${#dirs[@]}" -gt 0 ] || return 0
+  if ! git diff --cached --quiet -- "${dirs[@]}"; then
     n=$(find "$RECORDS" -name metrics.json | wc -l)
-    git commit -q -m "Records: Tables 2 and 3 in miniature, $n run(s) recorded" \
-        -- "$RECORDS" || true
+    m=$(find "$BROADCAST_RECORDS" -name metrics.json 2>/dev/null | wc -l)
+    git commit -q -m "Records: Tables 2 and 3 in miniature, $n run(s) recorded; broadcast f, $m" \
+        -- "${dirs[@]}" || true
   fi
 }
 
@@ -59,6 +69,13 @@ fi
 sweep() {
   "$PYTHON" bin/sweep --root="$WORK/root" --archive="$RECORDS" --train_checkout="$SRC" \
       --gin_file=gin/presets/cpu_fashion_mnist_100.gin --workers="$WORKERS" --noplots "$@"
+}
+# The released code's broadcast f, bound in TRAIN_COMMIT's own name: runs of their own root
+# and records folder, so that a cell id never names two computations.
+broadcast_sweep() {
+  "$PYTHON" bin/sweep --root="$WORK/broadcast_root" --archive="$BROADCAST_RECORDS" \
+      --train_checkout="$SRC" --gin_file=gin/presets/cpu_fashion_mnist_100.gin \
+      --gin_bindings='train.reference_pairwise_f = True' --workers="$WORKERS" --noplots "$@"
 }
 echo "tables23 sweep: training with $TRAIN_COMMIT from $SRC; records in $RECORDS" \
      "($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs))"
@@ -74,4 +91,16 @@ sweep --table=table3 --dataset=cifar10 --seeds=0,1,2
 # table2/cifar10_fisher_f's configuration: its seeds 3 and 4 are that cell's runs.
 sweep --cells=table2/cifar10_gp_f,table2/cifar10_fisher_f,table3/cifar10_batch_norm_fisher,table3/cifar10_layer_norm_singleton_per_channel_fisher \
     --seeds=3,4
+# The protocol's runs (docs/results/protocol.md), 46: the supervised critic on seeds 3-7;
+# the four matched cells of conclusion (3) with the per-example f on seeds 3-7 (3-4 first:
+# they complete the broadcast family's per-example partner); the three of them whose
+# constraint touches the full f under the broadcast f on seeds 0-4; Omega_GP(f) and
+# Omega_S(f) under the broadcast f on seeds 0-2.
+MATCHED=table2/cifar10_fisher_f_sobolev_f,table2/cifar10_fisher_f_sobolev_fneg,table2/cifar10_fisher_fpos_sobolev_f,table2/cifar10_fisher_fpos_sobolev_fneg
+sweep --cells=appendix_c/cifar10_none_4k --seeds=3-7 \
+    --gin_file=gin/presets/cpu_fashion_mnist_100_supervised.gin
+sweep --cells="$MATCHED" --seeds=3,4
+broadcast_sweep --cells="${MATCHED%,*}" --seeds=0-4
+sweep --cells="$MATCHED" --seeds=5-7
+broadcast_sweep --cells=table2/cifar10_gp_f,table2/cifar10_sobolev_f --seeds=0-2
 echo "tables23 sweep done $(date -u +%FT%TZ)"
