@@ -9,8 +9,11 @@ is written by hand:
   table1_fashion_mnist_100.md: comparison, takeaways, rule;
   table2_fashion_mnist_100.md: status, comparison, takeaways, labeled, wall_times, rule;
   table3_fashion_mnist_100.md: status, comparison, takeaways, wall_times, rule;
-  conclusions.md: conclusion1, conclusion2, conclusion3, rule, late;
+  conclusions.md: primary, conclusion1, conclusion2, conclusion3, rule, late;
   README.md (where `write` is given its path): verdicts.
+The primary results are docs/results/protocol.md's (protocol.py): its pairs read from that
+page, the runs with the released code's broadcast f from its records folder
+(docs/results/broadcast_f_records).
 Table 3's page also shows the seeds run in two cells of one configuration
 (one_configuration.py), and a Table 3 cell that is a Table 2 cell has that cell's runs of
 the extra seeds.
@@ -24,6 +27,7 @@ from tf_ipmssl.sweep import claims
 from tf_ipmssl.sweep import one_configuration
 from tf_ipmssl.sweep import paper_claims
 from tf_ipmssl.sweep import paper_comparison
+from tf_ipmssl.sweep import protocol
 from tf_ipmssl.sweep import results_page
 from tf_ipmssl.sweep import tables as tables_lib
 
@@ -81,6 +85,25 @@ def load(results_dir: str, records: Optional[str] = None) -> Tuple[Results, Resu
               for run in result.runs if (cell_id, run.seed) not in kept}
   table23 = one_configuration.with_reused_seeds(merge(rows, recorded))
   return table1, with_every_cell(table23, cells), row_only
+
+
+def load_broadcast(results_dir: str) -> Results:
+  """The runs with the released code's broadcast f (Table 2's cells), from their records
+  folder under results_dir; empty before the first has finished."""
+  folder = os.path.join(results_dir, protocol.BROADCAST_RECORDS)
+  if not os.path.isdir(folder):
+    return {}
+  found = tables_lib.collect(folder, table_cells('table2')[:-1])
+  return {cell_id: result for cell_id, result in found.items() if result.runs}
+
+
+def primary(judged) -> str:
+  """conclusions.md's primary part: every test of the protocol, then per family its result
+  under both endpoints with one line per pair."""
+  lines = []
+  for family in protocol.FAMILIES:
+    lines += protocol.family_items(judged, family)
+  return protocol.tests_table(judged) + '\n\n' + _items(lines)
 
 
 def _items(lines: Sequence[str]) -> str:
@@ -152,6 +175,24 @@ def comparison(results: Results, folder: str) -> str:
   baseline = results[paper_claims.BASELINE]
   compared = [r for cell_id, r in results.items() if cell_id != paper_claims.BASELINE]
   return paper_comparison.markdown(paper_comparison.compare(compared, baseline))
+
+
+def reused_note(table23: Results, table: str) -> str:
+  """Under the comparison: the table's cells that also count another cell's runs of the
+  extra seeds (one configuration), which the comparison's row leaves out, with their mean
+  over every seed ('' where none)."""
+  notes = []
+  for cell_id, source in sorted(one_configuration.reused().items()):
+    result = table23.get(cell_id)
+    if result is None or result.cell.table != table:
+      continue
+    borrowed = [run.seed for run in result.runs if one_configuration.reused_from(
+        table23, cell_id, run)]
+    if borrowed:
+      notes.append(f'{cell_id}\'s row counts its own runs; the take-aways, the conclusions and '
+                   f'the protocol also count {_seeds_text(borrowed)}, {source}\'s runs (one '
+                   f'configuration): {result.text} over every seed.')
+  return '\n\n'.join(notes)
 
 
 def _mean_std_text(values):
@@ -255,8 +296,10 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
                             ('table3', paper_claims.TABLE3_CLAIMS)):
     results = with_every_cell(table23, table_cells(table))
     lines = paper_claims.claim_items(table23, claim_list)
+    note = reused_note(table23, table)
     page = {'status': status(table23, table, row_only),
-            'comparison': comparison(results, _folder(results_dir, table)),
+            'comparison': comparison(results, _folder(results_dir, table))
+                          + (f'\n\n{note}' if note else ''),
             'wall_times': wall_times(table23, table), 'rule': rule_text}
     if table == 'table2':
       lines.append(mechanism.text)
@@ -275,8 +318,12 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
       for k, (verdict, body) in enumerate(zip(verdicts, bodies), start=1)}
   found['conclusions.md']['rule'] = rule_text
   found['conclusions.md']['late'] = late_collapses({**table1, **table23})
+  pairs = protocol.read_pairs(os.path.join(results_dir, protocol.PAGE))
+  judged = protocol.judge(pairs, {**table1, **table23}, load_broadcast(results_dir))
+  found['conclusions.md']['primary'] = primary(judged)
   found[README] = {'verdicts': '\n'.join(
-      f'- {line}' for line in paper_claims.conclusion_lines(table1, table23))}
+      f'- {protocol.verdict_line(title, k, judged)}'
+      for k, title in enumerate(paper_claims.CONCLUSIONS, start=1))}
   return found
 
 

@@ -2,7 +2,7 @@
 
 A page marks each regenerated part with a pair of lines `<!-- begin NAME -->` and
 `<!-- end NAME -->`; `splice` replaces what lies between them and leaves the prose around
-them (written by hand) as it is.
+them (written by hand) as it is; `part` reads it.
 """
 import glob
 import os
@@ -31,6 +31,15 @@ def splice(text: str, name: str, body: str, page: str = 'the page') -> str:
     raise SystemExit(f'{page} needs one pair of markers <!-- begin {name} --> / '
                      f'<!-- end {name} -->; it has {count}')
   return text
+
+
+def part(text: str, name: str, page: str = 'the page') -> str:
+  """What lies between the markers of `name` in `text`."""
+  found = re.findall(rf'<!-- begin {name} -->\n(.*?)<!-- end {name} -->', text, re.DOTALL)
+  if len(found) != 1:
+    raise SystemExit(f'{page} needs one pair of markers <!-- begin {name} --> / '
+                     f'<!-- end {name} -->; it has {len(found)}')
+  return found[0]
 
 
 def session_spans(model_dir: str) -> List[float]:

@@ -47,7 +47,9 @@ def write_scalars(writer, step, scalars):
 
 
 def read_scalars(directory):
-  """{tag: [(step, value), ...]} (step order) from the TensorBoard event files in directory."""
+  """{tag: [(step, value), ...]} (step order) from the TensorBoard event files in directory;
+  a step written twice (a run resumed from a checkpoint) keeps its values in the order
+  written, files in name (creation) order."""
   curves = {}
   if not tf.io.gfile.isdir(directory):
     return curves
@@ -59,4 +61,4 @@ def read_scalars(directory):
         array = tf.make_ndarray(value.tensor)
         if array.ndim == 0:  # Scalars only (not the sample images).
           curves.setdefault(value.tag, []).append((int(event.step), float(array)))
-  return {tag: sorted(points) for tag, points in curves.items()}
+  return {tag: sorted(points, key=lambda point: point[0]) for tag, points in curves.items()}
