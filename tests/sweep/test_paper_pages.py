@@ -138,8 +138,8 @@ def test_labeled_table_and_wall_times():
   assert row == ('| table2/cifar10_gp_f | gradient norm on f | 31.00 ± 1.41 (n=2) | '
                  '30.00 ± 14.14 (n=2) | 11.00 ± 1.41 (n=2) | 20 (10; –) / 40 (12; 3) |')
   assert paper_pages.wall_times(results, 'table2').splitlines()[2:] == [
-      '| table2/cifar10_gp_f | 0 | 1,234 | not recorded |',
-      '| table2/cifar10_gp_f | 1 | – | Xeon |']
+      '| table2/cifar10_gp_f | 0 | – | 1,234 | not recorded |',
+      '| table2/cifar10_gp_f | 1 | – | – | Xeon |']
 
 
 def test_wall_times_name_whose_run_a_reused_seed_is():
@@ -151,8 +151,8 @@ def test_wall_times_name_whose_run_a_reused_seed_is():
       paper_pages.table_cells('table2')[:-1] + paper_pages.table_cells('table3'))
   rows = [line for line in paper_pages.wall_times(table23, 'table3').splitlines()
           if none_fisher in line]
-  assert rows == [f'| {none_fisher} | 0 | 900 | not recorded |',
-                  f"| {none_fisher} ({fisher_f}'s run) | 3 | 1,500 | not recorded |"]
+  assert rows == [f'| {none_fisher} | 0 | – | 900 | not recorded |',
+                  f"| {none_fisher} ({fisher_f}'s run) | 3 | – | 1,500 | not recorded |"]
   assert paper_pages.wall_times(table23, 'table2').count(fisher_f) == 2
 
 

@@ -93,12 +93,14 @@ def test_late_endpoint_rampup_mark_and_commit(tmp_path):
   _record(root, 'table2/cifar10_fisher_f', 1, 25.0, best_step=300)
   late = tables_lib.collect_cell(root, cells_lib.get_cell('table2/cifar10_fisher_f')).runs[1]
   assert protocol.best_step_in_rampup(late) is False
+  assert (protocol.best_step_text(run), protocol.best_step_text(late)) == ('250 ‡', '300')
   assert protocol.late_validation_error(late) is None  # No curve kept.
   assert protocol.training_commit(run) == 'bbbb1c3'
   row_only = tables_lib.RunResult(seed=2, test_error=1.0, model_dir=model_dir,
                                   has_record=False)
   assert protocol.late_validation_error(row_only) is None
   assert protocol.best_step_in_rampup(row_only) is None
+  assert protocol.best_step_text(row_only) == '–'
 
 
 def _cell(cell_id, errors_by_seed):

@@ -227,10 +227,11 @@ def _number(value: Optional[float]) -> str:
 
 
 def wall_times(results: Results, table: str) -> str:
-  """Per finished run of the table and the baseline: its wall time (metrics.json's
-  `wall_seconds`, summed over its bin/train sessions) and CPU. A run a Table 3 cell has
-  through the reused extra seeds says whose run it is (it trained once, as that cell's)."""
-  lines = ['| cell | seed | wall time (s) | CPU |', '|---|---:|---:|---|']
+  """Per finished run of the table and the baseline: its best validation step (marked
+  protocol.RAMPUP_MARK inside the IPM ramp-up), wall time (metrics.json's `wall_seconds`,
+  summed over its bin/train sessions) and CPU. A run a Table 3 cell has through the reused
+  extra seeds says whose run it is (it trained once, as that cell's)."""
+  lines = ['| cell | seed | best step | wall time (s) | CPU |', '|---|---:|---:|---:|---|']
   for result in results.values():
     if result.cell.table not in (table, 'appendix_c'):
       continue
@@ -238,7 +239,8 @@ def wall_times(results: Results, table: str) -> str:
       wall = '–' if run.wall_seconds is None else f'{run.wall_seconds:,.0f}'
       source = one_configuration.reused_from(results, result.cell.id, run)
       cell = result.cell.id + (f' ({source}\'s run)' if source else '')
-      lines.append(f'| {cell} | {run.seed} | {wall} | {run.cpu or "not recorded"} |')
+      lines.append(f'| {cell} | {run.seed} | {protocol.best_step_text(run)} | {wall} | '
+                   f'{run.cpu or "not recorded"} |')
   return '\n'.join(lines)
 
 

@@ -105,22 +105,37 @@ def _read_json(model_dir: str, name: str) -> Optional[dict]:
     return json.load(f)
 
 
+def best_step(run: tables_lib.RunResult) -> Optional[int]:
+  """The run's best validation step (metrics.json); None without a record."""
+  if not run.has_record or not run.model_dir:
+    return None
+  step = ((_read_json(run.model_dir, 'metrics.json') or {}).get('best') or {}).get('step')
+  return None if step is None or step < 0 else int(step)
+
+
 def best_step_in_rampup(run: tables_lib.RunResult) -> Optional[bool]:
   """Whether the run's best validation step came before the IPM ramp-up ended (fewer
   critic updates before it than `ipm_rampup_updates`); None where its record does not say
   (no record, or a run without a ramp-up)."""
-  if not run.has_record or not run.model_dir:
+  best = best_step(run)
+  if best is None:
     return None
   metrics = _read_json(run.model_dir, 'metrics.json')
-  config = _read_json(run.model_dir, 'run_config.json')
-  if not metrics or not config:
-    return None
+  config = _read_json(run.model_dir, 'run_config.json') or {}
   rampup = (config.get('objective') or {}).get('ipm_rampup_updates')
   updates = (config.get('loop') or {}).get('critic_updates')
-  steps, best = metrics.get('total_steps'), (metrics.get('best') or {}).get('step')
-  if not rampup or not updates or not steps or best is None:
+  steps = metrics.get('total_steps')
+  if not rampup or not updates or not steps:
     return None
   return best * updates / steps < rampup
+
+
+def best_step_text(run: tables_lib.RunResult) -> str:
+  """'250 ‡' (inside the ramp-up), '900', or '–' where the record does not say."""
+  step = best_step(run)
+  if step is None:
+    return '–'
+  return f'{step}' + (f' {RAMPUP_MARK}' if best_step_in_rampup(run) else '')
 
 
 def training_commit(run: tables_lib.RunResult) -> Optional[str]:
