@@ -94,6 +94,16 @@ def test_late_endpoint_rampup_mark_and_commit(tmp_path):
   late = tables_lib.collect_cell(root, cells_lib.get_cell('table2/cifar10_fisher_f')).runs[1]
   assert protocol.best_step_in_rampup(late) is False
   assert (protocol.best_step_text(run), protocol.best_step_text(late)) == ('250 ‡', '300')
+  # A run used by two pairs counts once among its family's runs.
+  bn = protocol.observe(tables_lib.collect_cell(
+      root, cells_lib.get_cell('table2/cifar10_fisher_f')))
+  family = protocol.FamilyResult('2', protocol.BEST, tuple(
+      protocol.pair_result(protocol.PrimaryPair('2', 'table2/cifar10_fisher_f',
+                                                protocol.PER_EXAMPLE, other,
+                                                protocol.PER_EXAMPLE, (0, 1)),
+                           protocol.BEST, bn, {0: bn[0], 1: bn[1]})
+      for other in ('table2/cifar10_gp_f', 'table2/cifar10_sobolev_f')), None)
+  assert family.trained_by == 'Its 6 runs: 6 trained by bbbb1c3'
   assert protocol.late_validation_error(late) is None  # No curve kept.
   assert protocol.training_commit(run) == 'bbbb1c3'
   row_only = tables_lib.RunResult(seed=2, test_error=1.0, model_dir=model_dir,
@@ -126,6 +136,7 @@ def test_judge_known_answers_and_holm_over_the_tests_that_ran():
   judged = protocol.judge(pairs, results, broadcast={})
   one, three = judged[('1', protocol.BEST)], judged[('3a', protocol.BEST)]
   assert one.test.p_value == 1 / 512 and one.n == 9
+  assert one.trained_by == 'Its 18 runs: 18 with no record of their commit (runs.csv rows)'
   assert three.n == 8 and three.test.p_other == 1 / 256  # Seed 8 is not the protocol's.
   # Two tests ran (no late curves, no broadcast runs): Holm doubles the smaller p.
   assert one.adjusted_p == pytest.approx(2 / 512)

@@ -177,6 +177,8 @@ class PairResult:
   diffs: Tuple[float, ...]  # higher − lower, per seed.
   in_rampup: Tuple[str, ...]  # 'higher seed 1', ...: best steps inside the ramp-up.
   across_cpus: Tuple[bool, ...]
+  # Each run it pairs: (cell id, f, seed, its training commit or None).
+  runs: Tuple[Tuple[str, str, int, Optional[str]], ...] = ()
 
   @property
   def n(self) -> int:
@@ -218,7 +220,7 @@ def _seed_range(seeds: Sequence[int]) -> str:
 
 def pair_result(pair: PrimaryPair, endpoint: str, higher: Dict[int, Observation],
                 lower: Dict[int, Observation]) -> PairResult:
-  seeds, diffs, rampup, across = [], [], [], []
+  seeds, diffs, rampup, across, runs = [], [], [], [], []
   for seed in pair.seeds:
     a, b = higher.get(seed), lower.get(seed)
     if a is None or b is None or a.value(endpoint) is None or b.value(endpoint) is None:
@@ -226,10 +228,13 @@ def pair_result(pair: PrimaryPair, endpoint: str, higher: Dict[int, Observation]
     seeds.append(seed)
     diffs.append(a.value(endpoint) - b.value(endpoint))
     across.append(a.cpu is not None and b.cpu is not None and a.cpu != b.cpu)
+    runs += [(pair.higher, pair.higher_f, seed, a.commit),
+             (pair.lower, pair.lower_f, seed, b.commit)]
     if endpoint == BEST:
       rampup += [f'{claims.short_name(cell)} seed {seed}' for cell, o
                  in ((pair.higher, a), (pair.lower, b)) if o.in_rampup]
-  return PairResult(pair, endpoint, tuple(seeds), tuple(diffs), tuple(rampup), tuple(across))
+  return PairResult(pair, endpoint, tuple(seeds), tuple(diffs), tuple(rampup), tuple(across),
+                    tuple(runs))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,6 +259,18 @@ class FamilyResult:
     if self.test is None:
       return 'no runs'
     return paired_test.word(self.adjusted_p, self.adjusted_p_other)
+
+  @property
+  def trained_by(self) -> str:
+    """'Its 16 runs: 12 trained by bbbb1c3, 4 with no record of their commit (runs.csv
+    rows)' (each run once, however many pairs use it)."""
+    commits = [commit for *_, commit in {run for pair in self.pairs for run in pair.runs}]
+    counts = {c: commits.count(c) for c in set(commits)}
+    parts = [f'{n} trained by {c}' for c, n in sorted(
+        (c, n) for c, n in counts.items() if c is not None)]
+    if None in counts:
+      parts.append(f'{counts[None]} with no record of their commit (runs.csv rows)')
+    return f'Its {len(commits)} runs: ' + ', '.join(parts)
 
   @property
   def summary(self) -> str:
@@ -312,7 +329,9 @@ def family_items(judged: Dict[Tuple[str, str], FamilyResult], family: str) -> Li
   lines = []
   for endpoint in ENDPOINTS:
     result = judged[(family, endpoint)]
-    lines.append(f'- **({family}) {FAMILY_TITLES[family]}, {endpoint}**: {result.summary}.')
+    trained = f' {result.trained_by}.' if result.test is not None else ''
+    lines.append(f'- **({family}) {FAMILY_TITLES[family]}, {endpoint}**: {result.summary}.'
+                 + trained)
     lines += [f'  - {pair.text}' for pair in result.pairs]
   return lines
 
