@@ -6,6 +6,7 @@ and a directory that cannot be written. Ctrl-C prints one line and exits with 13
 else is a bug and keeps its traceback.
 """
 import errno
+import logging as std_logging
 import os
 import pathlib
 import re
@@ -56,10 +57,12 @@ def parse_gin(gin_files, gin_bindings):
                                'list of configs, or `bin/cells`)')
   for path in _search_paths(gin_files):
     gin.add_config_file_search_path(path)
-  verbosity = logging.get_verbosity()
+  verbosity, root_level = logging.get_verbosity(), std_logging.root.level
   # gin logs an ERROR for every search path an `include` is not found in before the one
-  # where it is; real failures raise.
+  # where it is; real failures raise. It logs to Python's root logger, which absl's
+  # verbosity governs only under absl.app (the programs), not in the Python API.
   logging.set_verbosity(logging.FATAL)
+  std_logging.root.setLevel(std_logging.CRITICAL)
   try:
     gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
   except Exception as e:  # gin raises ValueError, KeyError, SyntaxError, IOError...
@@ -68,6 +71,7 @@ def parse_gin(gin_files, gin_bindings):
         f'bad gin configuration: {message}. Check the spelling of the binding against the '
         'parameters documented in tf_ipmssl (e.g. `train.steps = 100`).') from None
   finally:
+    std_logging.root.setLevel(root_level)
     logging.set_verbosity(verbosity)
 
 
@@ -95,10 +99,8 @@ def _storage_error(e):
   if isinstance(e, OSError):
     if _errno(e) not in _STORAGE_ERRNOS:
       return None
-    message = '\n'.join(line for line in str(e).splitlines()
-                        if not line.strip().startswith('In call to configurable'))
-    return (f'{_one_line(message)}. Free disk space or use a directory you can write, then '
-            'rerun the same command')
+    return (f'{_one_line(errors.message_of(e))}. Free disk space or use a directory you can '
+            'write, then rerun the same command')
   if 'tensorflow' not in sys.modules:  # Only TensorFlow's own errors are left.
     return None
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -118,10 +120,7 @@ def run(main):
     try:
       return main(argv)
     except errors.UserError as e:
-      # gin appends "In call to configurable ..." lines: context for bugs, noise here.
-      message = '\n'.join(line for line in str(e).splitlines()
-                          if not line.strip().startswith('In call to configurable'))
-      print(f'error: {message}', file=sys.stderr, flush=True)
+      print(f'error: {errors.message_of(e)}', file=sys.stderr, flush=True)
       sys.exit(getattr(e, 'exit_code', 1))
     except KeyboardInterrupt:
       print('error: interrupted; rerun the same command to resume', file=sys.stderr,

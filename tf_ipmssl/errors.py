@@ -65,3 +65,22 @@ def check_number(name, value, *, integer=False, low=None, high=None, low_inclusi
     raise ConfigError(f'{name} must be {"an integer" if integer else "a number"}'
                       + (f' {" and ".join(bounds)}' if bounds else '')
                       + (' or None' if optional else '') + f', got {value!r}')
+
+
+
+def message_of(e: Exception) -> str:
+  """str(e) without the "In call to configurable ..." lines gin appends to an error raised
+  inside a configurable (context for bugs, noise in a user's message): what the programs
+  print after `error: `."""
+  return '\n'.join(line for line in str(e).splitlines()
+                   if not line.strip().startswith('In call to configurable'))
+
+
+def without_gin_context(e: UserError) -> UserError:
+  """`e`, or where gin re-raised it from inside a configurable (as a proxy of e's class that
+  forwards attributes to it) an error of e's own class with message_of(e): what the Python
+  API (tf_ipmssl/api.py) raises."""
+  cls = type(e)
+  if '__getattr__' not in vars(cls):
+    return e
+  return cls.__mro__[1](message_of(e))

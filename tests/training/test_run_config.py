@@ -288,8 +288,8 @@ def test_invalid_configuration_leaves_the_model_dir_as_it_was(tmp_path):
 
 def test_networks_and_optimizers_are_built_by_run_only():
   """No program builds the critic, generator, multipliers or optimizers itself: the bin/
-  programs and the library call the builders in run.py alone (the benchmark, diagnose,
-  evaluate and export go through run.Run)."""
+  programs and the library call the builders in run.py alone (the benchmark, diagnose and
+  the Python API's load, which bin/evaluate and bin/export call, go through run.Run)."""
   root = runs.REPO_ROOT
   builders = {'build_critic', 'build_generator', 'make_optimizer', 'RunState'}
   callers = set()
@@ -304,7 +304,8 @@ def test_networks_and_optimizers_are_built_by_run_only():
           callers.add(path.relative_to(root).as_posix())
   assert callers == {'tf_ipmssl/training/run.py'}
   for program in ('evaluate', 'export'):
-    assert 'Run.from_model_dir' in (root / 'bin' / program).read_text()
+    assert f'api.{program}(' in (root / 'bin' / program).read_text()
+  assert 'Run.from_model_dir' in pathlib.Path(root / 'tf_ipmssl/api.py').read_text()
   assert 'Run.from_model_dir' in pathlib.Path(root / 'tf_ipmssl/training/diagnosis.py').read_text()
   assert 'Run.build' in pathlib.Path(root / 'tf_ipmssl/benchmark/suite.py').read_text()
 

@@ -1,0 +1,204 @@
+"""The Python API (tf_ipmssl/api.py), in this process: README's example as written, a round
+trip train -> evaluate -> export -> load -> predict whose numbers are checked against
+metrics.json and against the classifier computed independently, user errors, and gin
+bindings that stay with their call."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import gin
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import fixtures
+from tests.training import runs
+import tf_ipmssl
+from tf_ipmssl import api
+from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
+from tf_ipmssl.data import pipelines
+from tf_ipmssl.training import evaluation
+
+README = runs.REPO_ROOT / 'README.md'
+
+
+def readme_example():
+  """The first python block of README's "Python API" section."""
+  section = README.read_text().split('\n## Python API\n', 1)[1].split('\n## ', 1)[0]
+  return re.search(r'```python\n(.*?)```', section, re.DOTALL).group(1)
+
+
+def test_readme_example_runs_as_written(tmp_path, monkeypatch):
+  """The block, run from a directory with the checkout's gin/, on a stand-in Fashion-MNIST
+  found through $TF_IPMSSL_DATA_DIR (the real one where the README runs)."""
+  data_dir = tmp_path / 'data'
+  fixtures.make_fake_dataset(str(data_dir), 'fashion_mnist', num_train=1000, num_test=200)
+  monkeypatch.setenv('TF_IPMSSL_DATA_DIR', str(data_dir))
+  (tmp_path / 'gin').symlink_to(runs.REPO_ROOT / 'gin')
+  monkeypatch.chdir(tmp_path)
+  namespace = {}
+  exec(readme_example(), namespace)  # pylint: disable=exec-used
+  result, data, predictions = (namespace[k] for k in ('result', 'data', 'predictions'))
+  assert str(data_dir) in data.source
+  assert result.steps == 20 and result.export_dir == os.path.join('runs/notebook', 'export')
+  assert result.metrics == json.loads((tmp_path / 'runs/notebook/metrics.json').read_text())
+  assert predictions.labels.shape == (8,) and predictions.probabilities.shape == (8, 10)
+  assert (tmp_path / 'runs/notebook/export_latest/saved_model.pb').is_file()
+  assert gin.config_str() == ''
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+  """A tiny run trained by api.train (evaluated at steps 2 and 4, exported)."""
+  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
+  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
+  result = api.train(model_dir, [runs.SSL_GIN], runs.tiny_bindings(data_dir))
+  return data_dir, model_dir, result
+
+
+def _metrics(model_dir):
+  return json.loads(open(os.path.join(model_dir, 'metrics.json')).read())
+
+
+def test_train_returns_what_metrics_json_records(trained):
+  _, model_dir, result = trained
+  metrics = _metrics(model_dir)
+  assert result.metrics == metrics and metrics['finished'] and result.steps == 4
+  assert result.best_step == metrics['best']['step'] in (2, 4)
+  assert result.test_error == metrics['best']['test_error']
+  assert result.validation_error == metrics['best']['validation_error']
+  assert result.last_test_error == metrics['final']['test_error']
+  assert result.export_dir == os.path.join(model_dir, 'export')
+  assert metrics['exported'] == {'checkpoint': 'best', 'step': result.best_step}
+  assert gin.config_str() == ''  # The call's bindings left with it.
+  # A finished run only reports, as bin/train does.
+  again = api.train(model_dir, [runs.SSL_GIN], runs.tiny_bindings(trained[0]))
+  assert again == result
+
+
+def test_evaluate_recomputes_the_recorded_errors(trained):
+  _, model_dir, result = trained
+  metrics = _metrics(model_dir)
+  best = api.evaluate(model_dir, checkpoint='best')
+  assert best == api.Evaluation(
+      source=os.path.join(model_dir, 'best', f'ckpt-{result.best_step}'), split='test',
+      examples=40, error=metrics['best']['test_error'])
+  latest = api.evaluate(model_dir, split='validation')
+  assert latest.source.endswith('ckpt-4') and latest.examples == 20
+  assert latest.error == metrics['final']['validation_error']
+  exported = api.evaluate(model_dir, export_dir=result.export_dir)
+  # 100 · mean(mistakes) there, 100 · mistakes / examples here: equal up to rounding.
+  assert exported.source == result.export_dir
+  assert exported.error == pytest.approx(best.error, abs=1e-9)
+
+
+def test_predict_on_arrays_is_the_classifier_computed_independently(trained):
+  data_dir, model_dir, result = trained
+  loaded = api.load(model_dir)
+  data = loaded.data()
+  images = data.test_images
+  predictions = api.predict(result.export_dir, images)
+  # The SavedModel's own signature, called here.
+  served = tf.saved_model.load(result.export_dir).signatures['serving_default'](
+      images=tf.constant(images))
+  np.testing.assert_array_equal(predictions.labels, served['labels'].numpy())
+  np.testing.assert_array_equal(predictions.probabilities, served['probabilities'].numpy())
+  # The restored critic of the best step, in memory: argmax_y S(Φ(x)).
+  logits = loaded.critic.classify(pipelines.to_model_input(images), training=False)
+  np.testing.assert_allclose(predictions.probabilities, tf.nn.softmax(logits).numpy(),
+                             rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(predictions.labels, np.argmax(logits, axis=-1))
+  assert predictions.classes == tuple(dataset_specs.FASHION_MNIST.class_names)
+  assert predictions.class_names == tuple(predictions.classes[y] for y in predictions.labels)
+  # Its errors are the run's: the best step's test error of metrics.json.
+  mistakes = int(np.sum(predictions.labels != data.test_labels))
+  assert evaluation.percent(mistakes, len(images)) == result.test_error
+  assert data_dir in data.source
+
+
+def test_predict_on_files_as_bin_predict_does(trained, tmp_path):
+  _, model_dir, result = trained
+  images = api.load(model_dir).data().test_images[:5]
+  folder = tmp_path / 'images'
+  (folder / 'more').mkdir(parents=True)
+  for i, image in enumerate(images):
+    (folder / ('more' if i % 2 else '') / f'{i}.png').write_bytes(
+        tf.io.encode_png(image).numpy())
+  (folder / 'broken.png').write_text('not an image')
+  single = str(folder / '0.png')
+  predictions = api.predict(result.export_dir, [single, str(folder / 'more')])
+  on_arrays = api.predict(result.export_dir, images)
+  assert predictions.paths == (single, str(folder / 'more' / '1.png'),
+                               str(folder / 'more' / '3.png'))
+  np.testing.assert_array_equal(predictions.labels, on_arrays.labels[[0, 1, 3]])
+  np.testing.assert_array_equal(predictions.probabilities, on_arrays.probabilities[[0, 1, 3]])
+  everything = api.predict(result.export_dir, folder)
+  assert len(everything.paths) == 5 and everything.class_names[0] in everything.classes
+  assert [path for path, _ in everything.skipped] == [str(folder / 'broken.png')]
+  assert 'not a readable' in everything.skipped[0][1]
+
+
+def test_export_and_load_a_checkpoint(trained, tmp_path):
+  _, model_dir, _ = trained
+  export_dir = str(tmp_path / 'latest')
+  exported = api.export(model_dir, export_dir, checkpoint='latest')
+  assert exported == api.ExportedClassifier(
+      export_dir, os.path.join(model_dir, 'checkpoints', 'ckpt-4'))
+  latest = api.evaluate(model_dir, checkpoint='latest').error
+  assert latest == _metrics(model_dir)['final']['test_error']
+  assert api.evaluate(model_dir, export_dir=export_dir).error == pytest.approx(latest, abs=1e-9)
+  loaded = api.load(model_dir, checkpoint='latest', weights='trained')
+  assert loaded.checkpoint == exported.checkpoint and loaded.critic is loaded.run.critic
+  assert loaded.config.mode == 'ssl' and loaded.config.loop.steps == 4
+  assert loaded.dataset['name'] == 'fashion_mnist' and loaded.metrics == _metrics(model_dir)
+
+
+def test_a_bad_binding_raises_the_library_error_in_one_line(trained, tmp_path):
+  data_dir, _, _ = trained
+  model_dir = tmp_path / 'm'
+  tiny = runs.tiny_bindings(data_dir)
+  with pytest.raises(errors.ConfigError) as raised:
+    api.train(model_dir, [runs.SSL_GIN], tiny + ['train.stepz = 3'])
+  assert str(raised.value) == ("unknown train binding(s) ['stepz'] (did you mean train.steps?);"
+                               ' the train settings are documented in '
+                               'tf_ipmssl/training/run_config.py')
+  # Raised inside gin's call of a configurable: the library's own class, its message alone.
+  with pytest.raises(errors.ConfigError) as raised:
+    api.train(model_dir, [runs.SSL_GIN], tiny + ["Fisher.component = 'g'"])
+  assert type(raised.value) is errors.ConfigError
+  assert str(raised.value).startswith("unknown critic component 'g'; use one of")
+  assert '\n' not in str(raised.value)
+  with pytest.raises(errors.ConfigError, match='gin file nowhere.gin does not exist'):
+    api.train(model_dir, 'nowhere.gin')
+  assert not model_dir.exists() and gin.config_str() == ''
+
+
+def test_bindings_stay_with_their_call(trained, tmp_path):
+  """A call sees its own bindings only: not the previous call's (which bound the dataset),
+  nor those the process parsed before it; gin's include search paths are left as found."""
+  data_dir, _, _ = trained
+  search_paths = list(gin.config._LOCATION_PREFIXES)  # pylint: disable=protected-access
+  gin.parse_config(["build_ssl_data.dataset = 'fashion_mnist'"])
+  without_dataset = [b for b in runs.tiny_bindings(data_dir)
+                     if not b.startswith('build_ssl_data.dataset')]
+  try:
+    with pytest.raises(errors.ConfigError, match='bind build_ssl_data.dataset'):
+      api.train(tmp_path / 'm', runs.SSL_GIN, without_dataset)
+  finally:
+    gin.clear_config()
+  assert not (tmp_path / 'm').exists()
+  assert gin.config._LOCATION_PREFIXES == search_paths  # pylint: disable=protected-access
+
+
+def test_import_tf_ipmssl_does_not_import_tensorflow():
+  code = ('import sys, tf_ipmssl; print(tf_ipmssl.__version__, "tensorflow" in sys.modules, '
+          '"train" in dir(tf_ipmssl))')
+  out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                       check=True, env=runs.environment(), cwd=str(runs.REPO_ROOT)).stdout
+  assert out.split() == [tf_ipmssl.__version__, 'False', 'True']
+  assert tf_ipmssl.train is api.train and tf_ipmssl.predict is api.predict
+  with pytest.raises(AttributeError):
+    tf_ipmssl.no_such_function  # pylint: disable=pointless-statement
