@@ -39,8 +39,8 @@ setuptools.setup(
         # TensorFlow with the CUDA libraries it needs, from PyPI (BUILD.md, "GPU").
         "gpu": ["tensorflow[and-cuda]>=2.16"],
         # The tests start a two-node Ray cluster on this machine for the ray backend;
-        # pytest.ini runs them in two processes (pytest-xdist); Pillow writes the BMP and GIF
-        # files of the image-folder tests (TensorFlow decodes them but has no encoder).
+        # pytest.ini runs them in two processes (pytest-xdist); Pillow writes the BMP, GIF
+        # and WebP files of the image-folder tests (TensorFlow decodes them, has no encoder).
         "test": ["pytest>=7", "pytest-xdist>=3", "ray>=2.9", "pillow>=9"],
         "plots": ["matplotlib>=3.7"],
         # bin/sweep --backend=ray (docs/cluster.md).

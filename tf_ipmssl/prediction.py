@@ -3,10 +3,10 @@
 `Predictor(export_dir)` loads the export with tf.saved_model.load and learns what it needs from
 its signatures: the input's size and channels (any size for an image folder's export, which
 resizes in its graph) and the class names (the `class_names` signature; an export written before
-it existed answers '0', '1', ...). Files are decoded by TensorFlow (PNG, JPEG, BMP, GIF), brought
-to the export's channel count (image_folder.to_channels) and classified in batches of one size.
-A file that cannot be classified (unreadable, not an image, another size than a fixed-size
-export takes) is reported with its reason; the others are classified.
+it existed answers '0', '1', ...). Files are decoded by TensorFlow (PNG, JPEG, BMP, GIF, WebP),
+brought to the export's channel count (image_folder.to_channels) and classified in batches of
+one size. A file that cannot be classified (unreadable, not an image, an animated WebP, another
+size than a fixed-size export takes) is reported with its reason; the others are classified.
 """
 import csv
 import dataclasses
@@ -38,7 +38,8 @@ class Prediction:
 
 def image_paths(paths: Sequence[str]) -> List[str]:
   """The files to classify: each path that is not a folder, and every visible file inside
-  each folder at any depth (image_folder.list_files), in the order given."""
+  each folder at any depth (image_folder.list_files: through symbolic links, each real file
+  once, a link loop not followed), in the order given."""
   found = []
   for path in paths:
     found += image_folder.list_files(path) if os.path.isdir(path) else [path]
@@ -75,7 +76,10 @@ class Predictor:
   def _load(self, path):
     """uint8 [H, W, C] of the file at `path`, or the reason it cannot be classified."""
     try:
-      image = image_folder.decode(tf.io.read_file(path))
+      contents = tf.io.read_file(path)
+      if image_folder.is_animated_webp(contents):
+        return f'is {image_folder.ANIMATED_WEBP}; save its first frame as a still image'
+      image = image_folder.decode(contents)
     except (tf.errors.OpError, OSError) as e:
       # TensorFlow's message without its `{{function_node ...}}` prefix and `[Op:...]` suffix.
       reason = re.sub(r'\{\{.*?\}\}\s*|\s*\[Op:.*$', '', getattr(e, 'message', str(e)).strip())

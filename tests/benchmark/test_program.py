@@ -1,4 +1,5 @@
 """bin/benchmark end to end at a tiny size (no assertion on any timing)."""
+import functools
 import importlib.machinery
 import importlib.util
 import json
@@ -11,8 +12,10 @@ from tests.training import runs
 BENCHMARK = str(pathlib.Path(__file__).resolve().parents[2] / 'bin' / 'benchmark')
 
 
+@functools.lru_cache(maxsize=None)
 def _load_program():
-  """bin/benchmark as a module, run in this process (TensorFlow is already imported)."""
+  """bin/benchmark as a module, run in this process (TensorFlow is already imported); loaded
+  once (its absl flags can be defined once per process)."""
   loader = importlib.machinery.SourceFileLoader('bin_benchmark', BENCHMARK)
   spec = importlib.util.spec_from_loader('bin_benchmark', loader)
   module = importlib.util.module_from_spec(spec)
@@ -53,3 +56,31 @@ def test_unknown_config_is_a_one_line_error_before_tensorflow_loads():
   assert result.returncode == 1
   assert 'Traceback' not in result.stderr
   assert "unknown benchmark config(s) ['nope']" in result.stderr
+
+
+def test_image_sizes_time_each_size(tmp_path, capsys):
+  out = tmp_path / 'bench.json'
+  program = _load_program()
+  argv = ['bin/benchmark', '--configs=eval', '--width=0.0625', '--eval_batch_size=2',
+          '--repeats=1', '--warmup=0', '--matmul_size=64', '--image_sizes=32,96',
+          f'--json_out={out}']
+  program.FLAGS(argv)
+  try:
+    program.main(argv[:1])
+  finally:
+    program.FLAGS.unparse_flags()
+  assert 'float32/noxla/batched/96px' in capsys.readouterr().out
+  results = json.loads(out.read_text())['results']
+  assert [r['variant']['image_size'] for r in results] == [32, 96]
+  assert [r['variant_label'] for r in results] == ['float32/noxla/batched',
+                                                   'float32/noxla/batched/96px']
+  assert results[1]['flops']['forward']['executed'] > results[0]['flops']['forward'][
+      'executed']
+
+
+def test_a_bad_image_size_is_a_one_line_error_before_tensorflow_loads():
+  result = subprocess.run([sys.executable, BENCHMARK, '--image_sizes=32,48'],
+                          capture_output=True, text=True, timeout=120,
+                          env=runs.environment(), cwd=str(runs.REPO_ROOT))
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert '--image_sizes = 48 is not a size the networks are built for' in result.stderr

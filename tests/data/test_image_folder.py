@@ -1,6 +1,7 @@
 """The image-folder dataset on tiny generated folders: its layout, formats, resize rule and
-channels, and every bad input refused in one line (in-process, and through bin/train before
-anything is written)."""
+channels, symbolic links, and every bad input refused in one line (in-process, and through
+bin/train before anything is written)."""
+import io
 import os
 import subprocess
 
@@ -23,9 +24,18 @@ def write_image(path, array):
     tf.io.write_file(path, tf.io.encode_png(array))
   elif path.endswith('.jpg'):
     tf.io.write_file(path, tf.io.encode_jpeg(array, quality=100))
-  else:  # BMP, GIF: TensorFlow has no encoder.
-    Image.fromarray(array[..., 0] if array.shape[-1] == 1 else array).save(path)
+  else:  # BMP, GIF, WebP: TensorFlow has no encoder.
+    options = {'lossless': True} if path.endswith('.webp') else {}
+    Image.fromarray(array[..., 0] if array.shape[-1] == 1 else array).save(path, **options)
   return path
+
+
+def animated_webp(values, alpha=False):
+  """The bytes of an animated WebP of 6x6 constant frames, one per value."""
+  frames = [Image.fromarray(constant(6, 6, [v, v, v] + [255] * alpha)) for v in values]
+  buffer = io.BytesIO()
+  frames[0].save(buffer, format='WEBP', save_all=True, append_images=frames[1:], lossless=True)
+  return buffer.getvalue()
 
 
 def constant(height, width, value):
@@ -75,13 +85,14 @@ def test_without_validation_and_test_folders(tmp_path):
   assert len(data.validation_labels) == 0 and len(data.test_labels) == 0
 
 
-def test_formats_png_jpeg_bmp_gif(tmp_path):
-  colours = {'png': (255, 0, 0), 'jpg': (0, 0, 255), 'bmp': (0, 255, 0), 'gif': (255, 255, 0)}
+def test_formats_png_jpeg_bmp_gif_webp(tmp_path):
+  colours = {'png': (255, 0, 0), 'jpg': (0, 0, 255), 'bmp': (0, 255, 0), 'gif': (255, 255, 0),
+             'webp': (0, 255, 255)}
   for extension, colour in colours.items():
     write_image(str(tmp_path / 'labeled' / extension / f'x.{extension}'), constant(32, 32, colour))
   (tmp_path / 'unlabeled').mkdir()
   data = read(tmp_path)
-  assert data.class_names == ('bmp', 'gif', 'jpg', 'png')
+  assert data.class_names == ('bmp', 'gif', 'jpg', 'png', 'webp')
   for image, name in zip(data.labeled_images, data.class_names):
     np.testing.assert_allclose(image[16, 16].astype(int), colours[name], atol=2)
 
@@ -155,14 +166,14 @@ def test_unreadable_files_named_with_how_many_more(tmp_path):
   for name in ('a_broken.png', 'b_broken.jpg', 'c_broken.gif'):
     (tmp_path / 'unlabeled' / name).write_bytes(b'not an image')
   refused(tmp_path, f'{tmp_path / "unlabeled" / "a_broken.png"} (and 2 more) is not a readable '
-          'PNG, JPEG, BMP or GIF image')
+          'PNG, JPEG, BMP, GIF or WebP image')
 
 
 def test_file_of_another_format(tmp_path):
   make_folder(tmp_path)
   (tmp_path / 'labeled' / 'ant' / 'notes.txt').write_text('hello')
-  refused(tmp_path, f'{tmp_path / "labeled" / "ant" / "notes.txt"} is not a PNG, JPEG, BMP or '
-          'GIF image')
+  refused(tmp_path, f'{tmp_path / "labeled" / "ant" / "notes.txt"} is not a PNG, JPEG, BMP, GIF '
+          'or WebP image')
 
 
 @pytest.mark.parametrize('folder', ['test', 'validation'])
@@ -247,3 +258,69 @@ def test_alpha_channels_are_dropped(tmp_path):
   data = read(tmp_path)  # Colour with alpha: colour.
   assert data.image_shape == (32, 32, 3)
   np.testing.assert_array_equal(data.unlabeled_images[:, 0, 0], [[70] * 3, [90] * 3, [1, 2, 3]])
+
+
+def test_animated_webp_refused_before_tensorflow_decodes_it(tmp_path):
+  # TensorFlow's WebP decoder writes past its buffer on an animated WebP without alpha (and
+  # the process dies): decode refuses every animated WebP, whatever the file's name.
+  for alpha in (False, True):
+    with pytest.raises(tf.errors.InvalidArgumentError, match='an animated WebP'):
+      image_folder.decode(animated_webp([10, 200], alpha=alpha))
+  still = io.BytesIO()
+  Image.fromarray(constant(6, 6, (1, 2, 3))).save(still, format='WEBP', lossless=True)
+  np.testing.assert_array_equal(image_folder.decode(still.getvalue())[0, 0], [1, 2, 3])
+  make_folder(tmp_path)
+  (tmp_path / 'unlabeled' / 'moving.webp').write_bytes(animated_webp([10, 200]))
+  (tmp_path / 'unlabeled' / 'named_png.png').write_bytes(animated_webp([30, 40]))
+  refused(tmp_path, f'{tmp_path / "unlabeled" / "moving.webp"} (and 1 more) is an animated '
+          'WebP, which TensorFlow cannot decode safely; save its first frame as a still image')
+
+
+def _values(images):
+  return list(images[:, 0, 0, 0])
+
+
+def test_link_loops_are_not_followed(tmp_path):
+  make_folder(tmp_path, validation=True)
+  expected = read(tmp_path)
+  os.symlink('..', tmp_path / 'labeled' / 'ant' / 'up')  # labeled/, which holds the link.
+  os.symlink('../..', tmp_path / 'labeled' / 'moth' / 'top')  # The image folder itself.
+  os.symlink('.', tmp_path / 'unlabeled' / 'deep' / 'er' / 'here')
+  os.symlink('../..', tmp_path / 'unlabeled' / 'deep' / 'er' / 'back')  # unlabeled/
+  os.symlink('../moth', tmp_path / 'validation' / 'moth' / 'itself')
+  assert image_folder.list_files(str(tmp_path / 'labeled' / 'ant')) == [
+      str(tmp_path / 'labeled' / 'ant' / f'{i}.png') for i in range(2)]
+  data = read(tmp_path)
+  for name in ('labeled_images', 'labeled_labels', 'unlabeled_images', 'validation_images',
+               'validation_labels', 'test_images', 'test_labels'):
+    np.testing.assert_array_equal(getattr(data, name), getattr(expected, name), err_msg=name)
+
+
+def test_folder_reached_twice_through_links_is_read_once(tmp_path):
+  root = tmp_path / 'images'
+  make_folder(root)
+  elsewhere = tmp_path / 'elsewhere'
+  for i in range(2):
+    write_image(str(elsewhere / f'e{i}.png'), constant(8, 8, [50 + i]))
+  for name in ('a', 'b'):
+    os.symlink(elsewhere, root / 'unlabeled' / name)
+  os.symlink(elsewhere / 'e1.png', root / 'unlabeled' / 'c.png')
+  unlabeled = root / 'unlabeled'
+  # Each real file at the first path the walk reaches it by: through a/.
+  assert image_folder.list_files(str(unlabeled)) == [
+      str(unlabeled / 'a' / 'e0.png'), str(unlabeled / 'a' / 'e1.png'),
+      *(str(unlabeled / 'deep' / 'er' / f'{i}.png') for i in range(3))]
+  data = read(root)
+  assert _values(data.unlabeled_images[6:]) == [50, 51, 0, 1, 2]
+
+
+def test_one_file_in_two_folders_through_a_link(tmp_path):
+  make_folder(tmp_path)
+  os.symlink('../labeled', tmp_path / 'unlabeled' / 'all')
+  refused(tmp_path, f'{tmp_path / "unlabeled" / "all" / "ant" / "0.png"} is the same file '
+          f'as {tmp_path / "labeled" / "ant" / "0.png"} (through a symbolic link)',
+          'remove the link')
+  os.remove(tmp_path / 'unlabeled' / 'all')
+  os.symlink('../zebra/1.png', tmp_path / 'labeled' / 'moth' / 'z.png')
+  refused(tmp_path, f'{tmp_path / "labeled" / "zebra" / "1.png"} is the same file as '
+          f'{tmp_path / "labeled" / "moth" / "z.png"}')

@@ -141,7 +141,7 @@ def test_bin_predict_equals_the_saved_model(folder_run, new_images, tmp_path):
   assert result.returncode == 0, result.stderr
   assert 'Traceback' not in result.stderr
   broken = os.path.join(directory, 'd_broken.png')
-  assert f'skipped {broken}: not a readable PNG, JPEG, BMP or GIF image' in result.stderr
+  assert f'skipped {broken}: not a readable PNG, JPEG, BMP, GIF or WebP image' in result.stderr
   assert '1 of 4 file(s) skipped' in result.stderr
   expected = _direct(export_dir, paths)
   lines = result.stdout.strip().splitlines()
@@ -158,6 +158,43 @@ def test_bin_predict_equals_the_saved_model(folder_run, new_images, tmp_path):
     np.testing.assert_allclose([float(v) for v in row[3:]], probabilities, rtol=1e-6)
     assert float(row[2]) == pytest.approx(probabilities.max(), rel=1e-6)
   assert len(rows) == 4
+
+
+def test_image_paths_lists_each_real_file_once(tmp_path):
+  from tf_ipmssl import prediction  # pylint: disable=g-import-not-at-top
+  root, outside = tmp_path / 'asked', tmp_path / 'outside'
+  for path in (root / 'a.png', root / 'sub' / 'b.png', outside / 'o.png'):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b'')
+  os.symlink('..', root / 'sub' / 'loop')  # Back up to the folder asked for.
+  os.symlink('.', root / 'sub' / 'here')
+  os.symlink('../..', root / 'sub' / 'above')  # The folder that holds it: a loop too.
+  os.symlink('../outside', root / 'twin1')  # One folder through two links.
+  os.symlink('../outside', root / 'twin2')
+  os.symlink('sub/b.png', root / 'z.png')  # b.png again.
+  # Each real file once, at the first path of the walk (folders' entries in sorted order).
+  assert prediction.image_paths([str(root), str(outside / 'o.png')]) == [
+      str(root / 'a.png'), str(root / 'sub' / 'b.png'), str(root / 'twin1' / 'o.png'),
+      str(outside / 'o.png')]
+
+
+def test_predictor_takes_webp_and_refuses_animated_webp(folder_run, tmp_path):
+  from PIL import Image  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl import prediction  # pylint: disable=g-import-not-at-top
+  _, model_dir, _ = folder_run
+  image = _image(np.random.default_rng(4), 190, 30, 45)
+  still = str(tmp_path / 'still.webp')
+  Image.fromarray(image).save(still, lossless=True)
+  moving = str(tmp_path / 'moving.webp')
+  frames = [Image.fromarray(image), Image.fromarray(255 - image)]
+  frames[0].save(moving, save_all=True, append_images=frames[1:], lossless=True)
+  export_dir = os.path.join(model_dir, 'export')
+  classified, refused = prediction.Predictor(export_dir).predict([still, moving])
+  (name, probabilities), = _direct(export_dir, [still])
+  assert classified.class_name == name and classified.problem is None
+  np.testing.assert_allclose(classified.probabilities, probabilities, rtol=1e-6)
+  assert refused.problem == ('is an animated WebP, which TensorFlow cannot decode safely; save '
+                             'its first frame as a still image')
 
 
 def test_bin_predict_without_any_image(folder_run, tmp_path):

@@ -64,6 +64,12 @@ def _program(name, *args):
   return result.stdout
 
 
+def _still_settings(builder, settings):
+  """A record's settings of `builder` without those that are no longer its settings."""
+  return {k: v for k, v in settings.items()
+          if k not in run_config.LEGACY_BUILDER_SETTINGS.get(builder, ())}
+
+
 def test_version_1_records_are_rebuilt_from_their_groups():
   supervised = json.loads((PREVIOUS / 'run_config.json').read_text())
   ssl = json.loads((VERSION_1 / 'run_config.json').read_text())
@@ -92,9 +98,12 @@ def test_version_1_records_are_rebuilt_from_their_groups():
     assert again[group] == {k: v for k, v in ssl[group].items()
                             if k not in moved + ('bound_constraints',) or
                             (group, k) == ('objective', 'constraints')}
-  # The builders' settings recorded then, the same; those added since, at their defaults.
+  # The builders' settings recorded then, the same (but for those that are no longer
+  # settings: the critic's image size, now the data's); those added since, at their defaults.
   for builder, settings in ssl['bindings'].items():
-    assert {k: again['bindings'][builder][k] for k in settings} == settings
+    kept = _still_settings(builder, settings)
+    assert {k: again['bindings'][builder][k] for k in kept} == kept
+  assert ssl['bindings']['build_critic']['image_size'] == config.image_size == 32
   added = {k: v for k, v in again['bindings']['build_ssl_data'].items()
            if k not in ssl['bindings']['build_ssl_data']}
   defaults = run_config.RunConfig.create(steps=1, mode='supervised').to_json()['bindings']
@@ -129,8 +138,10 @@ def test_version_2_records_map_their_train_bindings_onto_the_algorithms_settings
   for group in ('optimizers', 'numerics'):
     assert again[group] == ssl[group]
   assert again['loop'] == {k: v for k, v in ssl['loop'].items() if k != 'critic_iterations'}
+  # The builders' settings, but the critic's image size: now the data's, resolved.
   for builder, settings in ssl['bindings'].items():
-    assert again['bindings'][builder] == settings
+    added = {'image_size': 32} if builder == 'build_ssl_data' else {}
+    assert again['bindings'][builder] == {**_still_settings(builder, settings), **added}
   # The supervised run had them unused: none is a supervised setting.
   previous = run_config.RunConfig.from_json(supervised)
   assert previous.mode == 'supervised' and previous.to_json()['bindings']['supervised'] == {}

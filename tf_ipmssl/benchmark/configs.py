@@ -7,6 +7,7 @@ module does not import TensorFlow, so that bin/benchmark rejects a bad flag at o
 import dataclasses
 
 from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
 
 # What a config measures.
 SSL, SUPERVISED, EVAL, EXPORT, PIPELINE = 'ssl', 'supervised', 'eval', 'export', 'pipeline'
@@ -83,15 +84,22 @@ DEFAULT_CONFIGS = tuple(CONFIGS)
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-  """How a config is compiled and run: XLA, dtype policy, batched or separate critic passes."""
+  """How a config is compiled and run: XLA, dtype policy, batched or separate critic passes,
+  and the networks' input size (build_ssl_data.image_size; the synthetic images' size)."""
   jit_compile: bool = False
   precision: str = 'float32'
   forward: str = 'batched'
+  image_size: int = dataset_specs.DEFAULT_IMAGE_SIZE
 
   @property
   def label(self):
-    return '/'.join([self.precision.replace('mixed_', ''),
-                     'xla' if self.jit_compile else 'noxla', self.forward])
+    """'float32/noxla/batched'; another image size than the paper's 32 is appended:
+    'float32/noxla/batched/64px'."""
+    parts = [self.precision.replace('mixed_', ''), 'xla' if self.jit_compile else 'noxla',
+             self.forward]
+    if self.image_size != dataset_specs.DEFAULT_IMAGE_SIZE:
+      parts.append(f'{self.image_size}px')
+    return '/'.join(parts)
 
 
 def select_configs(names):
@@ -105,8 +113,9 @@ def select_configs(names):
   return [CONFIGS[n] for n in dict.fromkeys(names)]
 
 
-def variants(jit_compile, precisions, forwards):
-  """The variants to run: jit_compile in {'off', 'on', 'both'} × precisions × forwards."""
+def variants(jit_compile, precisions, forwards, image_sizes=(dataset_specs.DEFAULT_IMAGE_SIZE,)):
+  """The variants to run: image_sizes × jit_compile in {'off', 'on', 'both'} × precisions ×
+  forwards."""
   jit = {'off': (False,), 'on': (True,), 'both': (False, True)}
   if jit_compile not in jit:
     raise errors.ConfigError(f"--jit_compile={jit_compile!r}: use 'off', 'on' or 'both'")
@@ -118,7 +127,13 @@ def variants(jit_compile, precisions, forwards):
     if forward not in FORWARDS:
       raise errors.ConfigError(f'--forward: unknown mode {forward!r}; use one of '
                                f'{list(FORWARDS)}')
-  return [Variant(j, p, f) for p in dict.fromkeys(precisions) for j in jit[jit_compile]
+  if not image_sizes:
+    raise errors.ConfigError(f'--image_sizes is empty; choose from '
+                             f'{list(dataset_specs.IMAGE_SIZES)}')
+  for size in image_sizes:
+    dataset_specs.check_image_size('--image_sizes', size)
+  return [Variant(j, p, f, s) for s in dict.fromkeys(image_sizes)
+          for p in dict.fromkeys(precisions) for j in jit[jit_compile]
           for f in dict.fromkeys(forwards)]
 
 
@@ -126,10 +141,11 @@ def variants_for(config, all_variants):
   """Variants that change how `config` runs (the others would only repeat a measurement).
 
   The critic passes (batched / separate) exist in SSL steps only; the export and the input
-  pipeline are measured once, in float32 without XLA.
+  pipeline are measured once per image size, in float32 without XLA.
   """
   if config.kind in (EXPORT, PIPELINE):
-    return [Variant()]
+    return [Variant(image_size=size) for size in dict.fromkeys(v.image_size
+                                                               for v in all_variants)]
   if config.kind != SSL:
     all_variants = [dataclasses.replace(v, forward='batched') for v in all_variants]
   return list(dict.fromkeys(all_variants))

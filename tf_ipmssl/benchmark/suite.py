@@ -4,7 +4,8 @@ Everything timed is the code a training run executes: networks from tf_ipmssl.ne
 optimizers and run state from tf_ipmssl.training.run.Run.build, the compiled
 iteration of the algorithm (`iteration` of semi_supervised / supervised), `evaluation.make_predict_fn`, the
 SavedModel of `export.export_classifier` and `pipelines.training_stream`. The data are random
-uint8 images (no dataset is read).
+uint8 images (no dataset is read) of the variant's image size, at which the networks are built
+(build_ssl_data.image_size: docs/algorithm.md#networks).
 
 Every function of every config (and a dense fp32 matmul, the machine's reference rate) is
 built and warmed up first, then timed in rounds, each round calling each function once: the
@@ -39,7 +40,7 @@ from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config as run_config_lib
 
 NUM_CLASSES = 10
-IMAGE_SHAPE = (32, 32, 3)
+CHANNELS = 3
 # Synthetic training set: enough images that batches are gathered from a real-sized array.
 NUM_SYNTHETIC_IMAGES = 4096
 # Calls faster than this (export at batch 1, the input pipeline, the matmul) average several
@@ -70,25 +71,35 @@ def dtype_policy(precision):
     keras.mixed_precision.set_global_policy(previous)
 
 
-def synthetic_data(seed=0, num_images=NUM_SYNTHETIC_IMAGES):
-  """Random uint8 images [N, 32, 32, 3] and labels in [0, 10)."""
+def image_shape(variant):
+  """The synthetic images' (H, W, C): the variant's image size, colour."""
+  return (variant.image_size, variant.image_size, CHANNELS)
+
+
+def synthetic_data(seed=0, num_images=NUM_SYNTHETIC_IMAGES, image_size=32):
+  """Random uint8 images [N, image_size, image_size, 3] and labels in [0, 10)."""
   rng = np.random.default_rng(seed)
-  images = rng.integers(0, 256, size=(num_images, *IMAGE_SHAPE), dtype=np.uint8)
+  images = rng.integers(0, 256, size=(num_images, image_size, image_size, CHANNELS),
+                        dtype=np.uint8)
   labels = rng.integers(0, NUM_CLASSES, size=num_images).astype(np.int32)
   return images, labels
 
 
 def run_config(config, variant, options) -> run_config_lib.RunConfig:
   """The RunConfig of a benchmark config: its algorithm and settings (configs.py: for SSL
-  K+1, λ_CE 1.5, the config's constraints and n_c) and learning rate, the variant's precision
-  and XLA setting, the options' batch, seed and critic width, the config's normalization."""
+  K+1, λ_CE 1.5, the config's constraints and n_c) and learning rate, the variant's precision,
+  XLA setting and image size, the options' batch, seed and critic width, the config's
+  normalization. The eval and export configs time the critic alone: a supervised run's
+  (no generator)."""
+  training = config.kind in configs_lib.TRAINING_KINDS
   return run_config_lib.RunConfig.create(
-      mode=config.kind, settings=config.settings, batch_size=options.batch_size,
+      mode=config.kind if training else configs_lib.SUPERVISED, settings=config.settings, batch_size=options.batch_size,
       steps=1, seed=options.seed, critic_learning_rate=config.learning_rate,
       generator_learning_rate=config.learning_rate,
       jit_compile=variant.jit_compile,
       mixed_precision=None if variant.precision == 'float32' else variant.precision,
-      critic={'normalization': config.normalization, 'width': options.width})
+      critic={'normalization': config.normalization, 'width': options.width},
+      data={'image_size': variant.image_size})
 
 
 def build_networks(config, variant, options) -> run_lib.Run:
@@ -96,7 +107,8 @@ def build_networks(config, variant, options) -> run_lib.Run:
   keras.utils.set_random_seed(options.seed)
   with dtype_policy(variant.precision):
     return run_lib.Run.build(
-        run_config(config, variant, options), num_classes=NUM_CLASSES, image_shape=IMAGE_SHAPE)
+        run_config(config, variant, options), num_classes=NUM_CLASSES,
+        image_shape=image_shape(variant))
 
 
 def build_algorithm(variant, run, **settings):
@@ -136,7 +148,7 @@ def _prepare_ssl(config, variant, options, data, stack):
   labeled, unlabeled = _streams(data, options)
   generator_step = tf.function(steps_1.generator_replica_step)
   # The real batch is read only by the feature-matching generator loss; the IPM loss ignores it.
-  real_batch = tf.zeros([b, *IMAGE_SHAPE])
+  real_batch = tf.zeros([b, *image_shape(variant)])
   fns = {'generator_step': lambda: generator_step(run.state.counters['step'].read_value(),
                                                   real_batch),
          'iteration_1': lambda: steps_1.iteration(labeled, unlabeled)}
@@ -198,7 +210,7 @@ def _prepare_export(config, variant, options, data, stack):
   run = build_networks(config, variant, options)
   critic_cost, _ = _costs(run)
   directory = stack.enter_context(tempfile.TemporaryDirectory())
-  export_dir = export.export_classifier(run.critic, IMAGE_SHAPE,
+  export_dir = export.export_classifier(run.critic, image_shape(variant),
                                         os.path.join(directory, 'export'), NUM_CLASSES,
                                         'synthetic')
   classifier = export.LoadedClassifier(export_dir)
@@ -247,7 +259,7 @@ def run(config_list, variant_list, options, *, matmul_size=2048,
   machine load.
   """
   log = log or (lambda line: None)
-  data = synthetic_data(options.seed)
+  data_by_size = {}
   load_start = os.getloadavg()
   log(f'load average at start: {report.format_load(load_start)}')
   with contextlib.ExitStack() as stack:
@@ -255,7 +267,11 @@ def run(config_list, variant_list, options, *, matmul_size=2048,
     for config in config_list:
       for variant in configs_lib.variants_for(config, variant_list):
         log(f'building {config.name} [{variant.label}]')
-        fns, finish = _PREPARE[config.kind](config, variant, options, data, stack)
+        if variant.image_size not in data_by_size:
+          data_by_size[variant.image_size] = synthetic_data(options.seed,
+                                                            image_size=variant.image_size)
+        fns, finish = _PREPARE[config.kind](config, variant, options,
+                                            data_by_size[variant.image_size], stack)
         prepared.append((config, variant, fns, finish))
     everything = {'matmul': timing.matmul_function(matmul_size)}
     for config, variant, fns, _ in prepared:

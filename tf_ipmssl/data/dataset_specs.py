@@ -11,6 +11,8 @@ instant.
 import dataclasses
 from typing import Dict, Optional, Tuple
 
+from tf_ipmssl import errors
+
 
 @dataclasses.dataclass(frozen=True)
 class DatasetSpec:
@@ -21,6 +23,8 @@ class DatasetSpec:
     title: the name in tables and plots, e.g. 'CIFAR-10'.
     num_classes: K.
     image_shape: (H, W, C) of one image as stored (before padding to 32x32).
+    image_size: the networks' input size when `build_ssl_data.image_size` is not bound
+      (32 for the paper's datasets; one of IMAGE_SIZES).
     tfds_name: its TensorFlow Datasets name.
     files: the original distribution files a local copy consists of.
     extra_files: files needed only with `include_extra` (SVHN's extra split).
@@ -49,6 +53,7 @@ class DatasetSpec:
   files_dir: Optional[str] = None
   archive: Optional[str] = None
   system_dirs: Tuple[str, ...] = ()
+  image_size: int = 32
 
   def required_files(self, include_extra: bool = False) -> Tuple[str, ...]:
     """The files a local copy needs."""
@@ -100,6 +105,28 @@ REGISTRY: Dict[str, DatasetSpec] = {spec.name: spec for spec in (CIFAR10, SVHN, 
 # `build_ssl_data.dataset` of a folder of the user's own images (data/image_folder.py): not a
 # registered dataset (its classes and size are the folder's).
 IMAGE_FOLDER = 'image_folder'
+
+# The square input sizes the networks are built for (`build_ssl_data.image_size`; the rule
+# that adapts them is in docs/algorithm.md#image-sizes), and the size of an image folder, or of
+# a configuration naming no dataset, when none is bound.
+IMAGE_SIZES = (32, 64, 96)
+DEFAULT_IMAGE_SIZE = 32
+
+
+def default_image_size(dataset: Optional[str]) -> int:
+  """The input size of `dataset` when `build_ssl_data.image_size` is not bound: its spec's
+  `image_size`; DEFAULT_IMAGE_SIZE for an image folder or a name that is not registered."""
+  spec = REGISTRY.get(dataset) if isinstance(dataset, str) else None
+  return spec.image_size if spec else DEFAULT_IMAGE_SIZE
+
+
+def check_image_size(name: str, image_size) -> None:
+  """A ConfigError naming IMAGE_SIZES unless `image_size` (the setting `name`) is one."""
+  if (isinstance(image_size, bool) or not isinstance(image_size, int)
+      or image_size not in IMAGE_SIZES):
+    raise errors.ConfigError(
+        f'{name} = {image_size!r} is not a size the networks are built for; use one of '
+        f'{", ".join(map(str, IMAGE_SIZES))} (docs/algorithm.md#image-sizes)')
 
 
 def names() -> Tuple[str, ...]:

@@ -8,13 +8,22 @@ Layout of `build_ssl_data.data_dir`:
   validation/<class name>/*  optional: labeled images held out for model selection
   test/<class name>/*        optional: labeled images for the reported test error
 
-Images are PNG, JPEG, BMP or GIF files (the first frame of an animated GIF), decoded by
-TensorFlow (`tf.io.decode_image`); inside a class folder they may lie at any depth. Hidden
-files and folders (names starting with '.') are skipped; any other file must be a readable
-image. The validation and test folders may hold fewer classes than labeled/, not others.
+Images are PNG, JPEG, BMP, GIF or WebP files, the formats TensorFlow decodes
+(`tf.io.decode_image`): the first frame of an animated GIF; an animated WebP is refused, as
+TensorFlow's decoder cannot read one safely. Inside a class folder they may lie at any depth.
+Hidden files and folders (names starting with '.') are skipped; any other file must be a
+readable image. The validation and test folders may hold fewer classes than labeled/, not
+others.
 
-Every image is brought to the critic's input size by one rule, `fit_images`: resize (bilinear,
-antialiased) so that its short side is 32 pixels, then crop the centre 32x32, rounding to uint8.
+Symbolic links are followed, and each real file (os.path.realpath) is read once: a link to a
+folder it lies in (a loop, such as `up -> ..`) is not followed, and a folder or file reached
+twice inside one folder (a class folder, or unlabeled/) counts once, at the first path the
+walk reaches it by (`list_files`). One file in two folders (two classes, or labeled/ and
+unlabeled/, validation/ or test/) is refused: its label or split would be ambiguous.
+
+Every image is brought to the critic's input size S (`build_ssl_data.image_size`: 32 unless
+bound, or 64 or 96) by one rule, `fit_images`: resize (bilinear, antialiased) so that its short
+side is S pixels, then crop the centre SxS, rounding to uint8.
 The exported classifier of such a run applies the same rule in its graph, so that it takes
 images of any size. Channels: `channels=1` (grayscale) or 3 (colour) as bound, else 1 when
 every image is grayscale and 3 otherwise (grayscale images then repeated into three channels);
@@ -29,13 +38,14 @@ last step's classifier.
 
 Everything is checked before a run writes anything (the memory check before any image is
 decoded); each problem is one `errors.UserError` line naming the fix: missing labeled/ or unlabeled/, a class with no image,
-fewer than two classes, a validation/ or test/ class that labeled/ lacks, files that are not
-readable images (the first named, with how many more), a channel count other than the bound
-one, and a folder whose decoded images would not fit in memory.
+fewer than two classes, a validation/ or test/ class that labeled/ lacks, one file in two
+folders through a link, files that are not readable images or are animated WebPs (the first
+named, with how many more), a channel count other than the bound one, and a folder whose
+decoded images would not fit in memory.
 """
 import dataclasses
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -46,14 +56,20 @@ from tf_ipmssl.data import pipelines
 
 NAME = dataset_specs.IMAGE_FOLDER
 LABELED, UNLABELED, VALIDATION, TEST = 'labeled', 'unlabeled', 'validation', 'test'
-IMAGE_EXTENSIONS = ('.bmp', '.gif', '.jpeg', '.jpg', '.png')
-IMAGE_FORMATS = 'PNG, JPEG, BMP or GIF'
+# The formats tf.io.decode_image reads.
+IMAGE_EXTENSIONS = ('.bmp', '.gif', '.jpeg', '.jpg', '.png', '.webp')
+IMAGE_FORMATS = 'PNG, JPEG, BMP, GIF or WebP'
+ANIMATED_WEBP = 'an animated WebP, which TensorFlow cannot decode safely'
 CHANNELS = (None, 1, 3)
 # The part of the available memory the decoded images may take: a run holds them more than
 # once (the arrays, the labeled images again among the unlabeled, the pipelines' tensors).
 MEMORY_FRACTION = 0.25
-# The resize rule, by name, as the export's metadata and dataset.json record it.
-RESIZE_RULE = 'short side to 32 (bilinear, antialiased), centre 32x32 crop'
+
+
+def resize_rule(size):
+  """The resize rule to `size` (fit_images), by name, as the export's metadata and dataset.json
+  record it."""
+  return f'short side to {size} (bilinear, antialiased), centre {size}x{size} crop'
 
 
 def fit_images(images, size=pipelines.MODEL_IMAGE_SIZE):
@@ -91,9 +107,28 @@ def to_channels(image, channels):
   return tf.cond(count < 3, lambda: gray, lambda: tf.image.rgb_to_grayscale(colour))
 
 
+def is_animated_webp(contents):
+  """Whether an image file's bytes (a string scalar) are an animated WebP: a RIFF file of
+  form 'WEBP' whose extended header ('VP8X') sets the animation flag (bit 1 of byte 20)."""
+  header = tf.strings.substr(tf.strings.join([tf.strings.substr(contents, 0, 21), '\0' * 21]),
+                             0, 21)
+  flags = tf.io.decode_raw(tf.strings.substr(header, 20, 1), tf.uint8)[0]
+  return tf.logical_and(
+      tf.logical_and(tf.strings.substr(header, 0, 4) == 'RIFF',
+                     tf.strings.substr(header, 8, 8) == 'WEBPVP8X'),
+      tf.bitwise.bitwise_and(flags, 2) > 0)
+
+
 def decode(contents):
-  """An image file's bytes -> uint8 [H, W, c] in its own channel count (first GIF frame)."""
-  return tf.io.decode_image(contents, dtype=tf.uint8, expand_animations=False)
+  """An image file's bytes -> uint8 [H, W, c] in its own channel count (first GIF frame).
+
+  An animated WebP fails (InvalidArgumentError, ANIMATED_WEBP) before TensorFlow's decoder
+  sees it: that decoder writes past its buffer on one whose frames lack alpha, which can
+  kill the process.
+  """
+  still = tf.debugging.Assert(tf.logical_not(is_animated_webp(contents)), [ANIMATED_WEBP])
+  with tf.control_dependencies([still]):
+    return tf.io.decode_image(contents, dtype=tf.uint8, expand_animations=False)
 
 
 def is_image_name(name):
@@ -104,20 +139,77 @@ def _visible(names):
   return sorted(n for n in names if not n.startswith('.'))
 
 
+def _visible_entries(directory):
+  """The entries of `directory` not hidden, sorted by name; none where it cannot be read (as
+  os.walk skips such a folder)."""
+  try:
+    with os.scandir(directory) as entries:
+      return sorted((e for e in entries if not e.name.startswith('.')), key=lambda e: e.name)
+  except OSError:
+    return []
+
+
+def _is_folder(entry):
+  try:
+    return entry.is_dir()  # Through a link, to what it points to.
+  except OSError:
+    return False
+
+
+def _holds(folder, path):
+  """Whether real path `path` is the real folder `folder` or lies inside it."""
+  return os.path.commonpath([folder, path]) == folder
+
+
+def _walk(directory) -> Iterator[Tuple[str, str]]:
+  """(path, real path) of every visible file under `directory`, depth first through each
+  folder's entries in sorted order, following symbolic links; each real folder is entered
+  once, and a link to a folder that holds a folder of the walk (a loop) not at all."""
+  top = os.path.realpath(directory)
+  entered = {top}
+  # Per open folder: its remaining entries, and the real paths of the folders down to it.
+  stack = [(iter(_visible_entries(directory)), (top,))]
+  while stack:
+    entries, reals = stack[-1]
+    entry = next(entries, None)
+    if entry is None:
+      stack.pop()
+      continue
+    real = (os.path.realpath(entry.path) if entry.is_symlink()
+            else os.path.join(reals[-1], entry.name))
+    if not _is_folder(entry):
+      yield entry.path, real
+    elif real not in entered and not any(_holds(real, r) for r in reals):
+      entered.add(real)
+      stack.append((iter(_visible_entries(entry.path)), reals + (real,)))
+
+
+def real_files(directory) -> Dict[str, str]:
+  """{path: real path} of every file under `directory` at any depth (see list_files), sorted
+  by path."""
+  first_path = {}
+  for path, real in _walk(directory):
+    first_path.setdefault(real, path)
+  return dict(sorted((path, real) for real, path in first_path.items()))
+
+
 def list_files(directory) -> List[str]:
-  """Every file under `directory` at any depth, hidden ones skipped, sorted."""
-  found = []
-  for root, dirs, names in os.walk(directory, followlinks=True):
-    dirs[:] = _visible(dirs)
-    found += [os.path.join(root, n) for n in _visible(names)]
-  return sorted(found)
+  """Every file under `directory` at any depth, hidden ones skipped, sorted.
+
+  Symbolic links are followed, but each real folder is walked once and each real file (by
+  os.path.realpath) listed once, at the first path the walk reaches it by: the walk goes
+  depth first through each folder's entries in sorted name order. A link to a folder it lies
+  in (a loop, such as `up -> ..`, or a link to a folder above `directory`) is not followed,
+  as `find -L` does not.
+  """
+  return list(real_files(directory))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ImageFolder:
   """A folder's images as arrays, by the name of the ssl_data.SSLData field each becomes:
   'labeled_images', 'unlabeled_images', 'validation_images', 'test_images' (uint8
-  [N, 32, 32, C]) and 'labeled_labels', 'validation_labels', 'test_labels' (int64 [N], class
+  [N, S, S, C], S the size read at) and 'labeled_labels', 'validation_labels', 'test_labels' (int64 [N], class
   indices). The unlabeled images are the labeled ones first, then those of unlabeled/.
   """
   class_names: Tuple[str, ...]
@@ -133,9 +225,9 @@ def _shown(data_dir, path):
   return os.path.join(data_dir, os.path.relpath(path, data_dir))
 
 
-def _class_files(data_dir, folder, required) -> Optional[Dict[str, List[str]]]:
-  """{class name: its files} of `folder` (labeled/, validation/ or test/); None when an
-  optional folder is absent."""
+def _class_files(data_dir, folder, required) -> Optional[Dict[str, Dict[str, str]]]:
+  """{class name: its files, {path: real path}} of `folder` (labeled/, validation/ or test/);
+  None when an optional folder is absent."""
   directory = os.path.join(data_dir, folder)
   if not os.path.isdir(directory):
     if required:
@@ -151,7 +243,7 @@ def _class_files(data_dir, folder, required) -> Optional[Dict[str, List[str]]]:
         f'{os.path.join(data_dir, folder, loose[0])} lies directly in {folder}/, where only '
         f'class folders belong ({folder}/<class name>/{loose[0]}); move it into its class '
         'folder')
-  classes = {name: list_files(os.path.join(directory, name)) for name in entries}
+  classes = {name: real_files(os.path.join(directory, name)) for name in entries}
   for name, files in classes.items():
     if not files:
       raise errors.UserError(
@@ -179,7 +271,7 @@ def _layout(data_dir):
     raise errors.UserError(
         f'{data_dir} has no {UNLABELED}/ folder; put the unlabeled images there (at any '
         'depth), or create it empty to train on the labeled images alone')
-  parts = [(LABELED, labeled), (UNLABELED, {None: list_files(unlabeled_dir)})]
+  parts = [(LABELED, labeled), (UNLABELED, {None: real_files(unlabeled_dir)})]
   for folder in (VALIDATION, TEST):
     classes = _class_files(data_dir, folder, required=False)
     if classes is None:
@@ -191,14 +283,30 @@ def _layout(data_dir):
           f'{os.path.join(data_dir, LABELED)} lacks (its classes: {", ".join(class_names)}); '
           'rename or remove the folder, or add labeled images of that class')
     parts.append((folder, classes))
+  _refuse_files_in_two_folders(data_dir, [files for _, classes in parts
+                                          for files in classes.values()])
   listed = []
   for folder, classes in parts:
     files, labels = [], []
     for name, paths in classes.items():
-      files += paths
+      files += list(paths)
       labels += [-1 if name is None else class_names.index(name)] * len(paths)
     listed.append((folder, files, np.asarray(labels, np.int64)))
   return class_names, listed
+
+
+def _refuse_files_in_two_folders(data_dir, folders: List[Dict[str, str]]):
+  """Refuses a real file that two folders (each {path: real path}) both hold, through a
+  symbolic link: its class or split would be ambiguous."""
+  first = {}  # real path -> (its first path, the index of the folder holding it)
+  for index, files in enumerate(folders):
+    for path, real in files.items():
+      first_path, first_index = first.setdefault(real, (path, index))
+      if first_index != index:
+        raise errors.UserError(
+            f'{_shown(data_dir, path)} is the same file as {_shown(data_dir, first_path)} '
+            '(through a symbolic link), in another folder; an image belongs in one folder (the '
+            'labeled images count as unlabeled already): remove the link')
 
 
 def available_memory_bytes() -> Optional[int]:
@@ -216,8 +324,7 @@ def available_memory_bytes() -> Optional[int]:
     return None
 
 
-def _check_memory(data_dir, count, channels):
-  size = pipelines.MODEL_IMAGE_SIZE
+def _check_memory(data_dir, count, channels, size):
   needed = count * size * size * (channels or 3)
   available = available_memory_bytes()
   if available is None:
@@ -239,19 +346,19 @@ def _size(count):
   return f'{count} bytes'
 
 
-def _decode_all(files):
-  """(present [N] bool, uint8 [N, 32, 32, 3] images, native channel counts [N]); a file that
-  cannot be read or decoded is not present."""
+def _decode_all(files, size):
+  """(present [N] bool, uint8 [N, size, size, 3] images, native channel counts [N]); a file
+  that cannot be read or decoded is not present."""
   count = len(files)
   present = np.zeros(count, bool)
-  images = np.zeros([count, pipelines.MODEL_IMAGE_SIZE, pipelines.MODEL_IMAGE_SIZE, 3], np.uint8)
+  images = np.zeros([count, size, size, 3], np.uint8)
   channels = np.zeros(count, np.int64)
   if not count:
     return present, images, channels
 
   def load(index, path):
     image = decode(tf.io.read_file(path))
-    return index, fit_images(to_channels(image, 3)), tf.shape(image)[-1]
+    return index, fit_images(to_channels(image, 3), size), tf.shape(image)[-1]
 
   dataset = (tf.data.Dataset.from_tensor_slices((tf.range(count, dtype=tf.int64), files))
              .map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -267,12 +374,14 @@ def _refuse_files(data_dir, bad, what, fix):
   raise errors.UserError(f'{first}{more} {what}; {fix}')
 
 
-def read_image_folder(data_dir, channels=None) -> ImageFolder:
+def read_image_folder(data_dir, channels=None,
+                      size=pipelines.MODEL_IMAGE_SIZE) -> ImageFolder:
   """Reads the image folder `data_dir` (see the module doc).
 
   Args:
     data_dir: the folder.
     channels: None (from the images), 1 (grayscale) or 3 (colour).
+    size: the images' size S (S x S), to which fit_images brings each.
 
   Returns:
     ImageFolder.
@@ -289,11 +398,15 @@ def read_image_folder(data_dir, channels=None) -> ImageFolder:
   if foreign:
     _refuse_files(data_dir, foreign, f'is not a {IMAGE_FORMATS} image (by its name)',
                   'move such files out of the folder, or convert them')
-  _check_memory(data_dir, len(files), channels)
-  present, images, native = _decode_all(files)
+  _check_memory(data_dir, len(files), channels, size)
+  present, images, native = _decode_all(files, size)
   if not present.all():
-    _refuse_files(data_dir, [f for f, ok in zip(files, present) if not ok],
-                  f'is not a readable {IMAGE_FORMATS} image',
+    missing = [f for f, ok in zip(files, present) if not ok]
+    animated = [f for f in missing if is_animated_webp(tf.io.read_file(f))]
+    if animated:
+      _refuse_files(data_dir, animated, f'is {ANIMATED_WEBP}',
+                    'save its first frame as a still image')
+    _refuse_files(data_dir, missing, f'is not a readable {IMAGE_FORMATS} image',
                   'remove or replace such files')
   colour = native >= 3
   if channels is None:

@@ -17,6 +17,9 @@ running on across batch boundaries when N is not a multiple of the batch size.
 import numpy as np
 import tensorflow as tf
 
+from tf_ipmssl.data import dataset_specs
+
+# The paper's input size, into which smaller images (Fashion-MNIST's 28x28) are padded.
 MODEL_IMAGE_SIZE = 32
 
 # The constant that `tf.random.experimental.index_shuffle` prepends to a [2] seed to
@@ -28,18 +31,19 @@ _INDEX_SHUFFLE_ROUNDS = 4
 
 
 def to_model_input(images) -> tf.Tensor:
-  """Maps uint8 images [B, H, W, C] to the critic's input: float32 [B, 32, 32, C].
+  """Maps uint8 images [B, H, W, C] to the critic's input: float32 [B, S, S, C].
 
   Pixels are scaled to [-1, 1] as x / 127.5 - 1; images smaller than 32x32 (Fashion-MNIST's
-  28x28) are centred and padded with -1, i.e. the value of a black pixel
-  (docs/algorithm.md#networks). 32x32 images pass through. Works inside tf.function,
-  including the exported serving function; H and W must be known statically.
+  28x28) are centred in 32x32 and padded with -1, i.e. the value of a black pixel
+  (docs/algorithm.md#networks). Images of an input size of the networks (S x S, S in
+  dataset_specs.IMAGE_SIZES: 32, 64, 96) pass through. Works inside tf.function, including
+  the exported serving function; H and W must be known statically.
 
   Args:
-    images: uint8 [B, H, W, C] with H, W <= 32 and 32 - H, 32 - W even.
+    images: uint8 [B, H, W, C], S x S or with H, W <= 32 and 32 - H, 32 - W even.
 
   Returns:
-    float32 [B, 32, 32, C].
+    float32 [B, S, S, C] (S = 32 for the smaller images).
   """
   images = tf.convert_to_tensor(images)
   if images.dtype != tf.uint8:
@@ -47,11 +51,13 @@ def to_model_input(images) -> tf.Tensor:
   height, width = images.shape[1], images.shape[2]
   if height is None or width is None:
     raise ValueError(f'image height and width must be static, got shape {images.shape}')
+  x = tf.cast(images, tf.float32) / 127.5 - 1.0
+  if height == width and height in dataset_specs.IMAGE_SIZES:
+    return x
   pad_h, pad_w = MODEL_IMAGE_SIZE - height, MODEL_IMAGE_SIZE - width
   if pad_h < 0 or pad_w < 0 or pad_h % 2 or pad_w % 2:
     raise ValueError(f'cannot centre {height}x{width} images in '
                      f'{MODEL_IMAGE_SIZE}x{MODEL_IMAGE_SIZE}')
-  x = tf.cast(images, tf.float32) / 127.5 - 1.0
   if pad_h or pad_w:
     x = tf.pad(x, [[0, 0], [pad_h // 2, pad_h // 2], [pad_w // 2, pad_w // 2], [0, 0]],
                constant_values=-1.0)
@@ -118,7 +124,7 @@ def training_stream(images, labels=None, *, batch_size: int = 64, seed: int = 0,
     start_step: the first batch to yield (the step a resumed run restarts at).
 
   Returns:
-    A dataset of x float32 [B, 32, 32, C] (see `to_model_input`), or of (x, y int32 [B])
+    A dataset of x float32 [B, S, S, C] (see `to_model_input`), or of (x, y int32 [B])
     when labels are given.
   """
   _check_batch_size(batch_size)
@@ -160,7 +166,7 @@ def eval_stream(images, labels, *, batch_size: int = 256) -> tf.data.Dataset:
   batches without one.
 
   Returns:
-    A dataset of (x float32 [b, 32, 32, C], y int32 [b]).
+    A dataset of (x float32 [b, S, S, C] (see `to_model_input`), y int32 [b]).
   """
   _check_batch_size(batch_size)
   images, labels = _check_arrays(images, labels)
@@ -184,8 +190,8 @@ def eval_batches(images, labels, *, batch_size: int = 256):
   would take the op), with no pipeline and no iterator to destroy.
 
   Yields:
-    (x float32 [b, 32, 32, C], y int32 [b]): batches of `batch_size` examples, the last one
-    smaller when batch_size does not divide the number of examples.
+    (x float32 [b, S, S, C] (see `to_model_input`), y int32 [b]): batches of `batch_size`
+    examples, the last one smaller when batch_size does not divide the number of examples.
   """
   _check_batch_size(batch_size)
   with tf.device('/cpu:0'):

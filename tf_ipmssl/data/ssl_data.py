@@ -2,9 +2,16 @@
 
 `build_ssl_data` is the boundary between the data layer and the trainer
 (docs/algorithm.md#data-and-model-selection): it loads a dataset (`datasets.load_dataset`),
-optionally shrinks it for smoke runs, and applies the label split (`splits.make_splits`); or
-it reads a folder of the user's own images, whose labels are all given
-(`dataset='image_folder'`, image_folder.py).
+optionally shrinks it for smoke runs, brings it to the networks' input size and applies the
+label split (`splits.make_splits`); or it reads a folder of the user's own images, whose
+labels are all given (`dataset='image_folder'`, image_folder.py).
+
+The input size S is `image_size` (`image_size_of`: one of dataset_specs.IMAGE_SIZES, by
+default the dataset's own, 32 for every dataset and folder so far). At the dataset's own size
+its images are kept as stored (Fashion-MNIST's 28x28 are padded into 32x32 later, by
+pipelines.to_model_input); at another, each is brought to SxS by the image folders' rule,
+image_folder.fit_images (short side to S, bilinear and antialiased, centre crop), once, here,
+and the run's export applies the same rule to the images it serves.
 Its settings are gin's `build_ssl_data.*`, read into the run configuration
 (training/run_config.py), which passes them here.
 """
@@ -19,6 +26,8 @@ from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import datasets
 from tf_ipmssl.data import splits as splits_lib
 
+# Images fitted to another size per call of image_folder.fit_images: bounds its float copy.
+FIT_CHUNK = 1024
 # Seed of the `max_*_examples` subsets. Fixed, not the split seed: a shrunken dataset is
 # the same dataset for every label split drawn from it.
 SUBSET_SEED = 0
@@ -31,7 +40,9 @@ class SSLData:
   Attributes:
     name: dataset name.
     num_classes: K.
-    image_shape: native (H, W, C), before `pipelines.to_model_input` pads to 32x32.
+    image_shape: (H, W, C) of the arrays: the dataset's native shape at its own image size
+      (before `pipelines.to_model_input` pads 28x28 to 32x32), else (S, S, C) for the
+      image size S.
     labeled_images, labeled_labels: the labeled examples (num_labeled of them).
     unlabeled_images: train minus validation (the labeled examples included).
     validation_images, validation_labels: held out of train for model selection.
@@ -43,7 +54,8 @@ class SSLData:
     split_seed: the seed of the label/validation split.
     class_names: the name of each class, by index.
     resizes_images: whether images of any size are brought to image_shape by
-      image_folder.fit_images (an image folder; the export then applies it in its graph).
+      image_folder.fit_images (an image folder, or a dataset at another size than its own;
+      the export then applies it in its graph).
   """
   name: str
   num_classes: int
@@ -89,7 +101,8 @@ def build_ssl_data(dataset: Optional[str] = None,
                    download: bool = False,
                    max_train_examples: Optional[int] = None,
                    max_test_examples: Optional[int] = None,
-                   channels: Optional[int] = None) -> SSLData:
+                   channels: Optional[int] = None,
+                   image_size: Optional[int] = None) -> SSLData:
   """Loads `dataset` and splits its training set for semi-supervised learning.
 
   Args:
@@ -111,12 +124,17 @@ def build_ssl_data(dataset: Optional[str] = None,
       are not the paper's numbers.
     max_test_examples: likewise for the test split.
     channels: image folders only: 1 (grayscale), 3 (colour) or None (from the images).
+    image_size: the networks' input size S, one of dataset_specs.IMAGE_SIZES (32, 64, 96);
+      None: the dataset's own (dataset_specs.default_image_size: 32 so far). The run's
+      configuration holds it resolved (`image_size_of`); the module doc says how the images
+      are brought to it.
 
   Returns:
     SSLData.
 
   Raises:
-    ConfigError: unknown dataset or source, bad max_*_examples or include_extra.
+    ConfigError: unknown dataset or source, bad max_*_examples, include_extra or
+      image_size.
     SplitError: impossible num_labeled / validation_size.
     DatasetNotFoundError: the dataset is nowhere to be found.
     UserError: an image folder that cannot be read as image_folder.py says.
@@ -131,12 +149,14 @@ def build_ssl_data(dataset: Optional[str] = None,
   _check_max_examples('max_test_examples', max_test_examples)
   errors.check_choice(dataset, datasets.DATASETS + (dataset_specs.IMAGE_FOLDER,), 'dataset',
                       'valid names')
+  image_size = image_size_of(dataset, image_size)
   if dataset == dataset_specs.IMAGE_FOLDER:
     # Imported here: it imports TensorFlow, which this module does not need otherwise.
     from tf_ipmssl.data import image_folder  # pylint: disable=g-import-not-at-top
     _check_folder_settings(num_labeled, validation_size, source, include_extra, download,
                            max_train_examples, max_test_examples)
-    return _folder_data(image_folder.read_image_folder(data_dir, channels), split_seed)
+    return _folder_data(image_folder.read_image_folder(data_dir, channels, image_size),
+                        split_seed)
   if channels is not None:
     raise errors.ConfigError(f'build_ssl_data.channels applies to image folders only; '
                              f'{dataset!r} has its own: leave it unbound')
@@ -147,6 +167,10 @@ def build_ssl_data(dataset: Optional[str] = None,
                                        max_train_examples)
   test_images, test_labels = _shrink(data.test_images, data.test_labels,
                                      max_test_examples)
+  resizes = image_size != dataset_specs.REGISTRY[data.name].image_size
+  if resizes:
+    train_images, test_images = (_fitted(train_images, image_size),
+                                 _fitted(test_images, image_size))
   where = data.source
   if max_train_examples is not None or max_test_examples is not None:
     where += (f' (subset: {len(train_labels)} train, {len(test_labels)} test examples)')
@@ -164,7 +188,8 @@ def build_ssl_data(dataset: Optional[str] = None,
   return SSLData(
       name=data.name,
       num_classes=data.num_classes,
-      image_shape=data.image_shape,
+      image_shape=((image_size, image_size, data.image_shape[-1]) if resizes
+                   else data.image_shape),
       labeled_images=train_images[split.labeled],
       labeled_labels=train_labels[split.labeled],
       unlabeled_images=train_images[split.unlabeled],
@@ -176,7 +201,30 @@ def build_ssl_data(dataset: Optional[str] = None,
       source=where,
       num_labeled=num_labeled,
       split_seed=split_seed,
-      class_names=dataset_specs.REGISTRY[data.name].class_names)
+      class_names=dataset_specs.REGISTRY[data.name].class_names,
+      resizes_images=resizes)
+
+
+def image_size_of(dataset: Optional[str], image_size: Optional[int]) -> int:
+  """The networks' input size of a run on `dataset`: `image_size` as bound, or the dataset's
+  own (dataset_specs.default_image_size) for None; a ConfigError naming the sizes the
+  networks are built for (dataset_specs.IMAGE_SIZES) for any other value."""
+  if image_size is None:
+    return dataset_specs.default_image_size(dataset)
+  dataset_specs.check_image_size('build_ssl_data.image_size', image_size)
+  return image_size
+
+
+def _fitted(images, size):
+  """uint8 images [N, H, W, C] brought to [N, size, size, C] by image_folder.fit_images,
+  FIT_CHUNK at a time."""
+  # Imported here: it imports TensorFlow, which this module does not need otherwise.
+  from tf_ipmssl.data import image_folder  # pylint: disable=g-import-not-at-top
+  fitted = np.empty([len(images), size, size, images.shape[-1]], np.uint8)
+  for start in range(0, len(images), FIT_CHUNK):
+    chunk = images[start:start + FIT_CHUNK]
+    fitted[start:start + len(chunk)] = image_folder.fit_images(chunk, size).numpy()
+  return fitted
 
 
 def _check_folder_settings(num_labeled, validation_size, source, include_extra, download,

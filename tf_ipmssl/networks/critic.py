@@ -1,4 +1,4 @@
-"""The critic: a Salimans-style 32x32 CNN body Φ with heads v (fake) and S (classes).
+"""The critic: a Salimans-style CNN body Φ with heads v (fake) and S (classes).
 
 See docs/algorithm.md#critic.
 
@@ -20,6 +20,21 @@ normalization, docs/algorithm.md#critic-normalization):
    9  Conv 1x1 384, Norm, LReLU, Dropout(0.5)                 4x4x384
    Φ  flatten                                                 6144
 
+That is the paper's network, for 32x32 inputs. At the other sizes of
+dataset_specs.IMAGE_SIZES the critic first brings the map to 32x32 and is then the same,
+so that the two 'valid' convs always start from the paper's 8x8 map: after conv 1 (at the
+input size) come the reduction blocks of `REDUCTION_STRIDES`, each a Conv 3x3 of stride s,
+'same', 96 filters, Norm, LReLU, without dropout (the paper's dropouts stay where they are):
+
+  64x64: one block of stride 2 (64 -> 32), one per doubling;
+  96x96: one block of stride 3 (96 -> 32), whose 3x3 windows tile the map exactly (no
+         padding, every pixel read once); a stride-2 block would leave 48, which no further
+         halving brings to 32.
+
+Their kernel and Norm seeds come from their own stream (CRITIC_REDUCTION_SEED_STREAM), so the
+layers of the 32x32 network keep theirs at every size: at 32 the critic is the paper's, bit
+for bit.
+
 Convs 2-9 have no bias (with 'none' they have none at all, as in the reference). Kernels
 N(0, 0.02); the two biases (conv 1, S) U(±1/√fan_in), PyTorch's default that the released
 code leaves in place (`bias_init = 'zeros'` for zeros). Two layout differences from the
@@ -39,6 +54,7 @@ import tensorflow as tf
 
 from tf_ipmssl import builder_settings
 from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.networks import normalization as normalization_lib
 
 # (filters at width 1, kernel, stride, padding, dropout after) for convs 2-9.
@@ -53,11 +69,18 @@ _NORMED_CONVS = (
     (384, 1, 1, 'valid', True),
 )
 _CONV1_FILTERS = 96
+# Input size -> the strides of the reduction blocks that bring conv 1's map to 32x32
+# (module doc); their filters at width 1.
+REDUCTION_STRIDES = {32: (), 64: (2,), 96: (3,)}
+_REDUCTION_FILTERS = 96
 BIAS_INITS = ('pytorch_uniform', 'zeros')
-# Seed streams of derive_seeds(): one per network.
+# Seed streams of derive_seeds(): one per network, and the layers that only some input sizes
+# have draw from their own, so that the 32x32 network's layers keep their seeds.
 CRITIC_SEED_STREAM = 1
 GENERATOR_SEED_STREAM = 2
 CRITIC_BIAS_SEED_STREAM = 3
+CRITIC_REDUCTION_SEED_STREAM = 4
+GENERATOR_UPSAMPLING_SEED_STREAM = 5
 
 
 def scaled_width(filters, width):
@@ -121,6 +144,7 @@ class Critic(keras.Model):
     self.s_head = s_head
     self.normalization = normalization
     self.num_classes = s_head.units
+    self.image_size = body.input_shape[1]
     self.feature_dim = int(np.prod(body.output_shape[1:]))
     self.dropout_rng = tf.Module(name='dropout_rng')
     self.dropout_rng.states = {
@@ -173,7 +197,7 @@ def _check_arguments(num_classes, input_channels, normalization, width, input_dr
   errors.check_number('build_critic.dropout', dropout, low=0.0, high=1.0)
   errors.check_number('build_critic.leaky_relu_slope', leaky_relu_slope)
   errors.check_number('build_critic.init_stddev', init_stddev, low=0.0, low_inclusive=False)
-  errors.check_number('build_critic.image_size', image_size, integer=True, low=1)
+  dataset_specs.check_image_size('build_critic image_size', image_size)
   if num_classes < 1 or input_channels < 1:
     raise errors.ConfigError(
         f'build_critic needs num_classes >= 1 and input_channels >= 1; got '
@@ -199,7 +223,8 @@ def build_critic(num_classes: int, input_channels: int, normalization: str = 'no
     dropout: dropout rate after layers 3, 6, 7, 8 and 9.
     leaky_relu_slope: negative slope of every LeakyReLU.
     init_stddev: stddev of the N(0, ·) conv and dense kernel init.
-    image_size: input height and width (32 gives Φ of 4·4·384·width).
+    image_size: input height and width, one of dataset_specs.IMAGE_SIZES (32, the paper's;
+      64 and 96 add the reduction blocks of the module doc). Φ is 4·4·384·width at each.
     bias_init: the conv-1 and S biases: 'pytorch_uniform' (U(±1/√fan_in), PyTorch's
       default, which the released code keeps) or 'zeros'.
     seed: int making the init and the dropout masks reproducible; None draws one.
@@ -208,7 +233,8 @@ def build_critic(num_classes: int, input_channels: int, normalization: str = 'no
     A built Critic.
 
   Raises:
-    errors.ConfigError: unknown normalization, a value of the wrong type or range.
+    errors.ConfigError: unknown normalization, a value of the wrong type or range, an
+      image_size not in dataset_specs.IMAGE_SIZES.
   """
   _check_arguments(num_classes, input_channels, normalization, width, input_dropout, dropout,
                    leaky_relu_slope, init_stddev, image_size, bias_init)
@@ -238,6 +264,8 @@ def build_critic(num_classes: int, input_channels: int, normalization: str = 'no
                           name='conv1'),
       keras.layers.LeakyReLU(leaky_relu_slope, name='lrelu1'),
   ]
+  layers += _reduction_blocks(image_size, normalization, width, leaky_relu_slope, init_stddev,
+                              seed)
   for index, (filters, kernel, stride, padding, drop) in enumerate(_NORMED_CONVS, start=2):
     layers += [
         keras.layers.Conv2D(scaled_width(filters, width), kernel, strides=stride,
@@ -258,6 +286,28 @@ def build_critic(num_classes: int, input_channels: int, normalization: str = 'no
   return Critic(body, v_head, s_head, normalization, name='critic')
 
 
+def _reduction_blocks(image_size, normalization, width, leaky_relu_slope, init_stddev, seed):
+  """The layers that bring conv 1's image_size map to 32x32 (REDUCTION_STRIDES, module
+  doc), seeded from CRITIC_REDUCTION_SEED_STREAM; none at 32."""
+  strides = REDUCTION_STRIDES[image_size]
+  seeds = iter(derive_seeds(seed, 2 * len(strides), stream=CRITIC_REDUCTION_SEED_STREAM))
+  layers = []
+  for index, stride in enumerate(strides, start=1):
+    layers += [
+        keras.layers.Conv2D(scaled_width(_REDUCTION_FILTERS, width), 3, strides=stride,
+                            padding='same', use_bias=False,
+                            kernel_initializer=keras.initializers.RandomNormal(
+                                stddev=init_stddev, seed=next(seeds)),
+                            name=f'reduce{index}'),
+        normalization_lib.make_normalization(normalization, seed=next(seeds),
+                                             layer_name=f'reduce_norm{index}'),
+        keras.layers.LeakyReLU(leaky_relu_slope, name=f'reduce_lrelu{index}'),
+    ]
+  return layers
+
+
 # build_critic.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = builder_settings.Settings.of('build_critic', build_critic,
-                                        supplied=('num_classes', 'input_channels', 'seed'))
+# The input size is the data's (build_ssl_data.image_size), which the run supplies.
+SETTINGS = builder_settings.Settings.of(
+    'build_critic', build_critic,
+    supplied=('num_classes', 'input_channels', 'image_size', 'seed'))

@@ -6,9 +6,21 @@
              → 2 × [Conv 3x3 s1 'same' ngf → BN, ReLU]        16x16x64
              → ConvT 4x4 s2 'same' C → tanh                   32x32xC
 
-Widths are for ngf = 64. No layer has a bias: BN's β follows every conv but the last, and the
-last ConvT feeds tanh directly without one, as in the DCGAN reference. Kernels N(0, 0.02);
-BN γ ~ N(1, 0.02), β = 0, ε = 1e-5, Keras momentum 0.9 (PyTorch 0.1).
+Widths are for ngf = 64. That is the paper's network, for 32x32 images. At the other sizes of
+dataset_specs.IMAGE_SIZES (`SIZE_LAYOUTS`) the generator mirrors the critic's rule
+(critic.py): the same layers with one more upsampling block, ConvT 4x4 s2 'same' ngf → BN,
+ReLU, after the two 3x3 layers (one per doubling of 32), and a seed map of size/16:
+
+  64x64: seed 4x4 (as at 32) → 8 → 16 → [upsampling] 32 → 64;
+  96x96: seed 6x6 (ConvT 6x6 'valid') → 12 → 24 → [upsampling] 48 → 96, so that 96's
+         factor 3 lives in the seed map, as it lives in the critic's one stride-3 block.
+
+The upsampling blocks draw their seeds from their own stream
+(critic.GENERATOR_UPSAMPLING_SEED_STREAM): at 32 the generator is the paper's, bit for bit.
+
+No layer has a bias: BN's β follows every conv but the last, and the last ConvT feeds tanh
+directly without one, as in the DCGAN reference. Kernels N(0, 0.02); BN γ ~ N(1, 0.02),
+β = 0, ε = 1e-5, Keras momentum 0.9 (PyTorch 0.1).
 """
 from typing import Optional
 
@@ -17,12 +29,18 @@ import tensorflow as tf
 
 from tf_ipmssl import builder_settings
 from tf_ipmssl import errors
+from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import normalization as normalization_lib
 
+# Image size -> (side of the seed map, upsampling blocks added to the 32x32 network): see the
+# module doc; size = seed side · 2^(3 + upsampling blocks).
+SIZE_LAYOUTS = {32: (4, 0), 64: (4, 1), 96: (6, 1)}
+
 
 class Generator(keras.Model):
-  """g(z) = tanh(body(z)) in [-1, 1], [B, 32, 32, C] float32 under any dtype policy."""
+  """g(z) = tanh(body(z)) in [-1, 1], [B, S, S, C] float32 under any dtype policy, S the
+  image size."""
 
   def __init__(self, body, **kwargs):
     """Wraps a built body; use build_generator() rather than this."""
@@ -30,6 +48,7 @@ class Generator(keras.Model):
     self.body = body
     self.noise_dim = body.input_shape[-1]
     self.output_channels = body.output_shape[-1]
+    self.image_size = body.output_shape[1]
     self.built = True
 
   def call(self, z, training=False):
@@ -38,14 +57,17 @@ class Generator(keras.Model):
 
 
 def build_generator(output_channels: int, noise_dim: int = 100, ngf: int = 64,
-                    init_stddev: float = 0.02, seed: Optional[int] = None):
+                    init_stddev: float = 0.02, image_size: int = 32,
+                    seed: Optional[int] = None):
   """Builds the generator of docs/algorithm.md#generator; variables exist on return.
 
   Args:
-    output_channels: C of the generated [B, 32, 32, C] images.
+    output_channels: C of the generated [B, image_size, image_size, C] images.
     noise_dim: length of z (100 in the paper).
     ngf: base width; layers have 4·ngf, 2·ngf, ngf, ngf, ngf, C filters.
     init_stddev: stddev of the N(0, ·) kernel init.
+    image_size: the generated images' height and width, one of dataset_specs.IMAGE_SIZES
+      (32, the paper's; SIZE_LAYOUTS for the others).
     seed: int making the init reproducible; None draws one.
 
   Returns:
@@ -54,6 +76,8 @@ def build_generator(output_channels: int, noise_dim: int = 100, ngf: int = 64,
   errors.check_number('build_generator.noise_dim', noise_dim, integer=True, low=1)
   errors.check_number('build_generator.ngf', ngf, integer=True, low=1)
   errors.check_number('build_generator.init_stddev', init_stddev, low=0.0, low_inclusive=False)
+  dataset_specs.check_image_size('build_generator image_size', image_size)
+  seed_side, upsamplings = SIZE_LAYOUTS[image_size]
   seeds = iter(critic_lib.derive_seeds(seed, 16, stream=critic_lib.GENERATOR_SEED_STREAM))
 
   def kernel_init():
@@ -63,24 +87,44 @@ def build_generator(output_channels: int, noise_dim: int = 100, ngf: int = 64,
     return [normalization_lib.make_batch_norm(seed=next(seeds), name=f'bn{index}'),
             keras.layers.ReLU(name=f'relu{index}')]
 
-  def conv_t(filters, strides, padding, index):
-    return keras.layers.Conv2DTranspose(filters, 4, strides=strides, padding=padding,
+  def conv_t(filters, strides, padding, index, kernel=4):
+    return keras.layers.Conv2DTranspose(filters, kernel, strides=strides, padding=padding,
                                         use_bias=False, kernel_initializer=kernel_init(),
                                         name=f'convt{index}')
 
   layers = [keras.Input((noise_dim,)), keras.layers.Reshape((1, 1, noise_dim), name='z_map')]
-  layers += [conv_t(4 * ngf, 1, 'valid', 1)] + bn_relu(1)
+  layers += [conv_t(4 * ngf, 1, 'valid', 1, kernel=seed_side)] + bn_relu(1)
   layers += [conv_t(2 * ngf, 2, 'same', 2)] + bn_relu(2)
   layers += [conv_t(ngf, 2, 'same', 3)] + bn_relu(3)
   for index in (4, 5):
     layers += [keras.layers.Conv2D(ngf, 3, padding='same', use_bias=False,
                                    kernel_initializer=kernel_init(), name=f'conv{index}')]
     layers += bn_relu(index)
+  layers += _upsampling_blocks(upsamplings, ngf, init_stddev, seed)
   layers += [conv_t(output_channels, 2, 'same', 6)]
   body = keras.Sequential(layers, name='body')
   return Generator(body, name='generator')
 
 
+def _upsampling_blocks(count, ngf, init_stddev, seed):
+  """`count` blocks ConvT 4x4 s2 'same' ngf → BN, ReLU (module doc), seeded from
+  critic.GENERATOR_UPSAMPLING_SEED_STREAM."""
+  seeds = iter(critic_lib.derive_seeds(seed, 2 * count,
+                                       stream=critic_lib.GENERATOR_UPSAMPLING_SEED_STREAM))
+  layers = []
+  for index in range(1, count + 1):
+    layers += [
+        keras.layers.Conv2DTranspose(
+            ngf, 4, strides=2, padding='same', use_bias=False,
+            kernel_initializer=keras.initializers.RandomNormal(stddev=init_stddev,
+                                                               seed=next(seeds)),
+            name=f'up{index}'),
+        normalization_lib.make_batch_norm(seed=next(seeds), name=f'up_bn{index}'),
+        keras.layers.ReLU(name=f'up_relu{index}')]
+  return layers
+
+
 # build_generator.* in gin: its settings, read into the run configuration (run_config.py).
+# The image size is the data's (build_ssl_data.image_size), which the run supplies.
 SETTINGS = builder_settings.Settings.of('build_generator', build_generator,
-                                        supplied=('output_channels', 'seed'))
+                                        supplied=('output_channels', 'image_size', 'seed'))

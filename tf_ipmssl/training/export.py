@@ -1,11 +1,13 @@
 """SavedModel export of the classifier Φ + S (not the GAN), for inference.
 
 The serving function takes uint8 images [N, H, W, C] in the dataset's native size (28x28x1
-for Fashion-MNIST, 32x32x3 for CIFAR-10/SVHN; an image folder's: any one size, brought to
-32x32 in the graph by the rule it was trained with, image_folder.fit_images), applies the
-training-time input transform (scale to [-1, 1], pad to 32x32) and returns class
-probabilities, predicted labels and their class names; a second signature, `class_names`,
-answers every class name. A served export needs no code of this library.
+for Fashion-MNIST, 32x32x3 for CIFAR-10/SVHN) or, where the run's images were resized (an
+image folder's, or a dataset's at another `build_ssl_data.image_size` than its own), of any
+one size, brought to the model's size in the graph by the rule it was trained with
+(image_folder.fit_images); it applies the training-time input transform (scale to [-1, 1],
+pad 28x28 to 32x32) and returns class probabilities, predicted labels and their class names;
+a second signature, `class_names`, answers every class name. A served export needs no code
+of this library.
 
 An export never deletes what it did not write, and a process killed at any instant of it
 leaves directories that the next export recognizes as its own: the export is written into
@@ -181,8 +183,8 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
   Its signature SIGNATURE_KEY answers probabilities, labels and the labels' class_names
   (`class_names`, by label; default '0', '1', ...); the signature CLASS_NAMES_KEY, without
   inputs, answers every class name. `resize`: None (images in image_shape) or the rule
-  (image_folder.RESIZE_RULE) by which images of any size are brought to image_shape in the
-  graph.
+  (image_folder.resize_rule(image_shape[0])) by which images of any size are brought to
+  image_shape in the graph.
 
   Written with keras.export.ExportArchive, which saves the Keras variables as TF variables
   the graph refers to: the export then serves in `saved_model_cli run`, a TF1 Session

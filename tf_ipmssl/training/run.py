@@ -99,7 +99,8 @@ class Run:
 
     Variables are created under `strategy` (default: the current one) with the current
     global dtype policy; the networks' settings are the configuration's (`config.critic`,
-    `config.generator`), whatever gin holds. With a model_dir, the run gets its checkpoint
+    `config.generator`, and their input size `config.image_size`), whatever gin holds;
+    `image_shape` gives them their channels. With a model_dir, the run gets its checkpoint
     managers (nothing is restored or written). An algorithm that trains no generator gets
     neither a generator nor its optimizer. The process's graphs are built from here on with
     the summation order fixed (graph_rewrites.py: the same numbers in every process).
@@ -108,8 +109,8 @@ class Run:
     strategy = strategy or tf.distribute.get_strategy()
     seed = config.numerics.seed
     build_critic = lambda: critic_lib.build_critic(  # pylint: disable=unnecessary-lambda-assignment
-        num_classes=num_classes, input_channels=image_shape[-1], seed=seed,
-        **config.critic.kwargs())
+        num_classes=num_classes, input_channels=image_shape[-1],
+        image_size=config.image_size, seed=seed, **config.critic.kwargs())
     o = config.optimizers
     make_optimizer = lambda rate: optimizers.make_optimizer(  # pylint: disable=unnecessary-lambda-assignment
         o.optimizer, rate, o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.adam_epsilon_placement)
@@ -118,8 +119,9 @@ class Run:
     with strategy.scope():
       critic = build_critic()
       if trains_generator:
-        generator = generator_lib.build_generator(output_channels=image_shape[-1], seed=seed,
-                                                  **config.generator.kwargs())
+        generator = generator_lib.build_generator(
+            output_channels=image_shape[-1], image_size=config.image_size, seed=seed,
+            **config.generator.kwargs())
       averaged_critic = None
       if config.numerics.critic_ema_decay is not None:
         averaged_critic = build_critic()

@@ -19,7 +19,10 @@ length, early stopping), has the algorithm check its settings, and groups them:
   evaluation batch, export, baseline;
 - `numerics`: seed, XLA, mixed precision, op determinism, the critic's weight average;
 - `data`, `critic`, `generator`, `distribution`: the builders' keyword arguments, every
-  setting (the builders' defaults for those not bound).
+  setting (the builders' defaults for those not bound). `data.image_size` is held resolved
+  (ssl_data.image_size_of: the dataset's own size where it is not bound, 32 so far) and
+  validated; it is the one image size of the run (`RunConfig.image_size`), which Run.build
+  gives both networks (it is not a setting of build_critic or build_generator).
 
 `RunConfig.from_gin()` is the one way a program gets the configuration of the gin config
 it parsed (bin/train, before it touches the model dir); `RunConfig.create(...)` makes one
@@ -34,6 +37,10 @@ run_config.json (format version 3, `FORMAT_VERSION`) holds:
   by gin name ('build_critic': {...}, ...), every one;
 - 'objective', 'optimizers', 'loop', 'numerics': the grouped fields as used (the scaled
   constraints, 'critic_rate' and 'generator_rate'), for readers (hparams.py, tables).
+
+A record written before the image size was bound in build_ssl_data holds none there (the run
+is at its dataset's own size, 32) and may hold `build_critic.image_size` (then always 32,
+the data's), which `from_json` drops (`LEGACY_BUILDER_SETTINGS`).
 
 Versions 1 and 2 held the semi-supervised settings among the train bindings
 (`LEGACY_TRAIN_SETTINGS`); `from_json` maps those onto the settings of the run's algorithm
@@ -126,6 +133,9 @@ FORMAT_VERSION = 3
 LEGACY_TRAIN_SETTINGS = ('formulation', 'constraints', 'lambda_ce', 'reference_pairwise_f',
                          'critic_iterations', 'generator_loss', 'ipm_rampup_updates',
                          'constraint_penalty_scale')
+# Builder settings an older run_config.json may record that are no longer settings (the
+# critic's input size is now the data's, build_ssl_data.image_size): dropped on reading.
+LEGACY_BUILDER_SETTINGS = {'build_critic': ('image_size',)}
 # The builders' settings a run holds besides train's: (RunConfig field,
 # builder_settings.Settings).
 BUILDERS = (('data', ssl_data.SETTINGS), ('critic', critic_lib.SETTINGS),
@@ -351,6 +361,7 @@ class RunConfig:
     builder_settings = {field: s.make({k: _tuples(v)
                                        for k, v in builders.get(field, {}).items()})
                         for field, s in BUILDERS}
+    builder_settings['data'] = _with_image_size(builder_settings['data'])
     b = {**default_bindings(), **bindings}
     _check(b)
     algorithm = algorithms.get_algorithm(b['mode'])
@@ -394,6 +405,11 @@ class RunConfig:
     return self.objective.algorithm.name
 
   @property
+  def image_size(self) -> int:
+    """The networks' input size (build_ssl_data.image_size, resolved)."""
+    return self.data.image_size
+
+  @property
   def settings(self) -> dict:
     """The algorithm's settings by name (as bound: constraints unscaled)."""
     return builder_settings_lib.values_of(self.objective.settings)
@@ -423,7 +439,8 @@ class RunConfig:
     bindings, settings = _bindings_of_record(record)
     algorithms.get_algorithm(bindings['mode'])  # A ConfigError for an unregistered one.
     builders = {field: {k: _from_jsonable(v)
-                        for k, v in record.get('bindings', {}).get(s.name, {}).items()}
+                        for k, v in record.get('bindings', {}).get(s.name, {}).items()
+                        if k not in LEGACY_BUILDER_SETTINGS.get(s.name, ())}
                 for field, s in BUILDERS}
     return cls.from_bindings({k: _from_jsonable(v) for k, v in bindings.items()}, builders,
                              {k: _from_jsonable(v) for k, v in settings.items()},
@@ -453,6 +470,12 @@ class RunConfig:
         if mine.get(name) != theirs.get(name):
           out.append((name, _jsonable(mine.get(name)), _jsonable(theirs.get(name))))
     return out
+
+
+def _with_image_size(data):
+  """The data settings `data` with image_size resolved (ssl_data.image_size_of)."""
+  return dataclasses.replace(data, image_size=ssl_data.image_size_of(data.dataset,
+                                                                     data.image_size))
 
 
 def _bindings_of_record(record):

@@ -170,7 +170,8 @@ def record_dataset(model_dir, data):
       'name': data.name, 'num_classes': int(data.num_classes),
       'image_shape': [int(d) for d in data.image_shape], 'source': data.source,
       'class_names': list(data.class_names),
-      'resize': image_folder.RESIZE_RULE if data.resizes_images else None})
+      'resize': (image_folder.resize_rule(data.image_shape[0]) if data.resizes_images
+                 else None)})
 
 
 def read_dataset(model_dir):

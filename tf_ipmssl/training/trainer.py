@@ -194,7 +194,8 @@ def _export_selected_classifier(run, data, model_dir, step):
   export.export_classifier(run.evaluated_critic, data.image_shape,
                            os.path.join(model_dir, run_files.EXPORT_DIR), data.num_classes,
                            data.name, data.class_names,
-                           image_folder.RESIZE_RULE if data.resizes_images else None)
+                           image_folder.resize_rule(data.image_shape[0]) if data.resizes_images
+                           else None)
   return selected
 
 
