@@ -22,22 +22,9 @@ from typing import List, Sequence
 
 import numpy as np
 
+from tf_ipmssl.sweep import paper_comparison
+
 LEVEL = 0.05
-
-
-def mid_ranks(values: Sequence[float]) -> List[float]:
-  """Ranks 1..n of `values`, ties sharing their mean rank."""
-  order = sorted(range(len(values)), key=lambda i: values[i])
-  ranks = [0.0] * len(values)
-  start = 0
-  while start < len(order):
-    end = start
-    while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-      end += 1
-    for i in order[start:end + 1]:
-      ranks[i] = (start + end) / 2 + 1
-    start = end + 1
-  return ranks
 
 
 def _rounded(d: float) -> float:
@@ -52,7 +39,7 @@ def scores(strata: Sequence[Sequence[float]]) -> List[List[fractions.Fraction]]:
   for diffs in strata:
     sizes = [abs(_rounded(d)) for d in diffs]
     found.append([fractions.Fraction(r).limit_denominator(2) / (len(diffs) + 1)
-                  for r in mid_ranks(sizes)])
+                  for r in paper_comparison.average_ranks(sizes)])
   return found
 
 
