@@ -69,7 +69,7 @@ def test_load_from_rows_and_records(tmp_path):
   assert table23['table3/cifar10_none_fisher'].n == 0  # Every cell, with or without runs.
   status = paper_pages.status(table23, 'table2', row_only)
   assert status.startswith('4 of 36 runs finished (1 of 12 cells at n ≥ 3); the supervised '
-                           'baseline: 3 of 3.')
+                           'baseline: 3 runs (seeds 0, 1, 2).')
   assert ('no record beyond their runs.csv row: appendix_c/cifar10_none_4k seeds 0, 1, 2; '
           'table2/cifar10_gp_f seed 0; table2/cifar10_sobolev_f seed 0.') in status
   # Without records every run is a row, and none is named.
@@ -87,9 +87,9 @@ def test_status_names_the_extra_seeds_and_the_reused_runs():
   results = one_configuration.with_reused_seeds(results)
   assert paper_pages.status(results, 'table2', set()) == (
       '3 of 36 runs finished (1 of 12 cells at n ≥ 3); the '
-      'supervised baseline: 1 of 3. Extra seeds: table2/cifar10_fisher_f seeds 3, 4.')
+      'supervised baseline: 1 run (seed 0). Extra seeds: table2/cifar10_fisher_f seeds 3, 4.')
   assert paper_pages.status(results, 'table3', set()) == (
-      '2 of 33 runs finished (1 of 11 cells at n ≥ 3); the supervised baseline: 1 of 3. '
+      '2 of 33 runs finished (1 of 11 cells at n ≥ 3); the supervised baseline: 1 run (seed 0). '
       'Extra seeds: table3/cifar10_none_fisher seeds 3, 4 (the runs of '
       'table2/cifar10_fisher_f, one configuration).')
 

@@ -111,6 +111,15 @@ def test_late_endpoint_rampup_mark_and_commit(tmp_path):
   assert protocol.late_validation_error(row_only) is None
   assert protocol.best_step_in_rampup(row_only) is None
   assert protocol.best_step_text(row_only) == '–'
+  # The supervised critic has no IPM term: its early best steps are never marked.
+  supervised = _record(root, 'appendix_c/cifar10_none_4k', 0, 30.0, best_step=100)
+  with open(os.path.join(supervised, 'run_config.json')) as f:
+    config = json.load(f)
+  config['objective']['algorithm'] = 'supervised'
+  with open(os.path.join(supervised, 'run_config.json'), 'w') as f:
+    json.dump(config, f)
+  baseline = tables_lib.collect_cell(root, cells_lib.get_cell('appendix_c/cifar10_none_4k'))
+  assert protocol.best_step_text(baseline.runs[0]) == '100'
 
 
 def _cell(cell_id, errors_by_seed):

@@ -121,7 +121,8 @@ def status(results: Results, table: str, row_only: Set) -> str:
   complete = sum(r.n >= SEEDS for r in cells)
   base = results[paper_claims.BASELINE]
   text = (f'{done} of {len(cells) * SEEDS} runs finished ({complete} of {len(cells)} cells '
-          f'at n ≥ {SEEDS}); the supervised baseline: {base.n} of {SEEDS}.')
+          f'at n ≥ {SEEDS}); the supervised baseline: {base.n} run{"s" * (base.n != 1)}'
+          f' ({_seeds_text(base.seeds)}).')
   extra = {r.cell.id: [s for s in r.seeds if s >= SEEDS] for r in cells}
   extra = {c: seeds for c, seeds in extra.items() if seeds}
   if extra:

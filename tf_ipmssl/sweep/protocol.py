@@ -116,13 +116,16 @@ def best_step(run: tables_lib.RunResult) -> Optional[int]:
 def best_step_in_rampup(run: tables_lib.RunResult) -> Optional[bool]:
   """Whether the run's best validation step came before the IPM ramp-up ended (fewer
   critic updates before it than `ipm_rampup_updates`); None where its record does not say
-  (no record, or a run without a ramp-up)."""
+  (no record, or a run without an IPM term or its ramp-up: the supervised critic)."""
   best = best_step(run)
   if best is None:
     return None
   metrics = _read_json(run.model_dir, 'metrics.json')
   config = _read_json(run.model_dir, 'run_config.json') or {}
-  rampup = (config.get('objective') or {}).get('ipm_rampup_updates')
+  objective = config.get('objective') or {}
+  if objective.get('algorithm', 'ssl') != 'ssl':
+    return None
+  rampup = objective.get('ipm_rampup_updates')
   updates = (config.get('loop') or {}).get('critic_updates')
   steps = metrics.get('total_steps')
   if not rampup or not updates or not steps:
