@@ -1,7 +1,8 @@
 """Tiny datasets written in the real distribution formats, for tests.
 
 The writers produce the files the dataset authors publish (CIFAR-10 python pickles and
-tarball, SVHN .mat, Fashion-MNIST IDX .gz), so that tests exercise the same readers as
+tarball, SVHN .mat, Fashion-MNIST IDX .gz, STL-10's binary files), so that tests exercise the
+same readers as
 real data. `make_fake_dataset` writes a small learnable dataset where
 `load_dataset(name, source='local', data_dir=directory)` finds it. Pure numpy / scipy.
 """
@@ -139,6 +140,52 @@ def fake_images_and_labels(name, num_examples, seed=0, num_classes=10):
   return np.round(images).astype(np.uint8), labels
 
 
+def write_stl10_binary(directory, train_images, train_labels, test_images, test_labels,
+                       unlabeled_images, folds):
+  """Writes `directory/stl10_binary/` as the binary version of STL-10 is distributed.
+
+  Images uint8 [N, 96, 96, 3] are stored as 3x96x96 each, every channel plane column-major;
+  labels 0..9 as bytes 1..10; folds (sequences of 0-based train indices) one line each,
+  space-separated, in fold_indices.txt. Returns the stl10_binary path.
+  """
+  spec = dataset_specs.STL10
+  (train_x, train_y, test_x, test_y, unlabeled_x, folds_file) = spec.files
+  files_dir = fake_dataset_dir(directory, 'stl10')
+  os.makedirs(files_dir, exist_ok=True)
+  contents = {
+      train_x: np.asarray(train_images, np.uint8).transpose(0, 3, 2, 1).tobytes(),
+      train_y: (np.asarray(train_labels) + 1).astype(np.uint8).tobytes(),
+      test_x: np.asarray(test_images, np.uint8).transpose(0, 3, 2, 1).tobytes(),
+      test_y: (np.asarray(test_labels) + 1).astype(np.uint8).tobytes(),
+      unlabeled_x: np.asarray(unlabeled_images, np.uint8).transpose(0, 3, 2, 1).tobytes(),
+      folds_file: ''.join(' '.join(str(int(i)) for i in fold) + ' \n'
+                          for fold in folds).encode('ascii'),
+  }
+  for name, content in contents.items():
+    with open(os.path.join(files_dir, name), 'wb') as f:
+      f.write(content)
+  return files_dir
+
+
+def fake_stl10_folds(num_train, seed=2718):
+  """STL-10's 10 folds for a train split of `num_train` images: each a seeded random fifth
+  of it (1,000 of the 5,000 in the real files), sorted. (Not seed 0: the subsets and splits
+  of seed 0 would draw the same permutation.)"""
+  rng = np.random.default_rng(seed)
+  size = max(1, num_train // 5)
+  return tuple(np.sort(rng.permutation(num_train)[:size])
+               for _ in range(dataset_specs.STL10.num_folds))
+
+
+def _write_fake_stl10(directory, train_images, train_labels, test_images, test_labels):
+  """STL-10's files with as many unlabeled images as train images (of the same classes,
+  their labels dropped) and fake_stl10_folds."""
+  unlabeled_images, _ = fake_images_and_labels('stl10', len(train_images),
+                                               seed=len(train_images) + 7919)
+  write_stl10_binary(directory, train_images, train_labels, test_images, test_labels,
+                     unlabeled_images, fake_stl10_folds(len(train_images)))
+
+
 def _write_fake_svhn(directory, train_images, train_labels, test_images, test_labels):
   train_file, test_file = dataset_specs.SVHN.files
   svhn_dir = fake_dataset_dir(directory, 'svhn')
@@ -153,7 +200,8 @@ def _write_fake_fashion_mnist(directory, *arrays):
 # The fixture of each local-file reader (`DatasetSpec.reader`): writes the four arrays in
 # its format under a directory.
 FAKE_WRITERS = {'find_cifar10': write_cifar10_batches, 'find_svhn': _write_fake_svhn,
-                'find_fashion_mnist': _write_fake_fashion_mnist}
+                'find_fashion_mnist': _write_fake_fashion_mnist,
+                'find_stl10': _write_fake_stl10}
 
 
 def make_fake_dataset(directory, name, num_train=500, num_test=100, seed=0):
@@ -161,7 +209,8 @@ def make_fake_dataset(directory, name, num_train=500, num_test=100, seed=0):
 
   Layout under `directory`: `fake_dataset_dir(directory, name)` (cifar10 ->
   cifar-10-batches-py/, svhn -> svhn/ (train_32x32.mat, test_32x32.mat), fashion_mnist ->
-  fashion_mnist/ (IDX .gz)).
+  fashion_mnist/ (IDX .gz), stl10 -> stl10_binary/ (the .bin files, with num_train
+  unlabeled images, and fold_indices.txt: fake_stl10_folds)).
 
   Returns:
     (train_images, train_labels, test_images, test_labels) as written (uint8 NHWC,

@@ -286,7 +286,8 @@ def test_not_found_lists_every_searched_place(tmp_path, monkeypatch, name):
   assert f'{data_dir / dataset_specs.REGISTRY[name].subdirs[0]} (files missing: ' in message
   assert local_files.expected_files(name) in message
   assert {'cifar10': 'cifar-10-python.tar.gz', 'svhn': 'test_32x32.mat',
-          'fashion_mnist': 'apt-get install dataset-fashion-mnist'}[name] in message
+          'fashion_mnist': 'apt-get install dataset-fashion-mnist',
+          'stl10': 'stl10_binary.tar.gz'}[name] in message
   assert 'TensorFlow Datasets' not in message  # source='local' does not try TFDS
 
 

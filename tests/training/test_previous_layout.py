@@ -138,9 +138,10 @@ def test_version_2_records_map_their_train_bindings_onto_the_algorithms_settings
   for group in ('optimizers', 'numerics'):
     assert again[group] == ssl[group]
   assert again['loop'] == {k: v for k, v in ssl['loop'].items() if k != 'critic_iterations'}
-  # The builders' settings, but the critic's image size: now the data's, resolved.
+  # The builders' settings, but the critic's image size: now the data's, resolved; and the
+  # data's settings added since, at their defaults (STL-10's fold: None).
   for builder, settings in ssl['bindings'].items():
-    added = {'image_size': 32} if builder == 'build_ssl_data' else {}
+    added = {'image_size': 32, 'stl10_fold': None} if builder == 'build_ssl_data' else {}
     assert again['bindings'][builder] == {**_still_settings(builder, settings), **added}
   # The supervised run had them unused: none is a supervised setting.
   previous = run_config.RunConfig.from_json(supervised)

@@ -33,9 +33,9 @@ def _stepper(config, seed):
   """The run of `config` and a callable running one of its iterations on random data."""
   run = run_lib.Run.build(config, num_classes=10, image_shape=IMAGE_SHAPE)
   steps = run.make_algorithm()
-  iterators = config.objective.algorithm.streams(_data(seed), lambda images, labels, offset: iter(
-      pipelines.training_stream(images, labels, batch_size=config.loop.batch_size,
-                                seed=seed + offset)))
+  iterators = config.objective.algorithm.streams(
+      _data(seed), lambda _, images, labels, offset: iter(pipelines.training_stream(
+          images, labels, batch_size=config.loop.batch_size, seed=seed + offset)))
   return run, lambda: steps.iteration(*iterators)
 
 

@@ -24,8 +24,12 @@ class DatasetSpec:
     num_classes: K.
     image_shape: (H, W, C) of one image as stored (before padding to 32x32).
     image_size: the networks' input size when `build_ssl_data.image_size` is not bound
-      (32 for the paper's datasets; one of IMAGE_SIZES).
+      (32 for the paper's datasets, 96 for STL-10; one of IMAGE_SIZES).
     tfds_name: its TensorFlow Datasets name.
+    tfds_unlabeled_split: the TFDS split of its images without labels (STL-10's
+      'unlabelled'), None where it has none.
+    num_folds: its predefined folds of labeled training images (STL-10's 10, in
+      fold_indices.txt; `build_ssl_data.stl10_fold`), 0 where it has none.
     files: the original distribution files a local copy consists of.
     extra_files: files needed only with `include_extra` (SVHN's extra split).
     optional_suffix: a suffix the files may carry ('.gz': gzipped or not).
@@ -54,6 +58,8 @@ class DatasetSpec:
   archive: Optional[str] = None
   system_dirs: Tuple[str, ...] = ()
   image_size: int = 32
+  tfds_unlabeled_split: Optional[str] = None
+  num_folds: int = 0
 
   def required_files(self, include_extra: bool = False) -> Tuple[str, ...]:
     """The files a local copy needs."""
@@ -99,8 +105,25 @@ FASHION_MNIST = DatasetSpec(
                  'Sneaker', 'Bag', 'Ankle boot'),
 )
 
+# The binary version (stl10_binary/): each image 3x96x96 uint8, every channel plane stored
+# column-major; labels 1..10 in the _y files; unlabeled_X.bin's 100,000 images have none;
+# fold_indices.txt: one line of 0-based train indices per fold.
+STL10 = DatasetSpec(
+    files=('train_X.bin', 'train_y.bin', 'test_X.bin', 'test_y.bin', 'unlabeled_X.bin',
+           'fold_indices.txt'),
+    name='stl10', title='STL-10', num_classes=10, image_shape=(96, 96, 3), image_size=96,
+    tfds_name='stl10', tfds_unlabeled_split='unlabelled', num_folds=10,
+    reader='find_stl10', subdirs=('stl10', 'stl-10'), files_dir='stl10_binary',
+    how_to_get=(
+        'download http://ai.stanford.edu/~acoates/stl10/stl10_binary.tar.gz (2.6 GB) and '
+        'extract it into one of the directories above (it unpacks to stl10_binary/)'),
+    class_names=('airplane', 'bird', 'car', 'cat', 'deer', 'dog', 'horse', 'monkey', 'ship',
+                 'truck'),
+)
+
 # Name -> spec, in the order datasets are listed to users.
-REGISTRY: Dict[str, DatasetSpec] = {spec.name: spec for spec in (CIFAR10, SVHN, FASHION_MNIST)}
+REGISTRY: Dict[str, DatasetSpec] = {
+    spec.name: spec for spec in (CIFAR10, SVHN, FASHION_MNIST, STL10)}
 
 # `build_ssl_data.dataset` of a folder of the user's own images (data/image_folder.py): not a
 # registered dataset (its classes and size are the folder's).

@@ -29,6 +29,9 @@ from tf_ipmssl.data import tfds_source
 DATASETS = dataset_specs.names()
 SOURCES = ('auto', 'local', 'tfds')
 DATA_DIR_ENV = 'TF_IPMSSL_DATA_DIR'
+# The ImageDataset fields of a loader's arrays (local_files.Arrays), in their order.
+_ARRAY_FIELDS = ('train_images', 'train_labels', 'test_images', 'test_labels',
+                 'unlabeled_images', 'folds')
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -45,6 +48,10 @@ class ImageDataset:
     num_classes: K.
     source: where it was loaded from, for humans and run logs ('local:<path>' or
       'tfds:<name> ...').
+    unlabeled_images: uint8 [U, H, W, C], a split of images without labels (STL-10's
+      100,000); None where the dataset has none.
+    folds: int64 indices into train of each predefined labeled fold (STL-10's
+      fold_indices.txt); None where the dataset has none or its source keeps none (TFDS).
   """
   name: str
   train_images: np.ndarray
@@ -53,6 +60,8 @@ class ImageDataset:
   test_labels: np.ndarray
   num_classes: int
   source: str
+  unlabeled_images: Optional[np.ndarray] = None
+  folds: Optional[Tuple[np.ndarray, ...]] = None
 
   @property
   def image_shape(self) -> Tuple[int, int, int]:
@@ -79,11 +88,11 @@ def _local_search_dirs(name: str, data_dir: Optional[str]) -> List[str]:
 
 
 def _load_local(name, data_dir, include_extra, searched):
-  """Returns the arrays and source of the first local copy found, else None."""
+  """Returns (arrays, source) of the first local copy found, else None."""
   for directory in _local_search_dirs(name, data_dir):
     copy = local_files.find_local_copy(name, directory, include_extra)
     if copy is not None:
-      return copy.read() + (f'local:{copy.description}',)
+      return copy.read(), f'local:{copy.description}'
     if os.path.isdir(directory):
       missing = local_files.missing_files(name, directory, include_extra)
       state = 'files missing' + (f': {", ".join(missing)}' if missing else '')
@@ -164,12 +173,6 @@ def load_dataset(name: str, source: str = 'auto', data_dir: Optional[str] = None
         _not_found_message(name, source, data_dir, include_extra, searched_local,
                            searched_tfds))
 
-  train_images, train_labels, test_images, test_labels, where = found
-  return ImageDataset(
-      name=name,
-      train_images=train_images,
-      train_labels=train_labels,
-      test_images=test_images,
-      test_labels=test_labels,
-      num_classes=dataset_specs.REGISTRY[name].num_classes,
-      source=where)
+  arrays, where = found
+  return ImageDataset(name=name, **dict(zip(_ARRAY_FIELDS, arrays)),
+                      num_classes=dataset_specs.REGISTRY[name].num_classes, source=where)

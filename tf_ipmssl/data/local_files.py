@@ -1,4 +1,4 @@
-"""Readers of the original distribution files of CIFAR-10, SVHN and Fashion-MNIST.
+"""Readers of the original distribution files of CIFAR-10, SVHN, Fashion-MNIST and STL-10.
 
 These are the files the dataset authors publish (docs/algorithm.md#data-and-model-selection),
 read as they are downloaded, so that no conversion step or network access is needed:
@@ -10,6 +10,10 @@ read as they are downloaded, so that no conversion step or network access is nee
   `X` is [32, 32, 3, N]; label 10 means digit 0).
 - Fashion-MNIST: the IDX files `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`,
   `t10k-images-idx3-ubyte`, `t10k-labels-idx1-ubyte`, gzipped (`.gz`) or not.
+- STL-10: the binary version, `stl10_binary/`: `train_X.bin`, `test_X.bin` and
+  `unlabeled_X.bin` (uint8, each image 3x96x96 in channel, column, row order), `train_y.bin`
+  and `test_y.bin` (uint8 labels 1..10) and `fold_indices.txt` (10 lines of 0-based train
+  indices, the predefined labeled folds).
 
 Every reader returns images as uint8 [N, H, W, C] and labels as int64 [N], and checks the
 format (magic numbers, shapes, label range) so that a truncated or foreign file raises
@@ -32,8 +36,10 @@ import scipy.io
 from tf_ipmssl import errors
 from tf_ipmssl.data import dataset_specs
 
-# (train_images, train_labels, test_images, test_labels).
-Arrays = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# (train_images, train_labels, test_images, test_labels), followed, for a dataset with a
+# split of images without labels (STL-10), by (unlabeled_images, folds): uint8 [U, H, W, C]
+# and a tuple of int64 train indices per predefined fold (None where the source has none).
+Arrays = Tuple[np.ndarray, ...]
 
 _CIFAR10 = dataset_specs.CIFAR10
 CIFAR10_DIRNAME = _CIFAR10.files_dir
@@ -43,6 +49,14 @@ CIFAR10_TEST_FILE = _CIFAR10.files[-1]
 
 SVHN_TRAIN_FILE, SVHN_TEST_FILE = dataset_specs.SVHN.files
 (SVHN_EXTRA_FILE,) = dataset_specs.SVHN.extra_files
+
+_STL10 = dataset_specs.STL10
+(STL10_TRAIN_IMAGES, STL10_TRAIN_LABELS, STL10_TEST_IMAGES, STL10_TEST_LABELS,
+ STL10_UNLABELED_IMAGES, STL10_FOLDS) = _STL10.files
+# Bytes of one STL-10 image in the .bin files.
+STL10_IMAGE_BYTES = int(np.prod(_STL10.image_shape))
+# Images transposed to HWC per read of an STL-10 .bin file: bounds the copy beside the result.
+STL10_READ_CHUNK = 4096
 
 _FASHION_MNIST = dataset_specs.FASHION_MNIST
 FASHION_MNIST_FILES = _FASHION_MNIST.files
@@ -283,6 +297,108 @@ def read_fashion_mnist_dir(directory: str) -> Arrays:
 
 
 # ---------------------------------------------------------------------------------------
+# STL-10
+
+
+def read_stl10_images(path: str) -> np.ndarray:
+  """Reads an STL-10 images file (train_X.bin, test_X.bin, unlabeled_X.bin).
+
+  Each image is 3 x 96 x 96 bytes: the red, green and blue planes, each stored column-major
+  (the column index before the row index), as MATLAB writes them. The file is read
+  STL10_READ_CHUNK images at a time into the result, so that reading unlabeled_X.bin
+  (100,000 images, 2.76 GB) holds it once, not twice.
+
+  Returns:
+    uint8 [N, 96, 96, 3], row-major (HWC).
+  """
+  height, width, channels = _STL10.image_shape
+  try:
+    size = os.path.getsize(path)
+    if size % STL10_IMAGE_BYTES:
+      raise _corrupt(path, f'it holds {size} bytes, not a whole number of {height}x{width}x'
+                     f'{channels} images ({STL10_IMAGE_BYTES} bytes each)')
+    images = np.empty((size // STL10_IMAGE_BYTES, height, width, channels), np.uint8)
+    with open(path, 'rb') as f:
+      for start in range(0, len(images), STL10_READ_CHUNK):
+        count = min(STL10_READ_CHUNK, len(images) - start)
+        content = f.read(count * STL10_IMAGE_BYTES)
+        if len(content) != count * STL10_IMAGE_BYTES:
+          raise _corrupt(path, 'it ended while being read')
+        images[start:start + count] = np.frombuffer(content, np.uint8).reshape(
+            count, channels, width, height).transpose(0, 3, 2, 1)
+  except OSError as e:
+    raise _corrupt(path, f'cannot read it ({e})') from e
+  return images
+
+
+def read_stl10_labels(path: str, num_images: int, images_path: str) -> np.ndarray:
+  """Reads an STL-10 labels file (train_y.bin, test_y.bin): one byte per image, 1..10.
+
+  Returns:
+    int64 [num_images] in 0..9.
+  """
+  try:
+    with open(path, 'rb') as f:
+      raw = np.frombuffer(f.read(), np.uint8)
+  except OSError as e:
+    raise _corrupt(path, f'cannot read it ({e})') from e
+  if len(raw) != num_images:
+    raise _corrupt(path, f'{len(raw)} labels for the {num_images} images of {images_path}')
+  if raw.size and (raw.min() < 1 or raw.max() > _STL10.num_classes):
+    raise _corrupt(path, f'labels span [{raw.min()}, {raw.max()}], expected '
+                   f'[1, {_STL10.num_classes}]')
+  return raw.astype(np.int64) - 1
+
+
+def read_stl10_folds(path: str, num_train: int) -> Tuple[np.ndarray, ...]:
+  """Reads fold_indices.txt: one line per fold of space-separated 0-based train indices.
+
+  Returns:
+    `num_folds` int64 arrays of indices into train, in the file's order.
+  """
+  try:
+    with open(path, encoding='ascii') as f:
+      lines = [line.split() for line in f if line.strip()]
+  except (OSError, UnicodeDecodeError) as e:
+    raise _corrupt(path, f'cannot read it as text ({e})') from e
+  if len(lines) != _STL10.num_folds:
+    raise _corrupt(path, f'it has {len(lines)} folds (non-empty lines), expected '
+                   f'{_STL10.num_folds}')
+  folds = []
+  for number, words in enumerate(lines):
+    try:
+      fold = np.array([int(word) for word in words], np.int64)
+    except ValueError as e:
+      raise _corrupt(path, f'fold {number} holds something other than indices ({e})') from e
+    if fold.min() < 0 or fold.max() >= num_train:
+      raise _corrupt(path, f'fold {number} spans indices [{fold.min()}, {fold.max()}], '
+                     f'outside the {num_train} training images')
+    if len(np.unique(fold)) != len(fold):
+      raise _corrupt(path, f'fold {number} repeats an index')
+    folds.append(fold)
+  return tuple(folds)
+
+
+def read_stl10_dir(directory: str) -> Arrays:
+  """Reads an extracted `stl10_binary/` directory.
+
+  Returns:
+    train images uint8 [5000, 96, 96, 3], labels int64; the same for test (8000); the
+    unlabeled images uint8 [100000, 96, 96, 3]; the 10 folds (int64 train indices).
+  """
+  arrays = []
+  for images_name, labels_name in ((STL10_TRAIN_IMAGES, STL10_TRAIN_LABELS),
+                                   (STL10_TEST_IMAGES, STL10_TEST_LABELS)):
+    images_path = os.path.join(directory, images_name)
+    images = read_stl10_images(images_path)
+    arrays += [images, read_stl10_labels(os.path.join(directory, labels_name), len(images),
+                                         images_path)]
+  unlabeled = read_stl10_images(os.path.join(directory, STL10_UNLABELED_IMAGES))
+  folds = read_stl10_folds(os.path.join(directory, STL10_FOLDS), len(arrays[0]))
+  return tuple(arrays) + (unlabeled, folds)
+
+
+# ---------------------------------------------------------------------------------------
 # Finding a copy in a directory
 
 
@@ -292,7 +408,8 @@ class LocalCopy:
 
   Attributes:
     description: where it is, for `ImageDataset.source` (e.g. the directory).
-    read: reads it; returns train images, train labels, test images, test labels.
+    read: reads it; returns its `Arrays` (train images, train labels, test images, test
+      labels[, unlabeled images, folds]).
   """
   description: str
   read: Callable[[], Arrays]
@@ -344,6 +461,15 @@ def find_cifar10(spec, directory: str, include_extra: bool) -> Optional[LocalCop
   tarball = os.path.join(directory, spec.archive)
   if os.path.isfile(tarball):
     return LocalCopy(tarball, lambda: read_cifar10_tarball(tarball))
+  return None
+
+
+def find_stl10(spec, directory: str, include_extra: bool) -> Optional[LocalCopy]:
+  """STL-10's binary files in `directory` or its `stl10_binary/`."""
+  del include_extra  # STL-10's unlabeled split is always read.
+  for files_dir in (directory, os.path.join(directory, spec.files_dir)):
+    if _all_files(spec, files_dir):
+      return LocalCopy(files_dir, lambda d=files_dir: read_stl10_dir(d))
   return None
 
 

@@ -112,7 +112,7 @@ def _check_batch_size(batch_size):
 
 
 def training_stream(images, labels=None, *, batch_size: int = 64, seed: int = 0,
-                    start_step: int = 0) -> tf.data.Dataset:
+                    start_step: int = 0, augment=None) -> tf.data.Dataset:
   """An infinite stream of full training batches, batch t a function of (seed, t), not
   autotuned (`without_autotuning`).
 
@@ -122,6 +122,10 @@ def training_stream(images, labels=None, *, batch_size: int = 64, seed: int = 0,
     batch_size: B; every batch is full.
     seed: the stream's seed (use different seeds for different streams of one run).
     start_step: the first batch to yield (the step a resumed run restarts at).
+    augment: None, or a function (x, t) -> x applied to batch t's model input (t an int64
+      scalar), itself a function of t alone so that batch t stays a function of (seed, t):
+      the run's augmentation (augmentation.py), in the pipeline's parallel map, beside the
+      training step rather than in it.
 
   Returns:
     A dataset of x float32 [B, S, S, C] (see `to_model_input`), or of (x, y int32 [B])
@@ -138,6 +142,8 @@ def training_stream(images, labels=None, *, batch_size: int = 64, seed: int = 0,
   def make_batch(step):
     indices = batch_indices(step, num_examples, batch_size, seed)
     x = to_model_input(tf.gather(images, indices))
+    if augment is not None:
+      x = augment(x, step)
     return x if labels is None else (x, tf.gather(labels, indices))
 
   return (tf.data.Dataset.counter(start=start_step, dtype=tf.int64)

@@ -8,6 +8,9 @@ See docs/algorithm.md#data-and-model-selection.
 - labeled: exactly num_labeled / K examples of each class, drawn from train minus
   validation; `num_labeled=None` labels every non-validation example (the supervised
   all-labels baseline of Appendix C).
+- With a `labeled_pool` (a predefined fold, STL-10's): the labels come from the pool only
+  (num_labeled / K per class drawn from it, or all of it for None) and validation is drawn
+  from the examples outside it, so that the fold stays whole.
 
 The draws use `np.random.Generator(np.random.PCG64(seed))`, never global state, so a
 label-split seed names the same split on every machine.
@@ -37,16 +40,19 @@ def _check_count(name: str, value, minimum: int, fix: str = ''):
 
 
 def make_splits(labels, num_classes: int, num_labeled: Optional[int],
-                validation_size: int, seed: int) -> SplitIndices:
+                validation_size: int, seed: int,
+                labeled_pool: Optional[np.ndarray] = None) -> SplitIndices:
   """Draws the labeled, validation and unlabeled indices of a training set.
 
   Args:
     labels: int [N] class of each training example, in [0, num_classes).
     num_classes: K.
     num_labeled: total labeled examples, a multiple of K (N/K per class); None for all
-      non-validation examples.
-    validation_size: examples held out for validation (may be 0).
+      non-validation examples (with a labeled_pool: all of the pool).
+    validation_size: examples held out for validation (may be 0); with a labeled_pool,
+      drawn from the examples outside it.
     seed: the label-split seed.
+    labeled_pool: None, or the indices the labels are drawn from (a predefined fold).
 
   Returns:
     SplitIndices, each sorted int64.
@@ -82,26 +88,44 @@ def make_splits(labels, num_classes: int, num_labeled: Optional[int],
         'training examples; lower validation_size.')
 
   rng = np.random.Generator(np.random.PCG64(seed))
-  order = rng.permutation(num_examples)
-  validation = np.sort(order[:validation_size])
-  unlabeled = np.sort(order[validation_size:])
+  if labeled_pool is None:
+    order = rng.permutation(num_examples)
+    validation = np.sort(order[:validation_size])
+    unlabeled = np.sort(order[validation_size:])
+    pool, pool_words = unlabeled, f'left after holding out validation_size={validation_size}'
+    lower = 'or lower validation_size'
+  else:
+    pool = np.unique(np.asarray(labeled_pool, np.int64))
+    if not pool.size:
+      raise errors.SplitError('the labeled fold holds no training example.')
+    if pool[0] < 0 or pool[-1] >= num_examples:
+      raise errors.SplitError(f'labeled_pool spans [{pool[0]}, {pool[-1]}], outside the '
+                              f'{num_examples} training examples.')
+    outside = np.setdiff1d(np.arange(num_examples), pool)
+    if validation_size > len(outside):
+      raise errors.SplitError(
+          f'validation_size={validation_size} is more than the {len(outside)} training '
+          f'examples outside the labeled fold ({len(pool)} examples), where validation is '
+          f'drawn; lower validation_size to at most {len(outside)}.')
+    validation = np.sort(rng.permutation(outside)[:validation_size])
+    unlabeled = np.setdiff1d(np.arange(num_examples), validation)
+    pool_words, lower = 'in the labeled fold', 'or label the whole fold with num_labeled=None'
 
   if num_labeled is None:
-    labeled = unlabeled
+    labeled = pool
   else:
     per_class = num_labeled // num_classes
-    remaining = labels[unlabeled]
+    remaining = labels[pool]
     counts = np.bincount(remaining, minlength=num_classes)
     short = int(np.argmin(counts))
     if counts[short] < per_class:
       raise errors.SplitError(
           f'num_labeled={num_labeled} needs {per_class} labeled examples per class, but '
-          f'class {short} has only {counts[short]} training examples left after holding '
-          f'out validation_size={validation_size}; lower num_labeled to at most '
-          f'{counts.min() * num_classes} or lower validation_size.')
+          f'class {short} has only {counts[short]} training examples {pool_words}; lower '
+          f'num_labeled to at most {counts.min() * num_classes} {lower}.')
     chosen = []
     for c in range(num_classes):
-      candidates = unlabeled[remaining == c]
+      candidates = pool[remaining == c]
       chosen.append(candidates[rng.permutation(len(candidates))[:per_class]])
     labeled = np.sort(np.concatenate(chosen))
 

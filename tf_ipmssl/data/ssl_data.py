@@ -6,8 +6,16 @@ optionally shrinks it for smoke runs, brings it to the networks' input size and 
 label split (`splits.make_splits`); or it reads a folder of the user's own images, whose
 labels are all given (`dataset='image_folder'`, image_folder.py).
 
+STL-10 has a split of 100,000 images without labels, which follows train minus validation in
+the unlabeled stream, and 10 predefined folds of 1,000 labeled training images: with
+`stl10_fold` = k the labels come from fold k only (all of it for num_labeled=None) and
+validation from the train images outside it; with None, from the whole train split as for
+the other datasets. Its images stay uint8, as every dataset's, until a batch is made
+(pipelines.py); the unlabeled stream of 105,000 - validation images is 2.9 GB.
+
 The input size S is `image_size` (`image_size_of`: one of dataset_specs.IMAGE_SIZES, by
-default the dataset's own, 32 for every dataset and folder so far). At the dataset's own size
+default the dataset's own: 32 for the paper's datasets and image folders, 96 for STL-10).
+At the dataset's own size
 its images are kept as stored (Fashion-MNIST's 28x28 are padded into 32x32 later, by
 pipelines.to_model_input); at another, each is brought to SxS by the image folders' rule,
 image_folder.fit_images (short side to S, bilinear and antialiased, centre crop), once, here,
@@ -43,11 +51,15 @@ class SSLData:
     image_shape: (H, W, C) of the arrays: the dataset's native shape at its own image size
       (before `pipelines.to_model_input` pads 28x28 to 32x32), else (S, S, C) for the
       image size S.
-    labeled_images, labeled_labels: the labeled examples (num_labeled of them).
-    unlabeled_images: train minus validation (the labeled examples included).
+    labeled_images, labeled_labels: the labeled examples (num_labeled of them; with an
+      STL-10 fold and num_labeled None, the fold's).
+    unlabeled_images: train minus validation (the labeled examples included), followed by
+      the dataset's split of images without labels where it has one (STL-10's).
     validation_images, validation_labels: held out of train for model selection.
     test_images, test_labels: the test split, for the reported error rate.
-    splits: indices of the three train subsets into the (possibly shrunken) train split.
+    splits: indices of the three train subsets into the (possibly shrunken) train split
+      (the unlabeled split of STL-10 is not indexed: it follows splits.unlabeled in
+      unlabeled_images).
     source: where the dataset was loaded from.
     num_labeled: the labeled examples asked for (None: the whole train split minus
       validation, labeled).
@@ -102,39 +114,47 @@ def build_ssl_data(dataset: Optional[str] = None,
                    max_train_examples: Optional[int] = None,
                    max_test_examples: Optional[int] = None,
                    channels: Optional[int] = None,
-                   image_size: Optional[int] = None) -> SSLData:
+                   image_size: Optional[int] = None,
+                   stl10_fold: Optional[int] = None) -> SSLData:
   """Loads `dataset` and splits its training set for semi-supervised learning.
 
   Args:
-    dataset: a name of `dataset_specs.REGISTRY` ('cifar10', 'svhn', 'fashion_mnist'), or
+    dataset: a name of `dataset_specs.REGISTRY` ('cifar10', 'svhn', 'fashion_mnist',
+      'stl10'), or
       'image_folder': the user's images in data_dir (image_folder.py), where num_labeled and
       validation_size must be None and 0 (gin/bases/image_folder.gin), split_seed chooses
       nothing and source, include_extra, download and max_*_examples do not apply.
     source: 'auto', 'local' or 'tfds' (see `datasets.load_dataset`).
     data_dir: directory searched first for the data (also TFDS's data_dir).
     num_labeled: labels in total, num_labeled / K per class; None labels every
-      non-validation example (the supervised all-labels baseline).
-    validation_size: training examples held out for validation (0 for none).
+      non-validation example (the supervised all-labels baseline), or with stl10_fold
+      every image of the fold.
+    validation_size: training examples held out for validation (0 for none); with
+      stl10_fold, drawn from the train images outside the fold (at most 4,000).
     split_seed: the label-split seed, part of a run's identity.
     include_extra: SVHN only: append the 'extra' examples to train.
     download: let TFDS download the dataset if it is not found.
     max_train_examples: for quick CPU smoke runs only: keep a class-balanced subset of
       at most this many training examples (seeded with SUBSET_SEED, see
-      `splits.subset_indices`) before splitting. None keeps all; results on a subset
-      are not the paper's numbers.
+      `splits.subset_indices`) before splitting, and at most this many of an unlabeled
+      split (STL-10's; a fold keeps those of its images in the subset). None keeps all;
+      results on a subset are not the paper's numbers.
     max_test_examples: likewise for the test split.
     channels: image folders only: 1 (grayscale), 3 (colour) or None (from the images).
     image_size: the networks' input size S, one of dataset_specs.IMAGE_SIZES (32, 64, 96);
-      None: the dataset's own (dataset_specs.default_image_size: 32 so far). The run's
-      configuration holds it resolved (`image_size_of`); the module doc says how the images
-      are brought to it.
+      None: the dataset's own (dataset_specs.default_image_size: 32, STL-10's 96). The
+      run's configuration holds it resolved (`image_size_of`); the module doc says how the
+      images are brought to it.
+    stl10_fold: STL-10 only: the predefined fold (0-9, from the original files'
+      fold_indices.txt; TFDS keeps none) the labels come from; None: the whole train
+      split, as for the other datasets.
 
   Returns:
     SSLData.
 
   Raises:
-    ConfigError: unknown dataset or source, bad max_*_examples, include_extra or
-      image_size.
+    ConfigError: unknown dataset or source, bad max_*_examples, include_extra,
+      image_size or stl10_fold (also a fold of a copy without folds: TFDS's).
     SplitError: impossible num_labeled / validation_size.
     DatasetNotFoundError: the dataset is nowhere to be found.
     UserError: an image folder that cannot be read as image_folder.py says.
@@ -150,6 +170,7 @@ def build_ssl_data(dataset: Optional[str] = None,
   errors.check_choice(dataset, datasets.DATASETS + (dataset_specs.IMAGE_FOLDER,), 'dataset',
                       'valid names')
   image_size = image_size_of(dataset, image_size)
+  _check_fold(dataset, stl10_fold)
   if dataset == dataset_specs.IMAGE_FOLDER:
     # Imported here: it imports TensorFlow, which this module does not need otherwise.
     from tf_ipmssl.data import image_folder  # pylint: disable=g-import-not-at-top
@@ -162,29 +183,59 @@ def build_ssl_data(dataset: Optional[str] = None,
                              f'{dataset!r} has its own: leave it unbound')
   data = datasets.load_dataset(dataset, source=source, data_dir=data_dir,
                                include_extra=include_extra, download=download)
+  if stl10_fold is not None and data.folds is None:
+    raise errors.ConfigError(
+        f'build_ssl_data.stl10_fold = {stl10_fold}, but the copy of {dataset} found '
+        f'({data.source}) has no folds: TFDS keeps neither fold_indices.txt nor the '
+        "original order of train. Put the original stl10_binary/ files where they are "
+        "looked for (BUILD.md), or bind build_ssl_data.stl10_fold = None to draw the labels "
+        'from the whole train split')
 
-  train_images, train_labels = _shrink(data.train_images, data.train_labels,
-                                       max_train_examples)
+  keep = (None if max_train_examples is None else
+          splits_lib.subset_indices(data.train_labels, max_train_examples, SUBSET_SEED))
+  train_images, train_labels = ((data.train_images, data.train_labels) if keep is None else
+                                (data.train_images[keep], data.train_labels[keep]))
   test_images, test_labels = _shrink(data.test_images, data.test_labels,
                                      max_test_examples)
+  extra_images = data.unlabeled_images
+  if extra_images is not None and max_train_examples is not None:
+    extra_images = _shrink(extra_images, np.zeros(len(extra_images), np.int64),
+                           max_train_examples)[0]
+  fold = None if stl10_fold is None else data.folds[stl10_fold]
+  if fold is not None and keep is not None:
+    fold = np.flatnonzero(np.isin(keep, fold))  # Its images in the subset, renumbered.
   resizes = image_size != dataset_specs.REGISTRY[data.name].image_size
   if resizes:
     train_images, test_images = (_fitted(train_images, image_size),
                                  _fitted(test_images, image_size))
+    if extra_images is not None:
+      extra_images = _fitted(extra_images, image_size)
   where = data.source
   if max_train_examples is not None or max_test_examples is not None:
-    where += (f' (subset: {len(train_labels)} train, {len(test_labels)} test examples)')
+    unlabeled = '' if extra_images is None else f', {len(extra_images)} unlabeled'
+    where += (f' (subset: {len(train_labels)} train, {len(test_labels)} test{unlabeled} '
+              'examples)')
 
   try:
     split = splits_lib.make_splits(train_labels, data.num_classes, num_labeled,
-                                   validation_size, split_seed)
+                                   validation_size, split_seed, labeled_pool=fold)
   except errors.SplitError as e:
-    if max_train_examples is None:
+    notes = []
+    if fold is not None:
+      notes.append(f'(The labels come from fold build_ssl_data.stl10_fold = {stl10_fold}; '
+                   'stl10_fold = None draws them from the whole train split.)')
+    if max_train_examples is not None:
+      notes.append(f'(The training split was cut to max_train_examples={max_train_examples}'
+                   '; raising it is another fix.)')
+    if not notes:
       raise
-    raise errors.SplitError(
-        f'{e} (The training split was cut to max_train_examples={max_train_examples}; '
-        'raising it is another fix.)') from e
+    raise errors.SplitError(' '.join([str(e)] + notes)) from e
 
+  unlabeled_images = train_images[split.unlabeled]
+  if extra_images is not None:
+    # Train minus validation, then the unlabeled split: one uint8 array, the stream the
+    # critic samples (the split is briefly held twice, here).
+    unlabeled_images = np.concatenate([unlabeled_images, extra_images])
   return SSLData(
       name=data.name,
       num_classes=data.num_classes,
@@ -192,7 +243,7 @@ def build_ssl_data(dataset: Optional[str] = None,
                    else data.image_shape),
       labeled_images=train_images[split.labeled],
       labeled_labels=train_labels[split.labeled],
-      unlabeled_images=train_images[split.unlabeled],
+      unlabeled_images=unlabeled_images,
       validation_images=train_images[split.validation],
       validation_labels=train_labels[split.validation],
       test_images=test_images,
@@ -203,6 +254,21 @@ def build_ssl_data(dataset: Optional[str] = None,
       split_seed=split_seed,
       class_names=dataset_specs.REGISTRY[data.name].class_names,
       resizes_images=resizes)
+
+
+def _check_fold(dataset: str, stl10_fold) -> None:
+  """A ConfigError unless stl10_fold is None or a fold of `dataset` (STL-10's 0-9)."""
+  if stl10_fold is None:
+    return
+  spec = dataset_specs.REGISTRY.get(dataset)
+  if spec is None or not spec.num_folds:
+    with_folds = [s.name for s in dataset_specs.REGISTRY.values() if s.num_folds]
+    raise errors.ConfigError(
+        f'build_ssl_data.stl10_fold = {stl10_fold!r} applies to {", ".join(with_folds)} '
+        f'only, not {dataset!r}: leave it unbound, or bind it to None after a gin file that '
+        'binds it (such as bases/stl10.gin)')
+  errors.check_number('build_ssl_data.stl10_fold', stl10_fold, integer=True, low=0,
+                      high=spec.num_folds)
 
 
 def image_size_of(dataset: Optional[str], image_size: Optional[int]) -> int:

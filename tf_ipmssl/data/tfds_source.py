@@ -32,6 +32,15 @@ def _read_split(builder, split: str) -> Tuple[np.ndarray, np.ndarray]:
           np.concatenate(labels).astype(np.int64, copy=False))
 
 
+def _read_images(builder, split: str) -> np.ndarray:
+  """The images of a split without labels (their 'label' is -1 in TFDS), uint8."""
+  ds = builder.as_dataset(split=split, batch_size=_READ_BATCH, shuffle_files=False)
+  images = [batch['image'] for batch in tfds.as_numpy(ds)]
+  if not images:
+    return np.zeros((0,) + tuple(builder.info.features['image'].shape), np.uint8)
+  return np.concatenate(images).astype(np.uint8, copy=False)
+
+
 def load_tfds(name: str, data_dir=None, include_extra: bool = False,
               download: bool = False):
   """Loads dataset `name` from TFDS.
@@ -44,8 +53,11 @@ def load_tfds(name: str, data_dir=None, include_extra: bool = False,
     download: download and prepare the dataset when TFDS does not have it.
 
   Returns:
-    (train_images uint8 [N,H,W,C], train_labels int64 [N], test_images, test_labels,
-    source) where source says where it came from.
+    (arrays, source): arrays as local_files.Arrays (train_images uint8 [N,H,W,C],
+    train_labels int64 [N], test_images, test_labels, then for a dataset with a split of
+    images without labels (STL-10's 'unlabelled') those images and None for the folds:
+    TFDS keeps no fold_indices.txt, and its train split is not in the original order); source
+    says where it came from.
 
   Raises:
     DatasetNotFoundError: TFDS has not prepared it and `download` is False, or the
@@ -60,11 +72,14 @@ def load_tfds(name: str, data_dir=None, include_extra: bool = False,
     except Exception as e:  # Network and disk failures come in many types.
       raise errors.DatasetNotFoundError(f'{where}: download failed ({e})') from e
   train_split = 'train+extra' if include_extra else 'train'
+  unlabeled_split = dataset_specs.REGISTRY[name].tfds_unlabeled_split
   try:
-    train = _read_split(builder, train_split)
-    test = _read_split(builder, 'test')
+    arrays = _read_split(builder, train_split) + _read_split(builder, 'test')
+    if unlabeled_split:
+      arrays += (_read_images(builder, unlabeled_split), None)
   except AssertionError as e:
     # What TFDS raises when the dataset is not prepared in data_dir.
     raise errors.DatasetNotFoundError(
         f'{where}: not prepared (download=False)') from e
-  return train + test + (f'tfds:{tfds_name} ({train_split}/test) in {builder.data_dir}',)
+  splits = '/'.join([train_split, 'test'] + ([unlabeled_split] if unlabeled_split else []))
+  return arrays, f'tfds:{tfds_name} ({splits}) in {builder.data_dir}'

@@ -167,11 +167,12 @@ class Algorithm:
 
   @classmethod
   def streams(cls, data, stream) -> tuple:
-    """The distributed iterators of `reads`, made by `stream(images, labels, seed_offset)`
-    from the arrays of `data` (ssl_data.SSLData); each stream has its own seed offset."""
+    """The distributed iterators of `reads`, made by `stream(name, images, labels,
+    seed_offset)` from the arrays of `data` (ssl_data.SSLData); each stream has its own seed
+    offset, and its name says which augmentation it gets (augmentation.STREAMS)."""
     sources = {'labeled': (data.labeled_images, data.labeled_labels, 0),
                'unlabeled': (data.unlabeled_images, None, 1)}
-    return tuple(stream(*sources[name]) for name in cls.reads)
+    return tuple(stream(name, *sources[name]) for name in cls.reads)
 
   # ----- an instance: the run's networks and state -----
 

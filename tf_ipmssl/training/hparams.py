@@ -23,6 +23,7 @@ import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
 from tf_ipmssl import run_files
+from tf_ipmssl.data import augmentation as augmentation_lib
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.training import algorithms
@@ -46,6 +47,7 @@ HPARAMS = (
     ('learning_rate_scale', 'multiplies both learning rates (a preset\'s scale)'),
     ('critic_rate', "the critic's learning rate as used"),
     ('critic_ema_decay', "the critic's weight average (absent: none)"),
+    ('augmentation', 'the augmented training streams (augmentation.*; none: the paper)'),
 )
 # The metrics: scalar tags of the session's events, with what each one is.
 METRICS = (
@@ -127,6 +129,8 @@ def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
       'learning_rate_scale': optimizers.get('learning_rate_scale', 1.0),
       'critic_rate': optimizers.get('critic_rate'),
       'critic_ema_decay': numerics.get('critic_ema_decay'),
+      'augmentation': augmentation_lib.describe(augmentation_lib.per_stream(
+          **bindings.get('augmentation', {}))),
       **settings,
   }
 

@@ -1,8 +1,9 @@
 """Stateless random numbers keyed by (seed, stream, counter).
 
-Noise for the critic's generated batch, the generator step, GP interpolation weights and the
-fixed sample grid are pure functions of the run's seed and the iteration counter, so a
-resumed run draws exactly what an uninterrupted run would (no RNG state to checkpoint), and
+Noise for the critic's generated batch, the generator step, GP interpolation weights, the
+fixed sample grid and each training stream's augmentation (its batch number the counter) are
+pure functions of the run's seed and the iteration counter, so a resumed run draws exactly
+what an uninterrupted run would (no RNG state to checkpoint), and
 every replica can draw the *global* batch's noise and keep its own slice: the same numbers
 as on one device. The algorithm is pinned to Philox. Under XLA (jit_compile) the same seed
 still gives other numbers: TensorFlow's XLA kernels for these ops draw a different stream
@@ -11,6 +12,8 @@ than its CPU/GPU kernels for the same key and counter (tests/training/test_xla_p
 import tensorflow as tf
 
 CRITIC_NOISE, GENERATOR_NOISE, GP_ALPHA, SAMPLE_NOISE = 1, 2, 3, 4
+# The augmentation of each training stream (data/augmentation.py), by the stream's name.
+AUGMENTATION = {'labeled': 5, 'unlabeled': 6}
 
 
 def stream_seed(seed, stream, counter):

@@ -20,9 +20,12 @@ length, early stopping), has the algorithm check its settings, and groups them:
 - `numerics`: seed, XLA, mixed precision, op determinism, the critic's weight average;
 - `data`, `critic`, `generator`, `distribution`: the builders' keyword arguments, every
   setting (the builders' defaults for those not bound). `data.image_size` is held resolved
-  (ssl_data.image_size_of: the dataset's own size where it is not bound, 32 so far) and
+  (ssl_data.image_size_of: the dataset's own size where it is not bound, 32 or STL-10's 96) and
   validated; it is the one image size of the run (`RunConfig.image_size`), which Run.build
-  gives both networks (it is not a setting of build_critic or build_generator).
+  gives both networks (it is not a setting of build_critic or build_generator);
+- `augmentation`: the training streams' augmentation (`augmentation.*`, data/augmentation.py;
+  off by default), validated for the algorithm's streams and the image size;
+  `RunConfig.augmentations` is it per stream.
 
 `RunConfig.from_gin()` is the one way a program gets the configuration of the gin config
 it parsed (bin/train, before it touches the model dir); `RunConfig.create(...)` makes one
@@ -106,6 +109,7 @@ import gin
 from tf_ipmssl import builder_settings as builder_settings_lib
 from tf_ipmssl import errors
 from tf_ipmssl import gin_settings
+from tf_ipmssl.data import augmentation as augmentation_lib
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
@@ -139,7 +143,8 @@ LEGACY_BUILDER_SETTINGS = {'build_critic': ('image_size',)}
 # The builders' settings a run holds besides train's: (RunConfig field,
 # builder_settings.Settings).
 BUILDERS = (('data', ssl_data.SETTINGS), ('critic', critic_lib.SETTINGS),
-            ('generator', generator_lib.SETTINGS), ('distribution', distribution_lib.SETTINGS))
+            ('generator', generator_lib.SETTINGS), ('distribution', distribution_lib.SETTINGS),
+            ('augmentation', augmentation_lib.SETTINGS))
 
 
 def _train_bindings(mode='ssl',
@@ -334,11 +339,12 @@ class RunConfig:
   # The builders' settings (BUILDERS), each a frozen dataclass of its builder's
   # (builder_settings.Settings.values_type; `.kwargs()` are the keyword arguments):
   # build_ssl_data, build_critic, build_generator (besides the sizes and seed the run gives
-  # them), make_strategy.
+  # them), make_strategy, augmentation (a record without it: off).
   data: Any
   critic: Any
   generator: Any
   distribution: Any
+  augmentation: Any
   # The train bindings it was made from (every name, defaults included).
   train_bindings: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
   # The gin configuration it was read from (config.gin) and its operative part ('' without
@@ -351,7 +357,7 @@ class RunConfig:
                     **gin_texts) -> 'RunConfig':
     """The configuration of train bindings `bindings` (missing ones at their defaults), of
     the builders' settings `builders` ({'data': {...}, 'critic': ..., 'generator': ...,
-    'distribution': ...}, each completed with its builder's defaults) and of the
+    'distribution': ..., 'augmentation': ...}, each completed with its defaults) and of the
     algorithm's settings `settings` (a dict; its defaults for the rest); a ConfigError
     naming the binding and the fix for any invalid field."""
     builders = builders or {}
@@ -367,6 +373,9 @@ class RunConfig:
     algorithm = algorithms.get_algorithm(b['mode'])
     given = {k: _tuples(v) for k, v in (settings or {}).items()}
     algorithm_settings = algorithm.make_settings(given)
+    augmentation_lib.check(
+        augmentation_lib.per_stream(**builder_settings['augmentation'].kwargs()),
+        builder_settings['data'].image_size, algorithm.reads)
     values = dict(b, algorithm=algorithm, settings=algorithm_settings,
                   constraints=algorithm.constraints(algorithm_settings),
                   baseline=None if b['baseline'] is None else tuple(b['baseline']))
@@ -377,11 +386,11 @@ class RunConfig:
 
   @classmethod
   def create(cls, *, data=None, critic=None, generator=None, distribution=None,
-             settings=None, **bindings) -> 'RunConfig':
+             augmentation=None, settings=None, **bindings) -> 'RunConfig':
     """The configuration of these train bindings, builder settings and algorithm settings
     (dicts), the rest at their defaults (no gin)."""
     given = {'data': data, 'critic': critic, 'generator': generator,
-             'distribution': distribution}
+             'distribution': distribution, 'augmentation': augmentation}
     return cls.from_bindings(bindings, {k: v for k, v in given.items() if v is not None},
                              settings)
 
@@ -408,6 +417,12 @@ class RunConfig:
   def image_size(self) -> int:
     """The networks' input size (build_ssl_data.image_size, resolved)."""
     return self.data.image_size
+
+  @property
+  def augmentations(self) -> dict:
+    """Each training stream's augmentation.Augmentation, by stream name (augmentation.STREAMS):
+    the `augmentation` settings."""
+    return augmentation_lib.per_stream(**self.augmentation.kwargs())
 
   @property
   def settings(self) -> dict:

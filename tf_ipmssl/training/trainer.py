@@ -23,6 +23,7 @@ import tensorflow as tf
 from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
+from tf_ipmssl.data import augmentation
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.data import ssl_data
@@ -32,6 +33,7 @@ from tf_ipmssl.training import export
 from tf_ipmssl.training import hparams
 from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import precision
+from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import reporting
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_record
@@ -123,14 +125,26 @@ def _iteration_fn(run, data, strategy):
   config = run.config
   critic_iteration = int(run.state.counters['critic_iteration'].numpy())
 
-  def stream(images, labels, seed_offset):
+  def stream(name, images, labels, seed_offset):
     return iter(strategy.experimental_distribute_dataset(pipelines.training_stream(
         images, labels, batch_size=config.loop.batch_size,
-        seed=config.numerics.seed + seed_offset, start_step=critic_iteration)))
+        seed=config.numerics.seed + seed_offset, start_step=critic_iteration,
+        augment=_augment_fn(config, name))))
 
   steps = run.make_algorithm(strategy)
   iterators = config.objective.algorithm.streams(data, stream)
   return lambda: steps.iteration(*iterators)
+
+
+def _augment_fn(config, stream):
+  """None for a stream without augmentation, else the function augmenting its batch t with
+  the seed (train.seed, the stream, t) (random_streams.AUGMENTATION): the same numbers in
+  every session of the run (docs/algorithm.md#augmentation)."""
+  augment = config.augmentations[stream]
+  if not augment.active:
+    return None
+  return lambda x, t: augment(x, random_streams.stream_seed(
+      config.numerics.seed, random_streams.AUGMENTATION[stream], t))
 
 
 def _print_start(config, data, length, strategy, model_dir):
@@ -144,6 +158,9 @@ def _print_start(config, data, length, strategy, model_dir):
         f'({length.iterations_per_step} critic iteration(s) each, batch '
         f'{config.loop.batch_size}, {strategy.num_replicas_in_sync} replica(s)) -> '
         f'{model_dir}', flush=True)
+  augmented = augmentation.describe(config.augmentations)
+  if augmented != 'none':
+    print(f'Augmentation: {augmented} (docs/algorithm.md#augmentation)', flush=True)
   o, objective = config.optimizers, config.objective
   algorithm_scaled = objective.algorithm.scaled_settings(objective.settings)
   if o.learning_rate_scale != 1.0 or algorithm_scaled:
