@@ -37,3 +37,27 @@ def test_the_stl10_example_trains_at_96_pixels_on_a_fold(tmp_path):
   assert metrics['finished'] and metrics['step'] == 2
   assert metrics['final']['test_error'] is not None
   assert runs.restore_run(model_dir).critic.image_size == 96
+
+
+def test_the_stl10_example_trains_on_tfds_mock_data(tmp_path):
+  """The same example from TFDS (its own mock data), in one process through the Python API:
+  no folds there, so the whole train split is labeled."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl import api  # pylint: disable=g-import-not-at-top
+  bindings = runs.tiny_bindings(tmp_path / 'tfds', 'stl10', **{
+      'build_ssl_data.source': "'tfds'", 'build_ssl_data.stl10_fold': None,
+      'build_ssl_data.num_labeled': None, 'build_ssl_data.validation_size': 10,
+      'train.steps': 2, 'train.export_classifier': False})
+  bindings = [b for b in bindings if not b.startswith(('build_ssl_data.dataset',
+                                                       'ssl.constraints'))]
+  model_dir = str(tmp_path / 'run')
+  with tfds.testing.mock_data(num_examples=40):
+    result = api.train(model_dir, [EXAMPLE], bindings)
+  assert result.steps == 2 and result.metrics['finished']
+  assert result.last_test_error is not None
+  with open(os.path.join(model_dir, 'dataset.json')) as f:
+    dataset = json.load(f)
+  assert dataset['name'] == 'stl10' and dataset['image_shape'] == [96, 96, 3]
+  with open(os.path.join(model_dir, 'run_config.json')) as f:
+    data_settings = json.load(f)['bindings']['build_ssl_data']
+  assert data_settings['source'] == 'tfds' and data_settings['stl10_fold'] is None
