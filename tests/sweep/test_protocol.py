@@ -162,10 +162,12 @@ def test_judge_known_answers_and_holm_over_the_tests_that_ran():
 
 def test_a_pair_reads_its_interval_median_and_sign_rule():
   pair = PAIRS[0]
+  def run(seed, error, cpu):
+    return tables_lib.RunResult(seed=seed, test_error=error, model_dir='', cpu=cpu)
   result = protocol.pair_result(pair, protocol.BEST, {
-      s: protocol.Observation(s, e, None, s == 1, 'A', None)
+      s: protocol.Observation(run(s, e, 'A'), None, s == 1, None)
       for s, e in ((0, 90.0), (1, 34.0), (2, 31.7))}, {
-      s: protocol.Observation(s, e, None, False, 'B' if s == 2 else 'A', None)
+      s: protocol.Observation(run(s, e, 'B' if s == 2 else 'A'), None, False, None)
       for s, e in ((0, 23.9), (1, 27.0), (2, 26.4))})
   assert result.diffs == pytest.approx((66.1, 7.0, 5.3))
   assert result.text == (

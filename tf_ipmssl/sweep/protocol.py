@@ -10,7 +10,6 @@ Hodges–Lehmann estimate and interval, the median difference and the sign rule'
 (claims.py) are the secondary readings.
 """
 import dataclasses
-import json
 import os
 import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -88,8 +87,10 @@ def late_validation_error(run: tables_lib.RunResult) -> Optional[float]:
   eval curve; a step evaluated twice across sessions counts once, the later value); None
   where the run keeps no curve."""
   from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
-  directory = os.path.join(run.model_dir or '', run_files.EVAL_SUMMARY_DIR)
-  if not run.has_record or not run.model_dir or not os.path.isdir(directory):
+  if not run.has_record or not run.model_dir:
+    return None
+  directory = os.path.join(run.model_dir, run_files.EVAL_SUMMARY_DIR)
+  if not os.path.isdir(directory):
     return None
   curve = dict(summaries.read_scalars(directory).get(VALIDATION_CURVE, ()))
   if len(curve) < LATE_EVALUATIONS:
@@ -97,76 +98,72 @@ def late_validation_error(run: tables_lib.RunResult) -> Optional[float]:
   return statistics.fmean(curve[s] for s in sorted(curve)[-LATE_EVALUATIONS:])
 
 
-def _read_json(model_dir: str, name: str) -> Optional[dict]:
-  path = os.path.join(model_dir, name)
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    return json.load(f)
+def _best_step_and_rampup(run: tables_lib.RunResult) -> Tuple[Optional[int], Optional[bool]]:
+  """(the run's best validation step, whether it came before the IPM ramp-up ended: fewer
+  critic updates before it than `ipm_rampup_updates`), from its record's metrics.json and
+  run_config.json; None for what the record does not say (no record; no IPM term or
+  ramp-up, as for the supervised critic)."""
+  if not run.has_record or not run.model_dir:
+    return None, None
+  metrics = run_files.read_metrics(run.model_dir, unreadable_ok=True) or {}
+  step = (metrics.get('best') or {}).get('step')
+  if step is None or step < 0:
+    return None, None
+  config = run_files.read_json(run.model_dir, run_files.RUN_CONFIG_FILE,
+                               unreadable_ok=True) or {}
+  objective = config.get('objective') or {}
+  rampup = objective.get('ipm_rampup_updates')
+  updates = (config.get('loop') or {}).get('critic_updates')
+  steps = metrics.get('total_steps')
+  if objective.get('algorithm', 'ssl') != 'ssl' or not rampup or not updates or not steps:
+    return int(step), None
+  return int(step), step * updates / steps < rampup
 
 
 def best_step(run: tables_lib.RunResult) -> Optional[int]:
   """The run's best validation step (metrics.json); None without a record."""
-  if not run.has_record or not run.model_dir:
-    return None
-  step = ((_read_json(run.model_dir, 'metrics.json') or {}).get('best') or {}).get('step')
-  return None if step is None or step < 0 else int(step)
+  return _best_step_and_rampup(run)[0]
 
 
 def best_step_in_rampup(run: tables_lib.RunResult) -> Optional[bool]:
-  """Whether the run's best validation step came before the IPM ramp-up ended (fewer
-  critic updates before it than `ipm_rampup_updates`); None where its record does not say
-  (no record, or a run without an IPM term or its ramp-up: the supervised critic)."""
-  best = best_step(run)
-  if best is None:
-    return None
-  metrics = _read_json(run.model_dir, 'metrics.json')
-  config = _read_json(run.model_dir, 'run_config.json') or {}
-  objective = config.get('objective') or {}
-  if objective.get('algorithm', 'ssl') != 'ssl':
-    return None
-  rampup = objective.get('ipm_rampup_updates')
-  updates = (config.get('loop') or {}).get('critic_updates')
-  steps = metrics.get('total_steps')
-  if not rampup or not updates or not steps:
-    return None
-  return best * updates / steps < rampup
+  """Whether the run's best validation step came before the IPM ramp-up ended; None where
+  its record does not say (see _best_step_and_rampup)."""
+  return _best_step_and_rampup(run)[1]
 
 
 def best_step_text(run: tables_lib.RunResult) -> str:
   """'250 ‡' (inside the ramp-up), '900', or '–' where the record does not say."""
-  step = best_step(run)
+  step, in_rampup = _best_step_and_rampup(run)
   if step is None:
     return '–'
-  return f'{step}' + (f' {RAMPUP_MARK}' if best_step_in_rampup(run) else '')
+  return f'{step}' + (f' {RAMPUP_MARK}' if in_rampup else '')
 
 
 def training_commit(run: tables_lib.RunResult) -> Optional[str]:
   """The commit that trained the run (versions.json), its first 7 digits."""
   if not run.has_record or not run.model_dir:
     return None
-  versions = _read_json(run.model_dir, 'versions.json') or {}
+  versions = run_files.read_json(run.model_dir, run_files.VERSIONS_FILE,
+                                 unreadable_ok=True) or {}
   commit = (versions.get('source') or {}).get('commit')
   return commit[:7] if commit else None
 
 
 @dataclasses.dataclass(frozen=True)
 class Observation:
-  """One run as a pair uses it."""
-  seed: int
-  best: float  # Test error at the best validation step (%).
+  """One run as a pair uses it: the run, and what its record adds."""
+  run: tables_lib.RunResult
   late: Optional[float]  # Late validation error (%), None without an eval curve.
   in_rampup: Optional[bool]
-  cpu: Optional[str]
   commit: Optional[str]
 
   def value(self, endpoint: str) -> Optional[float]:
-    return self.best if endpoint == BEST else self.late
+    return self.run.test_error if endpoint == BEST else self.late
 
 
 def observe(result: tables_lib.CellResult) -> Dict[int, Observation]:
-  return {run.seed: Observation(run.seed, run.test_error, late_validation_error(run),
-                                best_step_in_rampup(run), run.cpu, training_commit(run))
+  return {run.seed: Observation(run, late_validation_error(run), best_step_in_rampup(run),
+                                training_commit(run))
           for run in result.runs}
 
 
@@ -230,7 +227,7 @@ def pair_result(pair: PrimaryPair, endpoint: str, higher: Dict[int, Observation]
       continue
     seeds.append(seed)
     diffs.append(a.value(endpoint) - b.value(endpoint))
-    across.append(a.cpu is not None and b.cpu is not None and a.cpu != b.cpu)
+    across.append(tables_lib.different_cpus(a.run, b.run))
     runs += [(pair.higher, pair.higher_f, seed, a.commit),
              (pair.lower, pair.lower_f, seed, b.commit)]
     if endpoint == BEST:
