@@ -161,6 +161,12 @@ def _numerics():
   }
 
 
+def resize_rule(data):
+  """The rule that brings images of any size to the data's image_shape
+  (image_folder.fit_images), by name; None where images come in image_shape."""
+  return image_folder.resize_rule(data.image_shape[0]) if data.resizes_images else None
+
+
 def record_dataset(model_dir, data):
   """What a classifier restored from this run needs without loading the data: dataset.json's
   name, num_classes, image_shape (the critic's input), source, class_names (by label) and
@@ -170,8 +176,7 @@ def record_dataset(model_dir, data):
       'name': data.name, 'num_classes': int(data.num_classes),
       'image_shape': [int(d) for d in data.image_shape], 'source': data.source,
       'class_names': list(data.class_names),
-      'resize': (image_folder.resize_rule(data.image_shape[0]) if data.resizes_images
-                 else None)})
+      'resize': resize_rule(data)})
 
 
 def read_dataset(model_dir):

@@ -24,7 +24,6 @@ from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
 from tf_ipmssl import run_files
 from tf_ipmssl.data import augmentation
-from tf_ipmssl.data import image_folder
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.training import checkpoint_integrity
@@ -210,9 +209,7 @@ def _export_selected_classifier(run, data, model_dir, step):
     selected = {'checkpoint': 'best', 'step': int(run.state.best['step'].numpy())}
   export.export_classifier(run.evaluated_critic, data.image_shape,
                            os.path.join(model_dir, run_files.EXPORT_DIR), data.num_classes,
-                           data.name, data.class_names,
-                           image_folder.resize_rule(data.image_shape[0]) if data.resizes_images
-                           else None)
+                           data.name, data.class_names, run_record.resize_rule(data))
   return selected
 
 
