@@ -10,8 +10,9 @@ DIR/<cell id>/seed_<s>) replace the rows of the same cell and seed, and the Tabl
 pages name the runs known from their runs.csv row alone. Writes the parts between the
 pages' `<!-- begin NAME -->` / `<!-- end NAME -->` markers (tf_ipmssl/sweep/paper_pages.py):
 take-aways and the three conclusions under the pair rule of tf_ipmssl/sweep/claims.py, the
-comparison with the paper, status, labeled-set errors and wall times; and README.md's
-three verdict lines.
+comparison with the paper, status, labeled-set errors and wall times; README.md's
+three verdict lines; and the augmentation page's measurement (docs/results/augmentation.md,
+tf_ipmssl/sweep/augmentation_page.py) from the records of scripts/augmentation_effect.sh.
 """
 import os
 import pathlib
@@ -26,7 +27,9 @@ from absl import flags  # pylint: disable=g-import-not-at-top
 
 from tf_ipmssl import command_line
 from tf_ipmssl import errors
+from tf_ipmssl.sweep import augmentation_page
 from tf_ipmssl.sweep import paper_pages
+from tf_ipmssl.sweep import results_page
 
 flags.DEFINE_string('results_dir', str(REPO / 'docs' / 'results'),
                     'The folder of the pages and of the tables\' folders with their runs.csv.')
@@ -35,7 +38,14 @@ flags.DEFINE_string('readme', str(REPO / 'README.md'),
                     'empty: none.')
 flags.DEFINE_string('records', None, 'A folder of run records (DIR/<cell id>/seed_<s>); '
                     'they replace the runs.csv rows of the same cell and seed.')
+flags.DEFINE_string('augmentation_records',
+                    str(REPO / 'docs' / 'results' / 'augmentation_records'),
+                    'The records of scripts/augmentation_effect.sh (DIR/<arm>/<cell id>/'
+                    'seed_<s>) that the augmentation page tabulates; empty: that page is '
+                    'left as it is.')
 FLAGS = flags.FLAGS
+
+AUGMENTATION_PAGE = 'augmentation.md'
 
 
 def main(argv):
@@ -46,6 +56,16 @@ def main(argv):
       raise errors.ConfigError(f'{what}={path} is not a folder')
   for page in paper_pages.write(FLAGS.results_dir, FLAGS.records,
                                    FLAGS.readme or None):
+    print(f'Wrote {page}')
+  if FLAGS.augmentation_records:
+    page = os.path.join(FLAGS.results_dir, AUGMENTATION_PAGE)
+    with open(page) as f:
+      text = f.read()
+    records = augmentation_page.collect(FLAGS.augmentation_records)
+    text = results_page.splice(text, augmentation_page.PART, augmentation_page.part(records),
+                               page)
+    with open(page, 'w') as f:
+      f.write(text)
     print(f'Wrote {page}')
 
 

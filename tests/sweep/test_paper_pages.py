@@ -168,11 +168,14 @@ def test_the_script_regenerates_every_page(tmp_path):
   script = os.path.join(REPO, 'scripts', 'update_result_pages.py')
   readme = tmp_path / 'README.md'
   shutil.copy(os.path.join(REPO, 'README.md'), readme)
+  shutil.copy(os.path.join(RESULTS, 'augmentation.md'), results_dir)
   done = subprocess.run([sys.executable, script, f'--results_dir={results_dir}',
-                         f'--readme={readme}'],
+                         f'--readme={readme}', f'--augmentation_records={tmp_path / "none"}'],
                         capture_output=True, text=True, cwd=str(tmp_path), check=False)
   assert done.returncode == 0, done.stderr
-  assert done.stdout.count('Wrote ') == 5
+  assert done.stdout.count('Wrote ') == 6
+  with open(os.path.join(results_dir, 'augmentation.md')) as f:
+    assert 'Trained on: no run finished yet.' in f.read()
   # README's three verdict lines, between its markers.
   verdicts = readme.read_text().split('<!-- begin verdicts -->\n')[1].split('<!--')[0]
   # Family 1 on 9 differences of one sign (p = 1/512), Holm over it and family 3a's test on
