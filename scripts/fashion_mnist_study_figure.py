@@ -21,9 +21,9 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
-from tf_ipmssl import run_files  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.run_dir import run_files  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables as tables_lib  # pylint: disable=g-import-not-at-top
-from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
 
 RESULTS = pathlib.Path(__file__).resolve().parents[1] / 'docs' / 'results'
 
@@ -33,7 +33,7 @@ CURVES = (('kplus1_fisher_f', 2, 'SSL: K+1, Fisher(f)'), ('supervised', 1, 'supe
 
 def validation_curve(run_dir):
   """[(step, validation error %)] from the run's eval TensorBoard events."""
-  curves = summaries.read_scalars(os.path.join(run_dir, run_files.EVAL_SUMMARY_DIR))
+  curves = tensorboard.read_scalars(os.path.join(run_dir, run_files.EVAL_SUMMARY_DIR))
   return curves.get('eval/validation_error', [])
 
 

@@ -3,7 +3,7 @@
   .venv/bin/python scripts/table1_hparams_dashboard.py LOGDIR
   .venv/bin/tensorboard --logdir LOGDIR      # the HParams tab: one row per run
 
-A run trained now writes its own MODEL_DIR/hparams/ (tf_ipmssl/training/hparams.py). The
+A run trained now writes its own MODEL_DIR/hparams/ (tf_ipmssl/training/tensorboard.py). The
 runs of this page were trained before that, and only their results table is kept here, so
 each run's configuration is rebuilt from its cell's gin file, the preset and its seed, the
 way bin/sweep started it, and its metrics are runs.csv's (test error at the best
@@ -19,8 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 import gin  # pylint: disable=g-import-not-at-top
 
 from tf_ipmssl import command_line  # pylint: disable=g-import-not-at-top
-from tf_ipmssl.training import hparams  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.training import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
 
 RUNS = ROOT / 'docs' / 'results' / 'table1_fashion_mnist_100' / 'runs.csv'
 PRESET = 'gin/presets/cpu_fashion_mnist_100.gin'
@@ -44,8 +44,8 @@ def main(logdir):
     config = run_config_lib.RunConfig.from_gin().to_json()
     metrics = {'test_error': float(row['test_error']), 'steps': int(row['steps']),
                'wall_seconds': float(row['wall_seconds'])}
-    hparams.session(os.path.join(logdir, cell, f'seed_{seed}', 'hparams'),
-                    hparams.hparams_of(config, files), metrics)
+    tensorboard.session(os.path.join(logdir, cell, f'seed_{seed}', 'hparams'),
+                        tensorboard.hparams_of(config, files), metrics)
   print(f'wrote {len(rows)} runs to {logdir}')
 
 

@@ -12,7 +12,7 @@ if str(REPO_ROOT) not in sys.path:
 def pytest_report_header(config):  # pylint: disable=unused-argument
   """The CPU and the kernel settings the suite computes with, in the header of every report
   (without loading TensorFlow): a failure that hinges on a CPU's rounding then says which."""
-  from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import cpu_info  # pylint: disable=g-import-not-at-top
   info = cpu_info.cpuinfo()
   avx512 = 'avx512f' if 'avx512f' in cpu_info.flags(info) else 'no avx512f'
   limit = cpu_info.isa_limit()

@@ -20,7 +20,7 @@ from tf_ipmssl import api
 from tf_ipmssl import errors
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import pipelines
-from tf_ipmssl.training import evaluation
+from tf_ipmssl.run_dir import reporting
 
 README = runs.REPO_ROOT / 'README.md'
 
@@ -115,7 +115,7 @@ def test_predict_on_arrays_is_the_classifier_computed_independently(trained):
   assert predictions.class_names == tuple(predictions.classes[y] for y in predictions.labels)
   # Its errors are the run's: the best step's test error of metrics.json.
   mistakes = int(np.sum(predictions.labels != data.test_labels))
-  assert evaluation.percent(mistakes, len(images)) == result.test_error
+  assert reporting.percent(mistakes, len(images)) == result.test_error
   assert data_dir in data.source
 
 

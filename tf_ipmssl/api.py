@@ -41,15 +41,15 @@ import keras
 import numpy as np
 
 from tf_ipmssl import errors
-from tf_ipmssl import prediction
-from tf_ipmssl import run_files
 from tf_ipmssl.data import ssl_data
+from tf_ipmssl.run_dir import run_files
+from tf_ipmssl.run_dir import run_lock
+from tf_ipmssl.serving import export as export_lib
+from tf_ipmssl.serving import prediction
 from tf_ipmssl.training import evaluation
-from tf_ipmssl.training import export as export_lib
+from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
-from tf_ipmssl.training import run_lock
-from tf_ipmssl.training import termination
 from tf_ipmssl.training import trainer
 
 SPLITS = ('test', 'validation', 'labeled')
@@ -58,7 +58,7 @@ PathLike = Union[str, os.PathLike]
 
 @dataclasses.dataclass(frozen=True)
 class TrainResult:
-  """What a run reports: its metrics.json (training/reporting.py), errors in percent.
+  """What a run reports: its metrics.json (run_dir/reporting.py), errors in percent.
 
   Attributes:
     model_dir: the run directory.
@@ -216,8 +216,8 @@ def train(model_dir: PathLike, gin_files: Union[PathLike, Sequence[PathLike]] = 
       config = run_config.RunConfig.from_gin()  # Before the model dir is created or changed.
     except errors.UserError as e:
       raise errors.without_gin_context(e) from None
-    # SIGTERM from here on stops the run in one line and releases the lock (termination.py).
-    with termination.on_sigterm(), run_lock.hold(model_dir):
+    # SIGTERM from here on stops the run in one line and releases the lock (loop.py).
+    with loop_lib.on_sigterm(), run_lock.hold(model_dir):
       metrics = trainer.train(model_dir, config, started=started)
   return TrainResult.of(model_dir, metrics)
 
@@ -270,7 +270,7 @@ def evaluate(model_dir: PathLike, checkpoint: str = 'latest', weights: str = 'ev
 def export(model_dir: PathLike, export_dir: Optional[PathLike] = None,
            checkpoint: str = 'best') -> ExportedClassifier:
   """Exports the classifier (Φ + S) of a run's checkpoint as a SavedModel taking uint8
-  images, as bin/export does (training/export.py).
+  images, as bin/export does (serving/export.py).
 
   Args:
     model_dir: the run directory.

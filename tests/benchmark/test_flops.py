@@ -201,7 +201,7 @@ def test_forward_variant_sets_the_critic_passes():
     variant = configs.Variant(forward=forward)
     run = suite.build_networks(config, variant, options)
     steps = suite.build_algorithm(variant, run, critic_iterations=1)
-    assert steps.config.critic_forward == forward and steps.critic is run.critic
+    assert steps.config.critic_forward == forward and steps.run is run
     sizes[forward] = _critic_input_batches(steps, batch)
   assert sizes == {'batched': [3 * batch], 'separate': [batch] * 3}
 

@@ -178,7 +178,7 @@ def test_a_relative_model_dir_resumes_after_a_kill(data_dir, tmp_path):
 def test_the_checkpoint_list_of_a_relative_directory_is_read_where_it_is(tmp_path,
                                                                          monkeypatch):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import checkpoint_integrity  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import checkpoint_integrity  # pylint: disable=g-import-not-at-top
   monkeypatch.chdir(tmp_path)
   manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)),
                                        os.path.join('run', 'checkpoints'), max_to_keep=3)

@@ -16,7 +16,7 @@ from tests.training import runs
 _HOLDER = """
 import sys
 from tf_ipmssl import errors
-from tf_ipmssl.training import run_lock
+from tf_ipmssl.run_dir import run_lock
 try:
   path = run_lock.acquire(sys.argv[1])
 except errors.ConfigError as e:

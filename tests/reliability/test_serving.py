@@ -86,7 +86,7 @@ def test_tf1_session_load_answers(exported_run, images_and_expected, tmp_path):
 
 def test_tf2_load_answers_and_keeps_the_metadata(exported_run, images_and_expected):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
   images, _, expected = images_and_expected
   export_dir = os.path.join(exported_run, 'export')
   module = tf.saved_model.load(export_dir)

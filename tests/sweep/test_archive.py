@@ -184,7 +184,7 @@ def _eval_scalars(model_dir, content=b'\x00scalars\xff'):
 
 
 def test_the_record_keeps_eval_scalars_and_the_cpu_that_saw_the_run_finish(tmp_path):
-  from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import cpu_info  # pylint: disable=g-import-not-at-top
   root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
   run = _finished_run(root, 0, 21.5)
   events = _eval_scalars(run.model_dir)

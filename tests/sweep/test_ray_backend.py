@@ -24,11 +24,11 @@ from scripts import local_server
 from tests.training import runs as train_runs
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
+from tf_ipmssl.run_dir import run_lock
 from tf_ipmssl.sweep import plan as plan_lib
 from tf_ipmssl.sweep import ray_backend
 from tf_ipmssl.sweep import runner
-from tf_ipmssl.training import run_lock
 
 RAY = os.path.join(os.path.dirname(sys.executable), 'ray')
 SWEEP = str(cells_lib.REPO_ROOT / 'bin' / 'sweep')

@@ -186,15 +186,15 @@ def test_the_lowest_labeled_error_over_a_run_is_read_from_its_eval_curve(tmp_pat
   """The minimum of the run's eval/labeled_error events, written as the trainer writes them;
   a run without an eval curve keeps None, and the other curves are not read for it."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
   root = str(tmp_path / 'sweep')
   cell = cells_lib.get_cell('table2/cifar10_sobolev_f')
   with_curve = fake_results.write_run(root, cell, 0, 30.0)
   fake_results.write_run(root, cell, 1, 31.0)
   writer = tf.summary.create_file_writer(os.path.join(with_curve, 'eval'))
   for step, labeled, test in ((50, 30.0, 20.0), (100, 7.0, 21.0), (150, 12.0, 1.0)):
-    summaries.write_scalars(writer, step, {'eval/labeled_error': labeled,
-                                           'eval/test_error': test})
+    tensorboard.write_scalars(writer, step, {'eval/labeled_error': labeled,
+                                             'eval/test_error': test})
   writer.close()
   results = tables.with_lowest_labeled_errors(tables.collect(root, [cell]))
   assert [r.lowest_labeled_error for r in results[cell.id].runs] == [7.0, None]

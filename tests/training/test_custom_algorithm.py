@@ -14,12 +14,12 @@ import tensorflow as tf
 from tests.training import runs
 from tests.training import toy_algorithm
 from tf_ipmssl import errors
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.training import algorithms
-from tf_ipmssl.training import hparams
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import semi_supervised
+from tf_ipmssl.training import tensorboard as tensorboard_lib
 
 
 def test_registered_algorithm_is_a_mode_while_registered():
@@ -75,7 +75,8 @@ def test_the_setting_weights_the_entropy_term():
                                            steps=1, batch_size=8, settings={'beta': beta},
                                            critic={'width': 0.0625})
       tf.keras.utils.set_random_seed(0)
-      steps = run_lib.Run.build(config, num_classes=10, image_shape=(32, 32, 3)).make_algorithm()
+      run = run_lib.Run.build(config, num_classes=10, image_shape=(32, 32, 3))
+      steps = config.objective.algorithm(run)
       assert steps.settings.beta == beta
       gradients = steps._gradients_impl(x_labeled, y_labeled, x_unlabeled)[0]  # pylint: disable=protected-access
       grads[beta] = np.concatenate([g.numpy().ravel() for g in gradients])
@@ -83,6 +84,18 @@ def test_the_setting_weights_the_entropy_term():
   assert np.linalg.norm(entropy_grad) > 1e-3 * np.linalg.norm(grads[0.0])
   np.testing.assert_allclose(grads[0.7], grads[0.0] + 0.7 * entropy_grad, rtol=1e-4,
                              atol=1e-6 * np.abs(grads[0.0]).max())
+
+
+def test_an_iteration_that_is_not_a_tf_function_is_refused():
+  class Eager(toy_algorithm.EntropyMinimization):
+    name = 'eager'
+
+    def iteration(self, labeled_iterator, unlabeled_iterator):
+      return {}
+
+  with pytest.raises(TypeError, match=r'Eager.iteration is not a tf.function'):
+    algorithms.register(Eager)
+  assert 'eager' not in algorithms.registered_names()
 
 
 def test_a_second_class_of_a_registered_name_is_refused():
@@ -128,7 +141,7 @@ def test_toy_algorithm_trains_through_bin_train(tmp_path):
   assert record['bindings']['entropy_minimization'] == {'beta': 0.7}
   assert 'ssl' not in record['bindings']
   assert _session_hparams(model_dir)['entropy_minimization.beta'] == 0.7
-  assert hparams.hparams_of(record, [])['entropy_minimization.beta'] == 0.7
+  assert tensorboard_lib.hparams_of(record, [])['entropy_minimization.beta'] == 0.7
   with algorithms.registered(toy_algorithm.EntropyMinimization):
     rebuilt = run_config.RunConfig.from_json(record)
   assert rebuilt.objective.settings == toy_algorithm.EntropyMinimization.Settings(beta=0.7)

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tf_ipmssl import diagnosis
 from tf_ipmssl import errors
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import fisher
-from tf_ipmssl.training import diagnosis
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
 

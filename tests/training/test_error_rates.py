@@ -8,14 +8,15 @@ import tensorflow as tf
 
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.run_dir import reporting
 from tf_ipmssl.training import evaluation
 
 
 def test_a_rate_is_one_division_of_its_count():
-  assert json.dumps(evaluation.percent(2556, 10000)) == '25.56'
-  assert json.dumps(evaluation.percent(909, 1000)) == '90.9'
-  assert evaluation.percent(1, 3) == 100 / 3
-  assert evaluation.percent(0, 0) == 0.0
+  assert json.dumps(reporting.percent(2556, 10000)) == '25.56'
+  assert json.dumps(reporting.percent(909, 1000)) == '90.9'
+  assert reporting.percent(1, 3) == 100 / 3
+  assert reporting.percent(0, 0) == 0.0
 
 
 def test_every_count_is_read_back_from_its_float32_rounding():
@@ -23,10 +24,10 @@ def test_every_count_is_read_back_from_its_float32_rounding():
   the float32 a checkpoint holds gives back percent(k, n) exactly."""
   for examples in (20, 31, 1000, 5000, 10000, 26032):
     for mistakes in range(examples + 1):
-      rate = evaluation.percent(mistakes, examples)
+      rate = reporting.percent(mistakes, examples)
       stored = np.float32(rate)
-      assert evaluation.stored_percent(stored, examples) == rate, (mistakes, examples)
-  assert np.isnan(evaluation.stored_percent(np.float32(np.nan), 10))
+      assert reporting.stored_percent(stored, examples) == rate, (mistakes, examples)
+  assert np.isnan(reporting.stored_percent(np.float32(np.nan), 10))
 
 
 def _images_and_labels(num_examples, seed=0):
@@ -52,7 +53,7 @@ def test_an_error_rate_counts_the_mistakes_batch_by_batch_without_tf_data(monkey
   predicted = np.count_nonzero(images.reshape(600, -1) >= 128, axis=1) % 10
   mistakes = int(np.count_nonzero(predicted != labels))
   assert 0 < mistakes < 600
-  assert evaluation.error_rate(predict, images, labels) == evaluation.percent(mistakes, 600)
+  assert evaluation.error_rate(predict, images, labels) == reporting.percent(mistakes, 600)
   assert sizes == [256, 256, 88]
 
 
@@ -69,6 +70,6 @@ def test_the_predict_function_traces_twice_over_many_evaluations():
       logits = np.concatenate([logits_fn(pipelines.to_model_input(images[i:i + 256])).numpy()
                                for i in range(0, len(images), 256)])
       mistakes = int(np.count_nonzero(np.argmax(logits, axis=1) != labels))
-      assert evaluation.error_rate(predict, images, labels) == evaluation.percent(
+      assert evaluation.error_rate(predict, images, labels) == reporting.percent(
           mistakes, len(labels))
   assert predict.experimental_get_tracing_count() == 2

@@ -67,7 +67,7 @@ def test_the_best_step_not_the_last_is_exported(tmp_path):
   from tf_ipmssl.data import pipelines  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.data import ssl_data  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.objectives import fisher  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import run_config  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import trainer  # pylint: disable=g-import-not-at-top
@@ -100,7 +100,7 @@ def test_the_best_step_not_the_last_is_exported(tmp_path):
 
 def test_export_rejects_wrong_shape_and_dtype(exported_run):
   from tf_ipmssl import errors  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
   _, model_dir = exported_run
   classifier = export.LoadedClassifier(os.path.join(model_dir, 'export'))
   good = np.zeros([2, 28, 28, 1], np.uint8)
@@ -185,7 +185,7 @@ def test_the_served_computation_waits_for_the_shape_asserts(resize):
   otherwise decide which message a caller sees)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.networks import critic as critic_lib  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
   shape = (32, 32, 3)
   critic = critic_lib.build_critic(2, 3, width=0.0625, seed=0)
   make = export._serving_function  # pylint: disable=protected-access

@@ -29,7 +29,7 @@ if __name__ == '__main__':  # Run as a script: the repository root on sys.path.
   sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
 from tests.training import runs  # pylint: disable=g-import-not-at-top,wrong-import-position
-from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tf_ipmssl.run_dir import cpu_info  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 FASHION_DIR = '/usr/share/datasets/fashion-mnist'
 FINGERPRINTS = pathlib.Path(__file__).with_name('fingerprints.json')

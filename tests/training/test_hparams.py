@@ -10,8 +10,8 @@ import pytest
 
 from scripts import local_server
 from tests.training import runs
-from tf_ipmssl import run_files
-from tf_ipmssl.training import hparams
+from tf_ipmssl.run_dir import run_files
+from tf_ipmssl.training import tensorboard
 
 
 @pytest.fixture(scope='module')
@@ -30,16 +30,16 @@ def sweep_root(tmp_path_factory):
   run_config = run_files.read_json(trained, run_files.RUN_CONFIG_FILE)
   run_config['numerics']['seed'] = 1
   run_files.write_json(copied, run_files.RUN_CONFIG_FILE, run_config)
-  hparams.write_run(copied)
+  tensorboard.write_run(copied)
   return str(root)
 
 
 def test_cell_and_preset_from_gin_files():
-  assert hparams.cell_and_preset(['gin/table1/cifar10_fisher_kplus1.gin',
-                                  '/x/gin/presets/cpu_fashion_mnist_100.gin']) == (
-                                      'table1/cifar10_fisher_kplus1',
-                                      'presets/cpu_fashion_mnist_100')
-  assert hparams.cell_and_preset([]) == ('', '')
+  assert tensorboard.cell_and_preset(['gin/table1/cifar10_fisher_kplus1.gin',
+                                      '/x/gin/presets/cpu_fashion_mnist_100.gin']) == (
+                                          'table1/cifar10_fisher_kplus1',
+                                          'presets/cpu_fashion_mnist_100')
+  assert tensorboard.cell_and_preset([]) == ('', '')
 
 
 def test_values_a_run_leaves_unbound_are_the_builders_defaults():
@@ -47,7 +47,7 @@ def test_values_a_run_leaves_unbound_are_the_builders_defaults():
                           'constraints': [{'type': 'Sobolev', 'component': 'f_neg'},
                                           {'type': 'GradientPenalty', 'component': 'f'}]},
             'numerics': {'seed': 3}, 'loop': {'critic_iterations': 2}, 'optimizers': {}}
-  values = hparams.hparams_of(config, ['gin/table2/cifar10_sobolev_fneg.gin'])
+  values = tensorboard.hparams_of(config, ['gin/table2/cifar10_sobolev_fneg.gin'])
   # A record of format version 1: its semi-supervised fields are the ssl settings.
   assert values['ssl.formulation'] == 'kplus1' and values['ssl.lambda_ce'] == 1.5
   assert values['ssl.critic_iterations'] == 2
@@ -56,7 +56,7 @@ def test_values_a_run_leaves_unbound_are_the_builders_defaults():
   assert values['constraints'] == 'Sobolev(f_neg) + GradientPenalty(f)'
   assert values['ipm'] == 'Sobolev + WGAN-GP'
   assert values['cell'] == 'table2/cifar10_sobolev_fneg' and values['seed'] == 3
-  assert hparams.trial_id(values) == 'table2/cifar10_sobolev_fneg/seed_3'
+  assert tensorboard.trial_id(values) == 'table2/cifar10_sobolev_fneg/seed_3'
 
 
 def test_the_trainer_writes_the_session(sweep_root):
@@ -95,13 +95,13 @@ def test_tensorboard_lists_the_runs_with_their_values(sweep_root):
     groups = _session_groups(url)
     experiment = _post(url + '/data/plugin/hparams/experiment', {'experimentName': ''})
   columns = {h['name'] for h in experiment['hparamInfos']}
-  assert columns == {name for name, _ in hparams.columns()}
+  assert columns == {name for name, _ in tensorboard.columns()}
   # The general columns, and every single-valued setting of the library's algorithms.
-  assert columns == {name for name, _ in hparams.HPARAMS} | {
+  assert columns == {name for name, _ in tensorboard.HPARAMS} | {
       'ssl.formulation', 'ssl.lambda_ce', 'ssl.reference_pairwise_f', 'ssl.critic_iterations',
       'ssl.generator_loss', 'ssl.ipm_rampup_updates', 'ssl.constraint_penalty_scale'}
   assert {m['name']['tag'] for m in experiment['metricInfos']} == {
-      name for name, _ in hparams.METRICS}
+      name for name, _ in tensorboard.METRICS}
   sessions = {}
   for group in groups['sessionGroups']:
     (session,) = group['sessions']

@@ -161,7 +161,7 @@ def test_bin_predict_equals_the_saved_model(folder_run, new_images, tmp_path):
 
 
 def test_image_paths_lists_each_real_file_once(tmp_path):
-  from tf_ipmssl import prediction  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import prediction  # pylint: disable=g-import-not-at-top
   root, outside = tmp_path / 'asked', tmp_path / 'outside'
   for path in (root / 'a.png', root / 'sub' / 'b.png', outside / 'o.png'):
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,7 +180,7 @@ def test_image_paths_lists_each_real_file_once(tmp_path):
 
 def test_predictor_takes_webp_and_refuses_animated_webp(folder_run, tmp_path):
   from PIL import Image  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl import prediction  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import prediction  # pylint: disable=g-import-not-at-top
   _, model_dir, _ = folder_run
   image = _image(np.random.default_rng(4), 190, 30, 45)
   still = str(tmp_path / 'still.webp')

@@ -60,7 +60,7 @@ def test_final_labeled_error_counts_the_last_critics_mistakes(finished_run):
 
 
 def test_best_labeled_error_counts_the_exported_classifiers_mistakes(finished_run):
-  from tf_ipmssl.training import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
   data_dir, model_dir, metrics = finished_run
   images, labels = _labeled_set(data_dir)
   assert metrics['exported'] == {'checkpoint': 'best', 'step': metrics['best']['step']}
@@ -70,8 +70,8 @@ def test_best_labeled_error_counts_the_exported_classifiers_mistakes(finished_ru
 
 def test_labeled_error_in_tensorboard_at_every_evaluation(finished_run):
   _, model_dir, metrics = finished_run
-  from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
-  values = dict(summaries.read_scalars(os.path.join(model_dir, 'eval'))['eval/labeled_error'])
+  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  values = dict(tensorboard.read_scalars(os.path.join(model_dir, 'eval'))['eval/labeled_error'])
   assert sorted(values) == [2, 4, 6, 8]
   assert values[8] == pytest.approx(metrics['final']['labeled_error'])
   assert values[metrics['best']['step']] == pytest.approx(metrics['best']['labeled_error'])

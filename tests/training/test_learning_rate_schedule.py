@@ -4,21 +4,20 @@ import os
 import pytest
 
 from tests.training import runs
-from tf_ipmssl.training import learning_rate_schedule
-from tf_ipmssl.training import summaries
+from tf_ipmssl.training import optimizers
+from tf_ipmssl.training import tensorboard
 
 
 @pytest.mark.parametrize('step, expected', [
     (0, 1.0), (5, 1.0), (6, 4 / 4), (7, 3 / 4), (9, 1 / 4),  # 10 steps, decay from step 6.
 ])
 def test_linear_decay_reaches_zero_after_the_last_step(step, expected):
-  factor = learning_rate_schedule.learning_rate_factor(step, 10, epoch=0.0,
-                                                       linear_decay_start=0.6)
+  factor = optimizers.learning_rate_factor(step, 10, epoch=0.0, linear_decay_start=0.6)
   assert factor == pytest.approx(expected, abs=1e-12)
 
 
 def test_no_schedule_and_halving_and_their_product():
-  factor = learning_rate_schedule.learning_rate_factor
+  factor = optimizers.learning_rate_factor
   assert factor(7, 10, epoch=99.0) == 1.0
   assert factor(7, 10, epoch=2.5, halving_epochs=1.0) == 0.25  # floor(2.5) halvings.
   assert factor(7, 10, epoch=2.5, halving_epochs=1.0, linear_decay_start=0.5) == (
@@ -36,7 +35,7 @@ def test_a_run_logs_the_decayed_learning_rates(tmp_path):
       'train.learning_rate_linear_decay_start': 0.5})
   result = runs.run_train(model_dir, bindings)
   assert result.returncode == 0, result.stderr[-2000:]
-  scalars = summaries.read_scalars(os.path.join(model_dir, 'train'))
+  scalars = tensorboard.read_scalars(os.path.join(model_dir, 'train'))
   # The line logged after step s shows the rate its update used: the factor of step s − 1,
   # 1 up to step 4, then (8 − (s − 1)) / 4.
   expected = [1.0, 1.0, 1.0, 1.0, 1.0, 0.75, 0.5, 0.25]

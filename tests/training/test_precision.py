@@ -5,7 +5,7 @@ import os
 import pytest
 
 from tf_ipmssl import errors
-from tf_ipmssl.training import cpu_info
+from tf_ipmssl.run_dir import cpu_info
 from tf_ipmssl.training import precision
 
 REASON = 'could not create a primitive descriptor for the convolution forward propagation'

@@ -306,7 +306,7 @@ def test_networks_and_optimizers_are_built_by_run_only():
   for program in ('evaluate', 'export'):
     assert f'api.{program}(' in (root / 'bin' / program).read_text()
   assert 'Run.from_model_dir' in pathlib.Path(root / 'tf_ipmssl/api.py').read_text()
-  assert 'Run.from_model_dir' in pathlib.Path(root / 'tf_ipmssl/training/diagnosis.py').read_text()
+  assert 'Run.from_model_dir' in pathlib.Path(root / 'tf_ipmssl/diagnosis.py').read_text()
   assert 'Run.build' in pathlib.Path(root / 'tf_ipmssl/benchmark/suite.py').read_text()
 
 

@@ -32,11 +32,11 @@ def _data(seed):
 def _stepper(config, seed):
   """The run of `config` and a callable running one of its iterations on random data."""
   run = run_lib.Run.build(config, num_classes=10, image_shape=IMAGE_SHAPE)
-  steps = run.make_algorithm()
+  algorithm = config.objective.algorithm(run)
   iterators = config.objective.algorithm.streams(
       _data(seed), lambda _, images, labels, offset: iter(pipelines.training_stream(
           images, labels, batch_size=config.loop.batch_size, seed=seed + offset)))
-  return run, lambda: steps.iteration(*iterators)
+  return run, lambda: algorithm.iteration(*iterators)
 
 
 def test_two_runs_are_built_and_stepped_in_one_process():

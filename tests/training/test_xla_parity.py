@@ -16,8 +16,7 @@ from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
-from tf_ipmssl.training import algorithms
-from tf_ipmssl.training import random_streams
+from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import semi_supervised
 
@@ -26,8 +25,8 @@ from tf_ipmssl.training import semi_supervised
 def pinned_random_draws(monkeypatch):
   noise = tf.constant(np.random.default_rng(5).normal(size=(8, 100)), tf.float32)
   alpha = tf.constant(np.random.default_rng(6).uniform(size=(8, 1, 1, 1)), tf.float32)
-  monkeypatch.setattr(random_streams, 'global_normal_slice',
-                      lambda global_batch, dim, seed, local_batch: noise[:local_batch])
+  monkeypatch.setattr(semi_supervised.SemiSupervised, '_noise',
+                      lambda self, stream, counter, local_batch: noise[:local_batch])
   monkeypatch.setattr(gradient_penalty, 'interpolation_weights',
                       lambda batch, seed, per_example=True, dtype=tf.float32: alpha[:batch])
 
@@ -41,23 +40,22 @@ def test_jit_compiled_gradients_match_plain_gradients(normalization):
   generator = generator_lib.build_generator(output_channels=1, ngf=4, seed=2)
   constraints = (fisher.Fisher('f', 0.1), sobolev.Sobolev('f_neg', 0.1),
                  gradient_penalty.GradientPenalty('f_neg'))
-  multipliers = {'fisher_f': tf.Variable(0.3), 'sobolev_f_neg': tf.Variable(-0.2)}
-  counters = {k: tf.Variable(0, dtype=tf.int64) for k in ('step', 'critic_iteration',
-                                                            'nonfinite')}
   rng = np.random.default_rng(0)
   x_labeled = tf.constant(rng.uniform(-1, 1, (8, 32, 32, 1)), tf.float32)
   y_labeled = tf.constant(rng.integers(0, 10, 8), tf.int32)
   x_real = tf.constant(rng.uniform(-1, 1, (8, 32, 32, 1)), tf.float32)
   gradients = {}
   for jit in (False, True):
+    config = run_config.RunConfig.create(
+        settings=dict(formulation='kplus1', constraints=constraints, lambda_ce=1.5,
+                      critic_iterations=1),
+        batch_size=8, seed=3, jit_compile=jit, steps=1)
+    state = run_lib.RunState(config.objective.constraints)
+    state.multipliers['fisher_f'].assign(0.3)
+    state.multipliers['sobolev_f_neg'].assign(-0.2)
+    # The networks above and no optimizers: only the gradients are computed.
     steps = semi_supervised.SemiSupervised(
-        algorithms.StepConfig.of(run_config.RunConfig.create(
-            settings=dict(formulation='kplus1', constraints=constraints, lambda_ce=1.5,
-                          critic_iterations=1),
-            batch_size=8, seed=3, jit_compile=jit, steps=1)),
-        strategy=tf.distribute.get_strategy(), critic=critic, generator=generator,
-        critic_optimizer=None, generator_optimizer=None, multipliers=multipliers,
-        counters=counters)
+        run_lib.Run(config, critic, generator, None, None, None, state))
     compute = steps._critic_gradients if jit else tf.function(steps._critic_gradients)  # pylint: disable=protected-access
     grads, values, _ = compute(x_labeled, y_labeled, x_real, tf.constant(5, tf.int64))
     gradients[jit] = ([g.numpy() for g in grads], {k: float(v) for k, v in values.items()})

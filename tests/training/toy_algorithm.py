@@ -6,8 +6,10 @@ Minimization", 2005) trains the critic's classifier S(Φ(x)) on
   CE(x_l, y_l) + β · H(softmax(S(Φ(x_u)))),
 
 the labeled cross-entropy plus the mean prediction entropy on the unlabeled images; there is
-no generator and no constraint. It uses the pieces every algorithm shares
-(algorithms.Algorithm) and writes its own iteration. β is its own setting (`Settings`),
+no generator and no constraint. It uses the labeled cross-entropy of the critic objective
+(critic_objective.labeled_cross_entropy) and the steps every algorithm shares
+(algorithms.Algorithm: gradients, first_replica, count_critic_update, end_iteration), and
+writes its own iteration, a tf.function. β is its own setting (`Settings`),
 bound in gin as `entropy_minimization.beta`. A library module decorates its class with
 `@algorithms.register`; here the class is registered by the module a gin file imports
 (register_toy_algorithm.py), so that this test process registers it only for the block that
@@ -22,6 +24,7 @@ import dataclasses
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl.objectives import critic_objective
 from tf_ipmssl.objectives import global_moments
 from tf_ipmssl.training import algorithms
 
@@ -40,28 +43,30 @@ class EntropyMinimization(algorithms.Algorithm):
   def check_settings(cls, settings):
     errors.check_number(f'{cls.name}.beta', settings.beta, low=0.0)
 
-  def __init__(self, config, **run_pieces):
-    super().__init__(config, **run_pieces)
-    self.variables = self.critic.phi_and_s_variables
+  def __init__(self, run, strategy=None, **changes):
+    super().__init__(run, strategy, **changes)
+    self.variables = run.critic.phi_and_s_variables
     self._gradients = self.compile_piece(self._gradients_impl)
 
   def _gradients_impl(self, x_labeled, y_labeled, x_unlabeled):
+    critic, batch_size = self.run.critic, self.run_config.loop.batch_size
     with tf.GradientTape() as tape:
-      ce, _ = self.labeled_cross_entropy(x_labeled, y_labeled)
-      logits = tf.cast(self.critic.classify(x_unlabeled, training=True), tf.float32)
-      log_p = tf.nn.log_softmax(logits)
-      entropy = -tf.reduce_sum(tf.exp(log_p) * log_p) / self.run_config.loop.batch_size
-      loss = self.scaled(self.critic_optimizer, ce + self.settings.beta * entropy)
-    grads = tape.gradient(loss, self.variables)
+      ce, _ = critic_objective.labeled_cross_entropy(
+          critic.classify(x_labeled, training=True), y_labeled, batch_size)
+      log_p = tf.nn.log_softmax(critic.classify(x_unlabeled, training=True))
+      entropy = -tf.reduce_sum(tf.exp(log_p) * log_p) / batch_size
+      loss = ce + self.settings.beta * entropy
+    grads = self.gradients(tape, loss, self.variables, self.run.critic_optimizer)
     return grads, ce, entropy
 
   def _replica_step(self, x_labeled, y_labeled, x_unlabeled):
     grads, ce, entropy = self._gradients(x_labeled, y_labeled, x_unlabeled)
-    self.critic_optimizer.apply_gradients(zip(grads, self.variables))
+    self.run.critic_optimizer.apply_gradients(zip(grads, self.variables))
     ce, entropy = global_moments.replica_all_reduce_sum((ce, entropy))
     return {'ce': ce, 'entropy': entropy, 'grad_norm/critic': algorithms.global_norm(grads)}
 
-  def train_iteration(self, labeled_iterator, unlabeled_iterator):
+  @tf.function
+  def iteration(self, labeled_iterator, unlabeled_iterator):
     x_labeled, y_labeled = next(labeled_iterator)
     x_unlabeled = next(unlabeled_iterator)
     values = self.first_replica(self.strategy.run(

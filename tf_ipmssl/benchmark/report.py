@@ -126,7 +126,7 @@ def machine_info():
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_ipmssl import version  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import cpu_info  # pylint: disable=g-import-not-at-top
   info = cpu_info.cpuinfo()
   cpu_flags = cpu_info.flags(info)
   return {

@@ -34,8 +34,8 @@ from tf_ipmssl.benchmark import flops
 from tf_ipmssl.benchmark import report
 from tf_ipmssl.benchmark import timing
 from tf_ipmssl.data import pipelines
+from tf_ipmssl.serving import export
 from tf_ipmssl.training import evaluation
-from tf_ipmssl.training import export
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config as run_config_lib
 
@@ -112,11 +112,11 @@ def build_networks(config, variant, options) -> run_lib.Run:
 
 
 def build_algorithm(variant, run, **settings):
-  """The run's algorithm (Run.make_algorithm) on the default (single-device) strategy,
-  with the variant's critic forward and the algorithm's settings changed by `settings`
-  (ssl's critic_iterations)."""
-  return run.make_algorithm(
-      critic_forward=variant.forward,
+  """The run's algorithm (the class train.mode names, as bin/train makes it) on the default
+  (single-device) strategy, with the variant's critic forward and the algorithm's settings
+  changed by `settings` (ssl's critic_iterations)."""
+  return run.config.objective.algorithm(
+      run, critic_forward=variant.forward,
       settings=dataclasses.replace(run.config.objective.settings, **settings))
 
 

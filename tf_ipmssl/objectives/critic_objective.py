@@ -116,7 +116,7 @@ def critic_objective(
   # Moments, λ and B take the critic's dtype (float32 in training, float64 in gradient checks).
   dtype = raw[_REAL][0].dtype
   b = tf.cast(global_batch_size, dtype)
-  m = _local_moments(raw, outputs, y_labeled, constraints, input_grads, b, dtype, pairwise_f)
+  m = _local_moments(raw, outputs, y_labeled, constraints, input_grads, b, pairwise_f)
   lambdas = {name: tf.stop_gradient(
       tf.cast(tf.convert_to_tensor(v, dtype_hint=dtype), dtype))
              for name, v in multipliers.items()}
@@ -125,6 +125,27 @@ def critic_objective(
       m, objective, all_reduce_sum)
   return ObjectiveResult(surrogate_loss=surrogate, values=values, omegas=omegas)
 
+
+def labeled_cross_entropy(class_logits, labels, global_batch_size):
+  """CE(S(Φ(x_l)), y_l) and the accuracy of a replica's labeled batch, each summed over the
+  replica's examples and divided by the global batch size (so that their sum over the
+  replicas is the global batch's mean), in the logits' dtype.
+
+  The CE of the critic objective's λ_CE term, and the loss of the supervised baseline
+  (supervised.py).
+
+  Args:
+    class_logits: S(Φ(x_l)), [B_replica, K].
+    labels: y_l, [B_replica] integers.
+    global_batch_size: B over all replicas (a number or a scalar tensor).
+  """
+  labels = tf.cast(labels, tf.int32)
+  b = tf.cast(global_batch_size, class_logits.dtype)
+  ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=labels, logits=class_logits)) / b
+  correct = tf.equal(tf.argmax(class_logits, axis=-1, output_type=tf.int32), labels)
+  accuracy = tf.reduce_sum(tf.cast(correct, class_logits.dtype)) / b
+  return ce, accuracy
 
 
 def _interpolates(x_real, x_fake, constraints, alpha_seed):
@@ -206,18 +227,13 @@ def _batched_calls(critic, inputs, constraints, tape, training):
   return raw, grad_stack
 
 
-def _local_moments(raw, outputs, y_labeled, constraints, input_grads, b, dtype, pairwise_f):
+def _local_moments(raw, outputs, y_labeled, constraints, input_grads, b, pairwise_f):
   """Replica-local contributions to every global mean (local sum / global batch size)."""
   m = {
       'mean_f_real': tf.reduce_sum(outputs[_REAL].f) / b,
       'mean_f_fake': tf.reduce_sum(outputs[_FAKE].f) / b,
   }
-  labeled_logits = raw[_LABELED][1]
-  m['ce'] = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=tf.cast(y_labeled, tf.int32), logits=labeled_logits)) / b
-  m['labeled_accuracy'] = tf.reduce_sum(tf.cast(tf.equal(
-      tf.argmax(labeled_logits, axis=-1, output_type=tf.int32),
-      tf.cast(y_labeled, tf.int32)), dtype)) / b
+  m['ce'], m['labeled_accuracy'] = labeled_cross_entropy(raw[_LABELED][1], y_labeled, b)
   for c in constraints:
     m.update(c.local_moments(constraint_lib.ConstraintInputs(
         outputs={_REAL: outputs[_REAL], _FAKE: outputs[_FAKE]},

@@ -25,7 +25,7 @@ import shutil
 from typing import Sequence, Tuple
 
 from tf_ipmssl import errors
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.sweep import plan as plan_lib
 from tf_ipmssl.sweep import tables as tables_lib
 
@@ -119,7 +119,7 @@ def save(run: plan_lib.Run, archive: str) -> bool:
 
 def _this_cpu() -> dict:
   """This machine's CPU as versions.json names it (model name and kernels' signature)."""
-  from tf_ipmssl.training import cpu_info  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import cpu_info  # pylint: disable=g-import-not-at-top
   return cpu_info.description()
 
 

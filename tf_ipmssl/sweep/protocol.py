@@ -15,7 +15,7 @@ import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tf_ipmssl import errors
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.sweep import claims
 from tf_ipmssl.sweep import paired_test
 from tf_ipmssl.sweep import results_page
@@ -86,13 +86,13 @@ def late_validation_error(run: tables_lib.RunResult) -> Optional[float]:
   """The validation error averaged over the run's last LATE_EVALUATIONS evaluations (its
   eval curve; a step evaluated twice across sessions counts once, the later value); None
   where the run keeps no curve."""
-  from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
   if not run.has_record or not run.model_dir:
     return None
   directory = os.path.join(run.model_dir, run_files.EVAL_SUMMARY_DIR)
   if not os.path.isdir(directory):
     return None
-  curve = dict(summaries.read_scalars(directory).get(VALIDATION_CURVE, ()))
+  curve = dict(tensorboard.read_scalars(directory).get(VALIDATION_CURVE, ()))
   if len(curve) < LATE_EVALUATIONS:
     return None
   return statistics.fmean(curve[s] for s in sorted(curve)[-LATE_EVALUATIONS:])

@@ -33,10 +33,10 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
+from tf_ipmssl.run_dir import run_lock
 from tf_ipmssl.sweep import plan as plan_lib
 from tf_ipmssl.sweep import runner
-from tf_ipmssl.training import run_lock
 
 ATTEMPT_FILE = 'ray_attempt.json'
 # bin/train's exit status after SIGTERM (it checkpoints and exits): a preempted run.

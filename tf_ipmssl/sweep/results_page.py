@@ -10,7 +10,7 @@ import re
 import textwrap
 from typing import Dict, List
 
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.sweep import tables as tables_lib
 
 WIDTH = 92

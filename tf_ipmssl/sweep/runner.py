@@ -27,7 +27,7 @@ import time
 from typing import Callable, List, Optional, Sequence
 
 from tf_ipmssl import cells as cells_lib
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.sweep import archive as archive_lib
 from tf_ipmssl.sweep import plan as plan_lib
 

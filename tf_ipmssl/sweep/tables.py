@@ -20,9 +20,9 @@ import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tf_ipmssl import cells as cells_lib
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
+from tf_ipmssl.run_dir import wall_time
 from tf_ipmssl.sweep import plan as plan_lib
-from tf_ipmssl.training import wall_time
 
 
 # In an archive's run directory: the CPU of the machine that saw the run finish, for a run
@@ -116,12 +116,12 @@ def with_lowest_labeled_errors(results: Dict[str, 'CellResult']) -> Dict[str, 'C
   """`results` with each run's lowest labeled-set error over its evaluations, read from the
   eval curve kept in its model directory (its TensorBoard events: this imports TensorFlow);
   runs without the curve are left as they are."""
-  from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
   def lowest(run):
     directory = os.path.join(run.model_dir, run_files.EVAL_SUMMARY_DIR)
     if not run.model_dir or not os.path.isdir(directory):
       return run
-    curve = summaries.read_scalars(directory).get(LABELED_ERROR_CURVE)
+    curve = tensorboard.read_scalars(directory).get(LABELED_ERROR_CURVE)
     if not curve:
       return run
     return dataclasses.replace(run, lowest_labeled_error=min(v for _, v in curve))

@@ -2,10 +2,10 @@
 
 An algorithm is a subclass of `Algorithm` that owns its iteration and its settings. Its
 class methods say what the run needs before anything is built (its settings, constraints and
-data, what an epoch is, whether it trains a generator); an instance, made by
-run.Run.make_algorithm from a `StepConfig`, holds the run's networks, optimizers,
-multipliers and counters and runs the iterations under a tf.distribute strategy. The
-library's two:
+data, what an epoch is, whether it trains a generator); an instance, made by the trainer as
+`config.objective.algorithm(run, strategy)`, updates that run.Run: its networks, optimizers,
+multipliers and counters are the run's, read as `self.run.critic`, `self.run.state.counters`,
+and so on. The library's two:
 
 - semi_supervised.SemiSupervised ('ssl', docs/algorithm.md#training-loop): n_c critic
   iterations on labeled, unlabeled and generated batches, then one generator iteration.
@@ -19,12 +19,23 @@ fields), each field a setting with its default, bound in gin under the algorithm
 a ConfigError naming `<name>.<setting>` and the fix); the run configuration holds the result
 (run_config.RunConfig.objective.settings) and writes it to run_config.json and the HParams.
 
-What every algorithm's iterations share is in `Algorithm`: the optional XLA compilation of a
-replica's gradient computation, loss scaling, coupled weight decay, the labeled
-cross-entropy, the weight average, the step counter and the non-finite check. Each algorithm
-writes its own iteration (`train_iteration`) from these; `iteration` is its compiled form.
-Tapes and optimizer calls run inside `strategy.run`; whatever updates variables shared by the
-replicas runs in cross-replica context with values identical on every replica.
+An instance's `iteration(*iterators)` is one training iteration on the distributed iterators
+of its `streams`, in cross-replica context; the subclass writes it in its own module,
+decorated with `@tf.function` (one graph, traced at the first call), and the training loop
+calls it once per step. Tapes and optimizer calls run inside `strategy.run`; whatever updates
+variables shared by the replicas runs in cross-replica context with values identical on every
+replica. What every algorithm's iteration needs is a few named steps of `Algorithm`, in the
+order an iteration calls them:
+
+  compile_piece(fn)           (in __init__) a replica's gradient computation, XLA-compiled
+                              when the run asks for it
+  gradients(tape, loss, ...)  in a replica: ∇loss, loss-scaled when the run scales losses, plus
+                              the coupled weight decay
+  first_replica(values)       the values of the first replica (identical on every replica)
+  count_critic_update()       after a critic update: the update counter, the weight average
+  end_iteration(values)       the step counter; a non-finite logged value is counted
+
+and `global_norm(gradients)`, the logged gradient norm.
 
 A new algorithm is one module: a subclass decorated with `@register` (its `name` is the
 value of train.mode); a second class of a registered name is refused. A gin file can
@@ -49,8 +60,9 @@ _ALGORITHMS = {}
 _CALLBACKS = []
 
 
-def global_norm(tensors):
-  return tf.linalg.global_norm([t for t in tensors if t is not None])
+def global_norm(gradients):
+  """The global norm of `gradients` (those that are not None)."""
+  return tf.linalg.global_norm([g for g in gradients if g is not None])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,9 +104,7 @@ class Algorithm:
 
   The defaults are those of an algorithm without settings that trains the critic alone, one
   update per step, with no constraint; a subclass overrides what differs and defines
-  `train_iteration(*iterators)`, one training iteration in cross-replica context on the
-  distributed iterators of its `streams`, compiling its per-replica gradient computations
-  with `compile_piece`.
+  `iteration(*iterators)`, decorated with `@tf.function`.
   """
   name = None
   # The algorithm's settings: a frozen dataclass whose fields all have defaults.
@@ -102,11 +112,11 @@ class Algorithm:
   # Whether the run has (and logs, samples, checkpoints) a generator.
   trains_generator = False
   # Whether bin/diagnose can split the critic's gradient into its IPM, CE and constraint
-  # terms (diagnosis.py): the critic objective is critic_objective.critic_objective with the
-  # settings formulation, lambda_ce, reference_pairwise_f and ipm_rampup_updates.
+  # terms (tf_ipmssl/diagnosis.py): the critic objective is critic_objective.critic_objective
+  # with the settings formulation, lambda_ce, reference_pairwise_f and ipm_rampup_updates.
   splits_critic_gradient = False
-  # The training streams `train_iteration` reads, in this order: 'labeled' (images and
-  # labels) and 'unlabeled' (images); an epoch is a pass over `epoch_set`.
+  # The training streams `iteration` reads, in this order: 'labeled' (images and labels)
+  # and 'unlabeled' (images); an epoch is a pass over `epoch_set`.
   reads = ('labeled',)
   epoch_set = 'labeled'
 
@@ -174,45 +184,38 @@ class Algorithm:
                'unlabeled': (data.unlabeled_images, None, 1)}
     return tuple(stream(name, *sources[name]) for name in cls.reads)
 
-  # ----- an instance: the run's networks and state -----
+  # ----- an instance: the run it updates -----
 
-  def __init__(self, config, *, strategy, critic, generator, critic_optimizer,
-               generator_optimizer, multipliers, counters, averaged_critic=None):
+  def __init__(self, run, strategy=None, **changes):
     """Args:
-      config: the StepConfig of the run.
-      strategy: the tf.distribute strategy the networks were built under.
-      critic, generator: the networks (generator None where the algorithm trains none);
-        optimizers: their (built) optimizers.
-      multipliers: λ variable per multiplier constraint, keyed by constraint name.
-      counters: dict of the 'step', 'critic_iteration' and 'nonfinite' variables.
-      averaged_critic: None, or the weight average updated after every critic step
-        (weight_averaging.py) with decay train.critic_ema_decay.
+      run: the run.Run it updates (networks, optimizers, multipliers and counters); its
+        generator is None where the algorithm trains none.
+      strategy: the tf.distribute strategy the run was built under (default: the current
+        one).
+      changes: StepConfig fields to override (the benchmark's settings and critic_forward).
     """
-    if config.run_config.loop.batch_size % strategy.num_replicas_in_sync:
+    self.run = run
+    self.config = StepConfig.of(run.config, **changes)
+    self.run_config, self.objective = self.config.run_config, self.config.run_config.objective
+    self.settings = self.config.settings
+    self.strategy = strategy or tf.distribute.get_strategy()
+    replicas = self.strategy.num_replicas_in_sync
+    if self.run_config.loop.batch_size % replicas:
       raise errors.ConfigError(
-          f'the batch size {config.run_config.loop.batch_size} does not split evenly over '
-          f'{strategy.num_replicas_in_sync} replicas; choose a multiple of the replica count')
-    critic_objective_lib.is_batched(critic, config.critic_forward)  # ValueError if it can't.
-    self.config = config
-    self.run_config, self.objective = config.run_config, config.run_config.objective
-    self.settings = config.settings
-    self.strategy = strategy
-    self.critic = critic
-    self.generator = generator
-    self.critic_optimizer = critic_optimizer
-    self.generator_optimizer = generator_optimizer
-    self.multipliers = multipliers
-    self.counters = counters
-    self.average_pairs = (weight_averaging.averaged_pairs(critic, averaged_critic)
-                          if averaged_critic is not None else None)
+          f'the batch size {self.run_config.loop.batch_size} does not split evenly over '
+          f'{replicas} replicas; choose a multiple of the replica count')
+    # A ValueError for a critic forward mode the critic cannot take.
+    critic_objective_lib.is_batched(run.critic, self.config.critic_forward)
+    self.average_pairs = (weight_averaging.averaged_pairs(run.critic, run.averaged_critic)
+                          if run.averaged_critic is not None else None)
     # XLA compiles the forward/backward computation of one replica. All-reduces (global
     # moments, synchronized batch norm) cannot sit in a nested tf.function under several
     # replicas, so XLA is used on one replica only; otherwise the pieces are traced inline.
-    self.jit_compile = config.run_config.numerics.jit_compile and strategy.num_replicas_in_sync == 1
-    self.iteration = tf.function(self.train_iteration)
+    self.jit_compile = self.run_config.numerics.jit_compile and replicas == 1
 
-  def train_iteration(self, *iterators):
-    """One training iteration on the distributed iterators; returns the logged values."""
+  def iteration(self, *iterators):
+    """One training iteration on the distributed iterators, in cross-replica context;
+    returns the logged values. A subclass defines it with `@tf.function`."""
     raise NotImplementedError
 
   def compile_piece(self, fn):
@@ -221,46 +224,48 @@ class Algorithm:
 
   # ----- in a replica's context -----
 
-  def scaled(self, optimizer, loss):
-    return optimizer.scale_loss(loss) if self.run_config.numerics.loss_scaling else loss
+  def gradients(self, tape, loss, variables, optimizer, decays=None):
+    """∇loss over `variables` (`loss` recorded by `tape`), plus the coupled weight decay
+    wd·w of each variable for `decays` (weight_decay.py; None: no decay).
 
-  def with_decay(self, optimizer, grads, variables, decays):
-    replicas = self.strategy.num_replicas_in_sync
-    scale = optimizer.scale_loss(1.0) if self.run_config.numerics.loss_scaling else 1.0
-    decays = [d * scale for d in decays]
-    return weight_decay.add_coupled_weight_decay(grads, variables, decays, replicas)
-
-  def labeled_cross_entropy(self, x_labeled, y_labeled):
-    """The classifier's mean cross-entropy and accuracy on a replica's labeled batch (each
-    summed over the replica's examples, divided by the global batch)."""
-    logits = tf.cast(self.critic.classify(x_labeled, training=True), tf.float32)
-    labels = tf.cast(y_labeled, tf.int32)
-    batch = self.run_config.loop.batch_size
-    ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=labels, logits=logits)) / batch
-    accuracy = tf.reduce_sum(tf.cast(tf.equal(
-        tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)) / batch
-    return ce, accuracy
+    When the run scales losses (mixed_float16), both are multiplied by `optimizer`'s loss
+    scale, which its apply_gradients divides out: the tape differentiates `loss` with the
+    scale as the output gradient, which is the gradient of the scaled loss.
+    """
+    scale = optimizer.scale_loss(1.0) if self.run_config.numerics.loss_scaling else None
+    grads = tape.gradient(
+        loss, variables, output_gradients=None if scale is None else tf.cast(scale, loss.dtype))
+    if decays is None:
+      return grads
+    if scale is not None:
+      decays = [d * scale for d in decays]
+    return weight_decay.add_coupled_weight_decay(grads, variables, decays,
+                                                 self.strategy.num_replicas_in_sync)
 
   # ----- in cross-replica context -----
 
   def first_replica(self, values):
+    """The first replica's part of each per-replica value of `values` (a structure)."""
     return tf.nest.map_structure(
         lambda v: self.strategy.experimental_local_results(v)[0], values)
 
   def count_critic_update(self):
     """After a critic update: the update counter, then the weight average."""
-    self.counters['critic_iteration'].assign_add(1)
+    counters = self.run.state.counters
+    counters['critic_iteration'].assign_add(1)
     if self.average_pairs is not None:
-      weight_averaging.update_average(self.average_pairs, self.run_config.numerics.critic_ema_decay,
-                                      self.counters['critic_iteration'].read_value())
+      weight_averaging.update_average(self.average_pairs,
+                                      self.run_config.numerics.critic_ema_decay,
+                                      counters['critic_iteration'].read_value())
 
   def end_iteration(self, values):
-    """After an iteration: the step counter, and a non-finite value of `values` counted."""
-    self.counters['step'].assign_add(1)
+    """After an iteration: the step counter, and a non-finite value of `values` counted;
+    returns `values`."""
+    counters = self.run.state.counters
+    counters['step'].assign_add(1)
     finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(tf.cast(v, tf.float32)))
                             for v in tf.nest.flatten(values)])
-    self.counters['nonfinite'].assign_add(tf.cast(tf.logical_not(finite), tf.int64))
+    counters['nonfinite'].assign_add(tf.cast(tf.logical_not(finite), tf.int64))
     return values
 
 
@@ -268,7 +273,7 @@ def register(cls):
   """Class decorator: `cls` (an Algorithm subclass) becomes the algorithm train.mode = its
   `name` names, and is passed to the `when_registered` callbacks. Raises ValueError when
   another class has that name, TypeError when its Settings is not a frozen dataclass whose
-  fields have defaults."""
+  fields have defaults or its `iteration` is not a tf.function."""
   if not (isinstance(cls, type) and issubclass(cls, Algorithm)) or not cls.name:
     raise TypeError(f'{cls!r} is not an Algorithm subclass with a name')
   if cls.name in _ALGORITHMS:
@@ -279,6 +284,9 @@ def register(cls):
       f.default is not dataclasses.MISSING for f in dataclasses.fields(settings))):
     raise TypeError(f'{cls.__name__}.Settings is not a frozen dataclass whose fields all '
                     'have defaults')
+  if not isinstance(cls.iteration, tf.types.experimental.PolymorphicFunction):
+    raise TypeError(f'{cls.__name__}.iteration is not a tf.function: decorate it with '
+                    '@tf.function (each training step then runs as one graph)')
   _ALGORITHMS[cls.name] = cls
   for callback in tuple(_CALLBACKS):
     callback(cls)

@@ -1,5 +1,6 @@
 """The training loop and what it does besides training: the learning-rate schedule,
-evaluation and model selection, samples, logging, early stopping and checkpoints.
+evaluation and model selection, samples, logging (TensorBoard and the progress line),
+early stopping and checkpoints.
 
 `train_loop` runs a run's iterations from a step to the end (or an early stop); `Loop`
 holds the periodic work. Ctrl-C ends the loop with errors.Interrupted (checkpoints up to the
@@ -7,27 +8,60 @@ last `checkpoint_every`); SIGTERM with a checkpoint at the step in progress, the
 errors.Terminated (before the session's first step: at once, with nothing new to save).
 A checkpoint SIGTERM adds between two `checkpoint_every` steps leaves the save counter
 where it was, so that the resumed run's checkpoints equal an uninterrupted run's.
+
+SIGTERM is a request to stop at the end of the current step (cluster preemption): SLURM,
+Kubernetes and preemptible VMs stop a job with SIGTERM and a grace period before SIGKILL.
+While `on_sigterm()` is active the signal only sets a flag, which the loop checks after
+every completed step; the program ends with one line and exit status 143 (128 + SIGTERM),
+so that rerunning the same command resumes exactly there (docs/reliability.md). bin/train
+keeps it active from before it takes the run's lock until it has released it: a SIGTERM
+before the first step stops the run there (one line, 143), one after the last step lets the
+export finish (exit 0); either way the lock is released.
 """
+import contextlib
 import functools
 import math
 import os
+import signal
+import threading
 import time
 
 import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import reporting
+from tf_ipmssl.run_dir import run_files
+from tf_ipmssl.run_dir import run_record
+from tf_ipmssl.run_dir import wall_time
 from tf_ipmssl.training import evaluation
-from tf_ipmssl.training import learning_rate_schedule
+from tf_ipmssl.training import optimizers
 from tf_ipmssl.training import random_streams
-from tf_ipmssl.training import reporting
-from tf_ipmssl.training import run_record
-from tf_ipmssl.training import summaries
-from tf_ipmssl.training import wall_time
+from tf_ipmssl.training import tensorboard
 
 # The progress line shows these values (and every omega/ and lambda/).
 _SHOWN = ('ce', 'ipm', 'critic_loss', 'generator_loss')
+
+
+def format_duration(seconds):
+  if not math.isfinite(seconds):
+    return '?'
+  seconds = int(seconds)
+  hours, rest = divmod(seconds, 3600)
+  minutes, secs = divmod(rest, 60)
+  return f'{hours}h{minutes:02d}m{secs:02d}s' if hours else f'{minutes}m{secs:02d}s'
+
+
+def progress_line(step, total_steps, epoch, images_per_second, eta_seconds, scalars,
+                  validation_error=None):
+  """One line: step, epoch, speed, ETA, then the logged scalars (CE, IPM, Ω's, λ's...)."""
+  parts = [f'step {step}/{total_steps}', f'epoch {epoch:.2f}',
+           f'{images_per_second:.1f} img/s', f'ETA {format_duration(eta_seconds)}']
+  for name in sorted(scalars):
+    parts.append(f'{name} {scalars[name]:.4g}')
+  if validation_error is not None:
+    parts.append(f'val_err {validation_error:.2f}%')
+  return ' | '.join(parts)
 
 
 def _charged_to(part):
@@ -94,7 +128,7 @@ class Loop:
     o = self.config.optimizers
     if o.learning_rate_halving_epochs is None and o.learning_rate_linear_decay_start is None:
       return
-    factor = learning_rate_schedule.learning_rate_factor(
+    factor = optimizers.learning_rate_factor(
         step, self.length.total_steps, self.length.epoch(step), o.learning_rate_halving_epochs,
         o.learning_rate_linear_decay_start)
     self.run.critic_optimizer.learning_rate.assign(o.critic_rate * factor)
@@ -155,7 +189,7 @@ class Loop:
     if val_error is not None:
       scalars['eval/validation_error'] = val_error
     scalars['eval/labeled_error'] = labeled_error
-    summaries.write_scalars(self.eval_writer, step, scalars)
+    tensorboard.write_scalars(self.eval_writer, step, scalars)
     self._set_final({'step': step, 'validation_error': val_error, 'test_error': test_error,
                      'labeled_error': labeled_error})
 
@@ -177,14 +211,14 @@ class Loop:
     """The test error of an early stop's last evaluation, which did not improve."""
     if self.final['test_error'] is None and len(self.data.test_labels):
       test_error = self.test_error()
-      summaries.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
+      tensorboard.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
       self._set_final({**self.final, 'test_error': test_error})
 
   @_charged_to('checkpoints')
   def write_samples(self, step):
     if self.run.generator is None:
       return
-    grid = summaries.image_grid(
+    grid = tensorboard.image_grid(
         tf.cast(self.run.generator(self.sample_noise, training=False), tf.float32))
     with self.writer.as_default(step=step):
       tf.summary.image('generator_samples', grid)
@@ -214,13 +248,12 @@ class Loop:
     length = self.length
     seconds = (time.time() - self.interval_start) / (step - self.interval_first_step)
     scalars = self._scalars(values, seconds)
-    summaries.write_scalars(self.writer, step, scalars)
+    tensorboard.write_scalars(self.writer, step, scalars)
     shown = {k: v for k, v in scalars.items()
              if k in _SHOWN or k.startswith(('omega/', 'lambda/'))}
-    print(summaries.progress_line(step, length.total_steps, length.epoch(step),
-                                  scalars['images_per_second'],
-                                  seconds * (length.total_steps - step), shown,
-                                  self.final['validation_error']), flush=True)
+    print(progress_line(step, length.total_steps, length.epoch(step),
+                        scalars['images_per_second'], seconds * (length.total_steps - step),
+                        shown, self.final['validation_error']), flush=True)
     self.interval_start, self.interval_first_step = time.time(), step
 
   def patience_ran_out(self, step):
@@ -252,9 +285,10 @@ class Loop:
     run_files.write_metrics(self.model_dir, self.record(step, finished))
 
 
-def train_loop(loop, run_iteration, step, sigterm, training_done):
-  """Trains from `step` to the end (or an early stop); returns the last step (see the
-  module doc for Ctrl-C and SIGTERM)."""
+def train_loop(loop, algorithm, streams, step, sigterm, training_done):
+  """Trains from `step` to the end (or an early stop): each step is one
+  `algorithm.iteration(*streams)` (the run's algorithms.Algorithm on the distributed
+  iterators it reads). Returns the last step (see the module doc for Ctrl-C and SIGTERM)."""
   length, every = loop.length, loop.config.loop
   export = every.export_classifier
   try:
@@ -265,7 +299,7 @@ def train_loop(loop, run_iteration, step, sigterm, training_done):
             f'checkpoint: {loop.run.manager.latest_checkpoint or "none yet"}): rerun the same '
             'command to resume')
       loop.set_learning_rates(step)
-      values = run_iteration()
+      values = algorithm.iteration(*streams)
       loop.split.switch('training')  # The session's first step ends its start-up.
       step += 1
       loop.record_operative_config_once()
@@ -298,3 +332,38 @@ def train_loop(loop, run_iteration, step, sigterm, training_done):
         f'interrupted at step {step}; rerun the same command to resume (latest checkpoint: '
         f'{kept})') from None
   return step
+
+
+class _Request:
+  requested = False
+
+
+# The request of the outermost on_sigterm() in force, shared by those nested in it.
+_active = None
+
+
+@contextlib.contextmanager
+def on_sigterm():
+  """Yields an object whose `requested` turns True when SIGTERM arrives; restores the
+  previous handler on exit. Nested in another, it yields the outer one's request. Outside
+  the main thread (no signal handlers there) it yields a request that never turns True."""
+  global _active
+  if _active is not None:
+    yield _active
+    return
+  request = _Request()
+  if threading.current_thread() is not threading.main_thread():
+    yield request
+    return
+
+  def handler(signum, frame):
+    del signum, frame
+    request.requested = True
+
+  previous = signal.signal(signal.SIGTERM, handler)
+  _active = request
+  try:
+    yield request
+  finally:
+    _active = None
+    signal.signal(signal.SIGTERM, previous)

@@ -3,11 +3,12 @@
 Noise for the critic's generated batch, the generator step, GP interpolation weights, the
 fixed sample grid and each training stream's augmentation (its batch number the counter) are
 pure functions of the run's seed and the iteration counter, so a resumed run draws exactly
-what an uninterrupted run would (no RNG state to checkpoint), and
-every replica can draw the *global* batch's noise and keep its own slice: the same numbers
-as on one device. The algorithm is pinned to Philox. Under XLA (jit_compile) the same seed
-still gives other numbers: TensorFlow's XLA kernels for these ops draw a different stream
-than its CPU/GPU kernels for the same key and counter (tests/training/test_xla_parity.py).
+what an uninterrupted run would (no RNG state to checkpoint), and every replica can draw the
+*global* batch's noise and keep its own slice: the same numbers as on one device
+(semi_supervised.SemiSupervised._noise). The algorithm is pinned to Philox. Under XLA
+(jit_compile) the same seed still gives other numbers: TensorFlow's XLA kernels for these
+ops draw a different stream than its CPU/GPU kernels for the same key and counter
+(tests/training/test_xla_parity.py).
 """
 import tensorflow as tf
 
@@ -21,16 +22,3 @@ def stream_seed(seed, stream, counter):
   return tf.stack([tf.cast(seed, tf.int64),
                    tf.cast(stream, tf.int64) * (1 << 40) + tf.cast(counter, tf.int64)])
 
-
-def replica_slice(global_values, local_batch_size):
-  """This replica's rows of a tensor drawn for the whole global batch."""
-  context = tf.distribute.get_replica_context()
-  replica_id = 0 if context is None else context.replica_id_in_sync_group
-  start = tf.cast(replica_id, tf.int32) * local_batch_size
-  return global_values[start:start + local_batch_size]
-
-
-def global_normal_slice(global_batch_size, dim, seed, local_batch_size):
-  """N(0, I) noise for the global batch, this replica's slice."""
-  noise = tf.random.stateless_normal([global_batch_size, dim], seed=seed, alg='philox')
-  return replica_slice(noise, local_batch_size)

@@ -2,7 +2,9 @@
 
 `Run.build(config, ...)` and `Run.from_model_dir(model_dir)` are the only constructors: bin/train,
 evaluate, export, diagnose and the benchmark all get their critic, generator, multipliers and
-optimizers here. What each checkpoint directory holds:
+optimizers here, and a run's configuration from its run_config.json (`run_config_of`; a
+resume with another configuration is refused by `check_config`). What each checkpoint
+directory holds:
 
 - checkpoints/ (`manager`): everything that continues training — `critic` (the trained
   critic), `critic_optimizer`, `generator` and `generator_optimizer` (where the algorithm
@@ -24,19 +26,23 @@ import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
-from tf_ipmssl import run_files
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
-from tf_ipmssl.training import algorithms
-from tf_ipmssl.training import checkpoint_integrity
-from tf_ipmssl.training import graph_rewrites
+from tf_ipmssl.run_dir import checkpoint_integrity
+from tf_ipmssl.run_dir import run_files
+from tf_ipmssl.run_dir import run_record
 from tf_ipmssl.training import optimizers
+from tf_ipmssl.training import precision
 from tf_ipmssl.training import run_config as run_config_lib
-from tf_ipmssl.training import run_record
 from tf_ipmssl.training import weight_averaging
 
 CHECKPOINTS = ('latest', 'best')
 WEIGHTS = ('evaluated', 'trained')
+# Bindings that may differ on resume: how a run is observed, how long it goes on, where
+# the (same) data files are read from, and what its final line compares with.
+_RESUMABLE_CHANGES = ('log_every', 'eval_every', 'checkpoint_every', 'sample_every',
+                      'export_classifier', 'keep_checkpoints', 'steps', 'epochs',
+                      'eval_batch_size', 'data_dir', 'baseline')
 
 
 class RunState:
@@ -65,16 +71,53 @@ class RunState:
 
 def run_config_of(model_dir) -> run_config_lib.RunConfig:
   """The RunConfig of the run in model_dir, rebuilt from its run_config.json alone
-  (run_record.read_run_config): gin is neither read nor changed. A run of a constraint or
-  algorithm defined outside the library needs the module that registers it imported.
+  (config.gin and operative_config.gin are kept as text); gin is neither read nor changed.
+
+  A ConfigError names the file and what it needs (e.g. a constraint type or algorithm this
+  process has not registered: import the module that registers it).
   """
-  return run_record.read_run_config(model_dir)
+  record = run_files.read_json(model_dir, run_files.RUN_CONFIG_FILE)
+  if record is None:
+    if run_files.exists(os.path.join(model_dir, run_files.CONFIG_FILE)):
+      raise errors.UserError(f'{model_dir} has no {run_files.RUN_CONFIG_FILE}: it was written '
+                             'by a tf_ipmssl older than the run configuration, which this one '
+                             'cannot rebuild; use that version, or train it again')
+    raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no '
+                           f'{run_files.RUN_CONFIG_FILE})')
+  texts = []
+  for name in (run_files.CONFIG_FILE, run_files.OPERATIVE_CONFIG_FILE):
+    path = os.path.join(model_dir, name)
+    texts.append(run_files.read_text(path) if run_files.exists(path) else '')
+  try:
+    return run_config_lib.RunConfig.from_json(record, *texts)
+  except errors.ConfigError as e:
+    raise errors.ConfigError(
+        f'{os.path.join(model_dir, run_files.RUN_CONFIG_FILE)}: {e}') from None
+
+
+def check_config(model_dir, config):
+  """Refuses to resume a run started with another configuration (`config`, a RunConfig),
+  naming the settings that differ from the run's run_config.json (those of
+  _RESUMABLE_CHANGES may differ).
+
+  Reads only: safe on a read-only model_dir.
+  """
+  differing = [(name, run, now) for name, run, now in
+               run_config_of(model_dir).differing_settings(config)
+               if name.rsplit('.', 1)[1] not in _RESUMABLE_CHANGES]
+  if differing:
+    listed = '; '.join(f'{name}: run {run!r}, now {now!r}' for name, run, now in differing)
+    raise errors.ConfigError(
+        f'{model_dir} holds a run started with a different configuration ({listed}; see '
+        f'{os.path.join(model_dir, run_files.RUN_CONFIG_FILE)}); resume it with the same '
+        '--gin_file/--gin_bindings, or use a new --model_dir')
 
 
 @dataclasses.dataclass
 class Run:
   """The networks, optimizers and variables of one run (see the module doc), and with a
-  model_dir its checkpoint managers."""
+  model_dir its checkpoint managers. The run's algorithm (algorithms.Algorithm, made as
+  `config.objective.algorithm(run, strategy)`) updates them in place."""
   config: run_config_lib.RunConfig
   critic: keras.Model
   generator: Optional[keras.Model]  # None where the algorithm trains no generator.
@@ -103,9 +146,9 @@ class Run:
     `image_shape` gives them their channels. With a model_dir, the run gets its checkpoint
     managers (nothing is restored or written). An algorithm that trains no generator gets
     neither a generator nor its optimizer. The process's graphs are built from here on with
-    the summation order fixed (graph_rewrites.py: the same numbers in every process).
+    the summation order fixed (precision.py: the same numbers in every process).
     """
-    graph_rewrites.fix_summation_order()
+    precision.fix_summation_order()
     strategy = strategy or tf.distribute.get_strategy()
     seed = config.numerics.seed
     build_critic = lambda: critic_lib.build_critic(  # pylint: disable=unnecessary-lambda-assignment
@@ -223,13 +266,3 @@ class Run:
       return self.evaluated_critic, path
     self.restore(path)
     return (self.critic if weights == 'trained' else self.evaluated_critic), path
-
-  def make_algorithm(self, strategy=None, **changes):
-    """The run's algorithm (an algorithms.Algorithm, made here) that updates this run;
-    `changes`: algorithms.StepConfig fields to override (the benchmark's n_c and forward)."""
-    return self.config.objective.algorithm(
-        algorithms.StepConfig.of(self.config, **changes),
-        strategy=strategy or tf.distribute.get_strategy(), critic=self.critic,
-        generator=self.generator, critic_optimizer=self.critic_optimizer,
-        generator_optimizer=self.generator_optimizer, multipliers=self.state.multipliers,
-        counters=self.state.counters, averaged_critic=self.averaged_critic)

@@ -39,7 +39,7 @@ run_config.json (format version 3, `FORMAT_VERSION`) holds:
   as {'type': class name, 'name', and their fields}, unscaled), and the builders' settings,
   by gin name ('build_critic': {...}, ...), every one;
 - 'objective', 'optimizers', 'loop', 'numerics': the grouped fields as used (the scaled
-  constraints, 'critic_rate' and 'generator_rate'), for readers (hparams.py, tables).
+  constraints, 'critic_rate' and 'generator_rate'), for readers (tensorboard.py, tables).
 
 A record written before the image size was bound in build_ssl_data holds none there (the run
 is at its dataset's own size, 32) and may hold `build_critic.image_size` (then always 32,
@@ -79,7 +79,7 @@ The `train.*` bindings (gin names; defaults in `_train_bindings`):
   learning_rate_halving_epochs: halve both learning rates every this many epochs.
   learning_rate_linear_decay_start: None (the paper), or a fraction in [0, 1) of the
     run's steps after which both learning rates fall linearly to 0 at the last step
-    (learning_rate_schedule.py).
+    (optimizers.py).
   seed: init, shuffling, noise and dropout seed (the label split has its own,
     build_ssl_data.split_seed).
   log_every / eval_every / checkpoint_every / sample_every: in steps.
@@ -114,8 +114,8 @@ from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import constraint as constraint_lib
+from tf_ipmssl.run_dir import baseline as baseline_lib
 from tf_ipmssl.training import algorithms
-from tf_ipmssl.training import baseline as baseline_lib
 from tf_ipmssl.training import distribution as distribution_lib
 from tf_ipmssl.training import optimizers as optimizers_lib
 # The library's algorithms and constraints, registered on import.

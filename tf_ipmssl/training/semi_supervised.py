@@ -6,6 +6,21 @@ after-update hook, e.g. weight clipping) followed by one generator iteration. Ω
 from all-reduced moments, so the multiplier updates and the hooks run in cross-replica
 context with values identical on every replica. An epoch is a pass over the unlabeled set.
 
+The class's methods after its settings read in the order of the computation:
+
+  _noise                     N(0, I) noise for the global batch, this replica's rows
+  _critic_gradients_impl     a replica's critic gradients: the generated batch, the critic
+                             objective (objectives/critic_objective.py), ∇ and weight decay
+  _critic_replica_step       the critic's optimizer step
+  _critic_iteration          one critic iteration: the batches, the replicas' steps, the
+                             multiplier updates and hooks, the update counter
+  _generator_gradients_impl  a replica's generator gradients (objectives/generator_objective.py)
+  generator_replica_step     the generator's optimizer step
+  iteration                  the iteration (a tf.function) the training loop calls once per step
+
+The steps every algorithm shares (`compile_piece`, `gradients`, `first_replica`,
+`count_critic_update`, `end_iteration`) are algorithms.Algorithm's.
+
 Its settings (gin `ssl.*`, `SemiSupervised.Settings`):
 
   formulation: 'plain', 'kplus1' or 'kplus1_entropy' (docs/algorithm.md#formulations).
@@ -104,106 +119,124 @@ class SemiSupervised(algorithms.Algorithm):
       raise errors.ConfigError('SSL training needs labeled examples '
                                '(build_ssl_data.num_labeled)')
 
-  def __init__(self, config, **run_pieces):
-    super().__init__(config, **run_pieces)
-    self.noise_dim = int(self.generator.noise_dim)
+  def __init__(self, run, strategy=None, **changes):
+    super().__init__(run, strategy, **changes)
+    self.noise_dim = int(run.generator.noise_dim)
     self.generator_loss = generator_objective.get_generator_loss(self.settings.generator_loss)
     self.critic_decays = weight_decay.critic_weight_decays(
-        self.critic, self.objective.weight_decay_phi_s, self.objective.weight_decay_v)
+        run.critic, self.objective.weight_decay_phi_s, self.objective.weight_decay_v)
+    # A replica's gradient computations, XLA-compiled when the run asks for it.
     self._critic_gradients = self.compile_piece(self._critic_gradients_impl)
     self._generator_gradients = self.compile_piece(self._generator_gradients_impl)
 
-  # ----- per-replica gradient computations (optionally XLA-compiled) -----
+  # ----- the critic: noise, objective, gradients and decay, update (in a replica) -----
 
-  def _noise(self, stream, counter, local_b):
-    return random_streams.global_normal_slice(
-        self.run_config.loop.batch_size, self.noise_dim,
-        random_streams.stream_seed(self.run_config.numerics.seed, stream, counter), local_b)
+  def _noise(self, stream, counter, local_batch_size):
+    """N(0, I) noise of draw `counter` of `stream` (random_streams.py) for the whole global
+    batch, and this replica's rows of it: the same numbers on any number of replicas."""
+    noise = tf.random.stateless_normal(
+        [self.run_config.loop.batch_size, self.noise_dim],
+        seed=random_streams.stream_seed(self.run_config.numerics.seed, stream, counter),
+        alg='philox')
+    context = tf.distribute.get_replica_context()
+    replica_id = 0 if context is None else context.replica_id_in_sync_group
+    start = tf.cast(replica_id, tf.int32) * local_batch_size
+    return noise[start:start + local_batch_size]
 
   def _critic_gradients_impl(self, x_labeled, y_labeled, x_real, iteration):
+    """A replica's critic gradients at critic update `iteration` (weight decay included),
+    the logged values and Ω per multiplier constraint."""
+    run, settings = self.run, self.settings
     z = self._noise(random_streams.CRITIC_NOISE, iteration, tf.shape(x_real)[0])
-    x_fake = tf.stop_gradient(tf.cast(self.generator(z, training=True), tf.float32))
+    x_fake = tf.stop_gradient(tf.cast(run.generator(z, training=True), tf.float32))
+    # The gradient penalties' α: a draw of this replica's own.
     context = tf.distribute.get_replica_context()
     alpha_seed = tf.random.experimental.stateless_fold_in(
         random_streams.stream_seed(self.run_config.numerics.seed, random_streams.GP_ALPHA,
                                    iteration),
         context.replica_id_in_sync_group if context else 0)
-    variables = self.critic.trainable_variables
-    settings = self.settings
+    variables = run.critic.trainable_variables
     with tf.GradientTape() as tape:
       result = critic_objective_lib.critic_objective(
-          self.critic, x_labeled, y_labeled, x_real, x_fake,
+          run.critic, x_labeled, y_labeled, x_real, x_fake,
           formulation=settings.formulation, constraints=self.objective.constraints,
-          multipliers=self.multipliers, lambda_ce=settings.lambda_ce,
+          multipliers=run.state.multipliers, lambda_ce=settings.lambda_ce,
           global_batch_size=self.run_config.loop.batch_size,
           reference_pairwise_f=settings.reference_pairwise_f, alpha_seed=alpha_seed,
           ipm_weight=ipm_rampup.rampup_weight(iteration, settings.ipm_rampup_updates),
           all_reduce_sum=global_moments.replica_all_reduce_sum, training=True,
           forward=self.config.critic_forward)
-      loss = self.scaled(self.critic_optimizer, result.surrogate_loss)
-    grads = tape.gradient(loss, variables)
-    grads = self.with_decay(self.critic_optimizer, grads, variables, self.critic_decays)
+    grads = self.gradients(tape, result.surrogate_loss, variables, run.critic_optimizer,
+                           self.critic_decays)
     return grads, result.values, result.omegas
 
-  def _generator_gradients_impl(self, step, local_b, x_real):
-    z = self._noise(random_streams.GENERATOR_NOISE, step, local_b)
-    variables = self.generator.trainable_variables
-    with tf.GradientTape() as tape:
-      x_fake = tf.cast(self.generator(z, training=True), tf.float32)
-      # The logged value is summed back over replicas (generator_replica_step).
-      surrogate, loss = self.generator_loss(
-          self.critic, x_real, x_fake, formulation=self.settings.formulation,
-          global_batch_size=self.run_config.loop.batch_size,
-          num_replicas=self.strategy.num_replicas_in_sync,
-          all_reduce_sum=global_moments.replica_all_reduce_sum)
-      scaled = self.scaled(self.generator_optimizer, surrogate)
-    grads = tape.gradient(scaled, variables)
-    return grads, loss
-
-  # ----- replica steps -----
-
   def _critic_replica_step(self, x_labeled, y_labeled, x_real, iteration):
+    """A replica's critic update; its logged values (with the gradient norm) and Ω."""
     grads, values, omegas = self._critic_gradients(x_labeled, y_labeled, x_real, iteration)
-    self.critic_optimizer.apply_gradients(zip(grads, self.critic.trainable_variables))
+    self.run.critic_optimizer.apply_gradients(zip(grads, self.run.critic.trainable_variables))
     values = dict(values, **{'grad_norm/critic': algorithms.global_norm(grads)})
     return values, omegas
 
-  def generator_replica_step(self, step, x_real):
-    """One generator update in a replica's context (the benchmark times it alone)."""
-    local_b = self.run_config.loop.batch_size // self.strategy.num_replicas_in_sync
-    grads, loss = self._generator_gradients(step, local_b, x_real)
-    self.generator_optimizer.apply_gradients(zip(grads, self.generator.trainable_variables))
-    return {'generator_loss': global_moments.replica_all_reduce_sum(loss),
-            'grad_norm/generator': algorithms.global_norm(grads)}
-
-  # ----- the iteration (cross-replica context) -----
+  # ----- one critic iteration: the update, then multipliers and hooks (cross-replica) -----
 
   def _critic_iteration(self, labeled_iterator, unlabeled_iterator):
     """One critic update, its multipliers and hooks; returns (values, the real batch)."""
     x_labeled, y_labeled = next(labeled_iterator)
     x_real = next(unlabeled_iterator)
-    iteration = self.counters['critic_iteration'].read_value()
+    state = self.run.state
+    iteration = state.counters['critic_iteration'].read_value()
     per_replica_values, per_replica_omegas = self.strategy.run(
         self._critic_replica_step, args=(x_labeled, y_labeled, x_real, iteration))
     # Ω and the logged values come from all-reduced moments: identical on every replica.
-    omegas = self.first_replica(per_replica_omegas)
+    values, omegas = self.first_replica((per_replica_values, per_replica_omegas))
     for constraint in self.objective.constraints:
-      constraint.update_multiplier(self.multipliers.get(constraint.name),
+      constraint.update_multiplier(state.multipliers.get(constraint.name),
                                    omegas.get(constraint.name))
     for constraint in self.objective.constraints:  # E.g. weight clipping.
-      constraint.after_update(self.critic)
+      constraint.after_update(self.run.critic)
     self.count_critic_update()
-    values = self.first_replica(per_replica_values)
+    # Each replica's own gradient norm: their mean.
     values['grad_norm/critic'] = self.strategy.reduce(
         tf.distribute.ReduceOp.MEAN, per_replica_values['grad_norm/critic'], axis=None)
     return values, x_real
 
-  def train_iteration(self, labeled_iterator, unlabeled_iterator):
+  # ----- the generator: noise, loss, gradients, update (in a replica) -----
+
+  def _generator_gradients_impl(self, step, local_b, x_real):
+    """A replica's generator gradients at `step`, and its part of the generator loss."""
+    run = self.run
+    z = self._noise(random_streams.GENERATOR_NOISE, step, local_b)
+    variables = run.generator.trainable_variables
+    with tf.GradientTape() as tape:
+      x_fake = tf.cast(run.generator(z, training=True), tf.float32)
+      # The logged value is summed back over replicas (generator_replica_step).
+      surrogate, loss = self.generator_loss(
+          run.critic, x_real, x_fake, formulation=self.settings.formulation,
+          global_batch_size=self.run_config.loop.batch_size,
+          num_replicas=self.strategy.num_replicas_in_sync,
+          all_reduce_sum=global_moments.replica_all_reduce_sum)
+    grads = self.gradients(tape, surrogate, variables, run.generator_optimizer)
+    return grads, loss
+
+  def generator_replica_step(self, step, x_real):
+    """One generator update in a replica's context (the benchmark times it alone)."""
+    local_b = self.run_config.loop.batch_size // self.strategy.num_replicas_in_sync
+    grads, loss = self._generator_gradients(step, local_b, x_real)
+    self.run.generator_optimizer.apply_gradients(
+        zip(grads, self.run.generator.trainable_variables))
+    return {'generator_loss': global_moments.replica_all_reduce_sum(loss),
+            'grad_norm/generator': algorithms.global_norm(grads)}
+
+  # ----- the iteration (cross-replica context) -----
+
+  @tf.function
+  def iteration(self, labeled_iterator, unlabeled_iterator):
+    """n_c critic iterations, then one generator iteration; returns the logged values."""
     values = {}
     for _ in range(self.settings.critic_iterations):
       values, x_real = self._critic_iteration(labeled_iterator, unlabeled_iterator)
     # Feature matching compares with the last critic iteration's real batch (no extra draw).
     generator_values = self.strategy.run(
-        self.generator_replica_step, args=(self.counters['step'].read_value(), x_real))
+        self.generator_replica_step, args=(self.run.state.counters['step'].read_value(), x_real))
     values.update(self.first_replica(generator_values))
     return self.end_iteration(values)

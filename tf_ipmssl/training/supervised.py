@@ -1,11 +1,17 @@
 """The critic's classifier trained alone (train.mode = 'supervised'; paper Appendix C).
 
-One iteration is one update of Φ and S with the labeled cross-entropy and the coupled weight
-decay of Φ and S; there is no generator and no constraint. An epoch is a pass over the
-labeled set.
+One iteration is one update of Φ and S with the labeled cross-entropy
+(critic_objective.labeled_cross_entropy) and the coupled weight decay of Φ and S; there is
+no generator and no constraint. An epoch is a pass over the labeled set.
+
+The module reads in the order of the computation: a replica's gradients, its update, then
+the iteration (`Supervised.iteration`, a tf.function) that the training loop calls once per
+step. The steps every algorithm shares (`gradients`, `first_replica`, `count_critic_update`,
+`end_iteration`) are algorithms.Algorithm's.
 """
 import tensorflow as tf
 
+from tf_ipmssl.objectives import critic_objective
 from tf_ipmssl.objectives import global_moments
 from tf_ipmssl.training import algorithms
 
@@ -15,29 +21,34 @@ class Supervised(algorithms.Algorithm):
   """The labeled cross-entropy on Φ and S (see the module doc)."""
   name = 'supervised'
 
-  def __init__(self, config, **run_pieces):
-    super().__init__(config, **run_pieces)
+  def __init__(self, run, strategy=None, **changes):
+    super().__init__(run, strategy, **changes)
     self.decays = ([self.objective.weight_decay_phi_s] *
-                   len(self.critic.phi_and_s_variables))
+                   len(run.critic.phi_and_s_variables))
     self._gradients = self.compile_piece(self._gradients_impl)
 
   def _gradients_impl(self, x_labeled, y_labeled):
-    variables = self.critic.phi_and_s_variables
+    """A replica's gradients of the cross-entropy (with the weight decay), CE and accuracy."""
+    critic = self.run.critic
+    variables = critic.phi_and_s_variables
     with tf.GradientTape() as tape:
-      ce, accuracy = self.labeled_cross_entropy(x_labeled, y_labeled)
-      loss = self.scaled(self.critic_optimizer, ce)
-    grads = tape.gradient(loss, variables)
-    grads = self.with_decay(self.critic_optimizer, grads, variables, self.decays)
+      logits = tf.cast(critic.classify(x_labeled, training=True), tf.float32)
+      ce, accuracy = critic_objective.labeled_cross_entropy(
+          logits, y_labeled, self.run_config.loop.batch_size)
+    grads = self.gradients(tape, ce, variables, self.run.critic_optimizer, self.decays)
     return grads, ce, accuracy
 
   def _replica_step(self, x_labeled, y_labeled):
+    """A replica's update of Φ and S; the logged values, summed over the replicas."""
     grads, ce, accuracy = self._gradients(x_labeled, y_labeled)
-    self.critic_optimizer.apply_gradients(zip(grads, self.critic.phi_and_s_variables))
+    self.run.critic_optimizer.apply_gradients(zip(grads, self.run.critic.phi_and_s_variables))
     ce, accuracy = global_moments.replica_all_reduce_sum((ce, accuracy))
     return {'ce': ce, 'labeled_accuracy': accuracy,
             'grad_norm/critic': algorithms.global_norm(grads)}
 
-  def train_iteration(self, labeled_iterator):
+  @tf.function
+  def iteration(self, labeled_iterator):
+    """One update of Φ and S on the next labeled batch; returns the logged values."""
     x_labeled, y_labeled = next(labeled_iterator)
     values = self.first_replica(self.strategy.run(self._replica_step,
                                                   args=(x_labeled, y_labeled)))

@@ -8,8 +8,8 @@ noise are pure functions of (seed, iteration counter), the dropout RNG state is 
 with the critic, so a resumed run ends with the weights of an uninterrupted one.
 
 The pieces: run.Run (networks, optimizers, variables, checkpoints), loop.py (the loop and its
-periodic work), reporting.py (metrics.json and the final line), run_record.py (config.gin,
-run_config.json, versions.json, dataset.json).
+periodic work), run_dir/reporting.py (metrics.json and the final line), run_dir/run_record.py
+(config.gin, run_config.json, versions.json, dataset.json).
 """
 import dataclasses
 import math
@@ -22,22 +22,20 @@ import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
-from tf_ipmssl import run_files
 from tf_ipmssl.data import augmentation
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.data import ssl_data
-from tf_ipmssl.training import checkpoint_integrity
+from tf_ipmssl.run_dir import checkpoint_integrity
+from tf_ipmssl.run_dir import reporting
+from tf_ipmssl.run_dir import run_files
+from tf_ipmssl.run_dir import run_record
+from tf_ipmssl.serving import export
 from tf_ipmssl.training import distribution
-from tf_ipmssl.training import export
-from tf_ipmssl.training import hparams
 from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import precision
 from tf_ipmssl.training import random_streams
-from tf_ipmssl.training import reporting
 from tf_ipmssl.training import run as run_lib
-from tf_ipmssl.training import run_record
-from tf_ipmssl.training import summaries
-from tf_ipmssl.training import termination
+from tf_ipmssl.training import tensorboard
 
 
 def train(model_dir, config, started=None):
@@ -58,7 +56,7 @@ def train(model_dir, config, started=None):
   resuming = tf.train.latest_checkpoint(
       os.path.join(model_dir, run_files.CHECKPOINT_DIR)) is not None
   if resuming:
-    run_record.check_config(model_dir, config)
+    run_lib.check_config(model_dir, config)
   # A finished run (its export complete) only reports: nothing is written, so this also
   # works on a read-only file system.
   metrics = run_files.read_metrics(model_dir) or {}
@@ -77,12 +75,15 @@ def train(model_dir, config, started=None):
   _record_start(model_dir, resuming, data, config)
   # Training done but the export missing or partial (killed while exporting): export again.
   training_done = step >= length.total_steps or bool(metrics.get('stopped_early'))
-  run_iteration = _iteration_fn(run, data, strategy)
+  # The class train.mode names (semi_supervised.SemiSupervised for 'ssl'), updating `run`;
+  # the loop calls its `iteration` on `streams` once per step.
+  algorithm = config.objective.algorithm(run, strategy)
+  streams = _training_streams(run, data, strategy)
   loop = loop_lib.Loop(model_dir, data, run, length, metrics, step, started)
   _print_start(config, data, length, strategy, model_dir)
-  with termination.on_sigterm() as sigterm:
-    step = loop_lib.train_loop(loop, run_iteration, step, sigterm, training_done)
-    return _finish(loop, step)  # SIGTERM here: the export completes (termination.py).
+  with loop_lib.on_sigterm() as sigterm:
+    step = loop_lib.train_loop(loop, algorithm, streams, step, sigterm, training_done)
+    return _finish(loop, step)  # SIGTERM here: the export completes (loop.py).
 
 
 def _check_data(config, data):
@@ -119,8 +120,9 @@ def _restore(run, resuming, model_dir, total_steps, metrics):
   return step
 
 
-def _iteration_fn(run, data, strategy):
-  """A callable running one training iteration on the run's data streams."""
+def _training_streams(run, data, strategy):
+  """The distributed iterators the run's algorithm reads (algorithms.Algorithm.streams),
+  each continuing from the run's critic update counter."""
   config = run.config
   critic_iteration = int(run.state.counters['critic_iteration'].numpy())
 
@@ -130,9 +132,7 @@ def _iteration_fn(run, data, strategy):
         seed=config.numerics.seed + seed_offset, start_step=critic_iteration,
         augment=_augment_fn(config, name))))
 
-  steps = run.make_algorithm(strategy)
-  iterators = config.objective.algorithm.streams(data, stream)
-  return lambda: steps.iteration(*iterators)
+  return config.objective.algorithm.streams(data, stream)
 
 
 def _augment_fn(config, stream):
@@ -183,10 +183,10 @@ def _finish(loop, step):
   metrics['wall_seconds_this_session'] = now - loop.started
   metrics['wall_split_this_session'] = loop.split.read(now)
   if 'wall_split' in metrics:  # The run's split, in TensorBoard beside its curves.
-    summaries.write_scalars(loop.writer, step, {
+    tensorboard.write_scalars(loop.writer, step, {
         f'time/{part}_seconds': seconds for part, seconds in metrics['wall_split'].items()})
   run_files.write_metrics(loop.model_dir, metrics)
-  hparams.write_run(loop.model_dir)  # Summaries only, after training: no number changes.
+  tensorboard.write_run(loop.model_dir)  # Summaries only, after training: no number changes.
   print(reporting.final_line(step, metrics, config.loop.baseline,
                              reporting.run_data(loop.data)), flush=True)
   return metrics
@@ -244,7 +244,7 @@ def training_length(data, config):
 
 
 def _record_start(model_dir, resuming, data, config):
-  run_record.record_start(model_dir, resuming, config)
+  run_record.record_start(model_dir, resuming, config, precision.summation_order_fixed())
   run_record.remove_partial_checkpoints(
       [os.path.join(model_dir, run_files.CHECKPOINT_DIR),
        os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR)])

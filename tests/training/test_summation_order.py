@@ -1,4 +1,5 @@
-"""One configuration trained in several processes gives one run (graph_rewrites.py).
+"""One configuration trained in several processes gives one run (precision.py's
+summation order).
 
 With Grappler's arithmetic optimizer on, three processes training this Fisher + Sobolev
 configuration (full-width critic, the Sobolev constraint's nested tape) on one CPU held
@@ -12,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests.training import runs
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
 
 PROCESSES = 3
 # Full width: at build_critic.width 0.25 the processes agreed even with the rewrite on.

@@ -6,14 +6,14 @@ A run directory holds
 - run_config.json: the validated run configuration, as given and as used (its identity,
   training/run_config.py);
 - operative_config.gin: the gin parameters actually used (after the first step);
-- versions.json: library versions and numerics of each start (training/run_record.py);
+- versions.json: library versions and numerics of each start (run_record.py);
 - dataset.json: what a restored classifier needs to know of its data;
 - metrics.json: step, final and best-on-validation errors (written by the trainer);
 - checkpoints/: the training checkpoints; best/: the critic of the best validation step;
 - export/: the SavedModel classifier;
 - train/, eval/: TensorBoard summaries;
 - hparams/: the run's hyperparameters and final metrics for TensorBoard's HParams dashboard
-  (training/hparams.py);
+  (training/tensorboard.py);
 - train.log: the run's output under bin/sweep;
 - diagnosis.json: bin/diagnose's gradient split (by default).
 

@@ -1,5 +1,5 @@
 """The line bin/train ends with leads with the number to report (algorithm.md#data-and-model-selection)."""
-from tf_ipmssl.training import reporting
+from tf_ipmssl.run_dir import reporting
 
 
 def test_final_line_reports_the_best_validation_step_first():
@@ -61,7 +61,7 @@ METRICS = {'best': {'step': 200, 'validation_error': 18.0, 'test_error': 17.5},
 
 
 def test_final_line_shows_the_baseline_on_the_same_labels_and_the_means(tmp_path):
-  from tf_ipmssl.training import baseline  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import baseline  # pylint: disable=g-import-not-at-top
   path = _runs_csv(tmp_path, {SUPERVISED: {0: 19.0, 1: 20.0, 2: 21.5},
                               RECIPE: {0: 16.0, 1: 18.0, 2: 17.0}})
   run = baseline.RunData('fashion_mnist', 100, split_seed=1)
@@ -80,7 +80,7 @@ def test_final_line_shows_the_baseline_on_the_same_labels_and_the_means(tmp_path
 
 
 def test_final_line_hides_a_baseline_on_other_labels_or_data(tmp_path):
-  from tf_ipmssl.training import baseline  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import baseline  # pylint: disable=g-import-not-at-top
   path = _runs_csv(tmp_path, {SUPERVISED: {0: 19.0, 1: 20.0}})
   for run, why in ((baseline.RunData('fashion_mnist', 200, 0), 'this run on 200 of fashion_mnist'),
                    (baseline.RunData('cifar10', 100, 0), 'this run on 100 of cifar10')):
@@ -98,7 +98,7 @@ def test_final_line_hides_a_baseline_on_other_labels_or_data(tmp_path):
 def test_baseline_spec_is_checked():
   import pytest  # pylint: disable=g-import-not-at-top
   from tf_ipmssl import errors  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import baseline  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import baseline  # pylint: disable=g-import-not-at-top
   baseline.check_spec(None)
   baseline.check_spec(('runs.csv', 'a/b'))
   baseline.check_spec(('runs.csv', 'a/b', 'c/d'))

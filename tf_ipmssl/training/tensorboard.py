@@ -1,4 +1,10 @@
-"""A run's hyperparameters and final metrics in TensorBoard's HParams dashboard.
+"""What a run writes to TensorBoard, and how its curves are read back.
+
+- train/, eval/ (run_files.TRAIN_SUMMARY_DIR, EVAL_SUMMARY_DIR): the logged scalars
+  (`write_scalars`) and the generator's sample grid (`image_grid`); `read_scalars` reads a
+  directory's scalars back (the sweep's tables, bin/diagnose, the figure scripts).
+- hparams/ (run_files.HPARAMS_DIR): a run's hyperparameters and final metrics in
+  TensorBoard's HParams dashboard.
 
 A finished run writes one HParams session into MODEL_DIR/hparams/: the hyperparameters that
 tell the paper's cells and seeds apart (the cell and preset gin files, the algorithm, IPM,
@@ -15,19 +21,59 @@ runs known only from a results table.
 """
 import dataclasses
 import inspect
+import math
 import os
 import re
 from typing import Sequence
 
+import numpy as np
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
-from tf_ipmssl import run_files
 from tf_ipmssl.data import augmentation as augmentation_lib
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config as run_config_lib
+
+
+def image_grid(images, columns=8):
+  """Tiles [N, H, W, C] images in [-1, 1] into one [1, rows·H, columns·W, C] image in [0, 1]."""
+  images = np.asarray(images, np.float32)
+  n, h, w, c = images.shape
+  rows = int(math.ceil(n / columns))
+  grid = np.zeros([rows * h, columns * w, c], np.float32)
+  for i in range(n):
+    r, col = divmod(i, columns)
+    grid[r * h:(r + 1) * h, col * w:(col + 1) * w] = images[i]
+  return ((np.clip(grid, -1.0, 1.0) + 1.0) / 2.0)[None]
+
+
+def write_scalars(writer, step, scalars):
+  with writer.as_default(step=step):
+    for name, value in scalars.items():
+      tf.summary.scalar(name, value)
+  writer.flush()
+
+
+def read_scalars(directory):
+  """{tag: [(step, value), ...]} (step order) from the TensorBoard event files in directory;
+  a step written twice (a run resumed from a checkpoint) keeps its values in the order
+  written, files in name (creation) order."""
+  curves = {}
+  if not tf.io.gfile.isdir(directory):
+    return curves
+  for name in sorted(tf.io.gfile.listdir(directory)):
+    if 'tfevents' not in name:
+      continue
+    for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+      for value in event.summary.value:
+        array = tf.make_ndarray(value.tensor)
+        if array.ndim == 0:  # Scalars only (not the sample images).
+          curves.setdefault(value.tag, []).append((int(event.step), float(array)))
+  return {tag: sorted(points, key=lambda point: point[0]) for tag, points in curves.items()}
+
 
 # The hyperparameters every run has (the dashboard sorts its columns by name), with what
 # each one is; `columns()` adds the algorithms' settings.

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from tests.training import runs
-from tf_ipmssl.training import wall_time
+from tf_ipmssl.run_dir import wall_time
 
 
 class _Clock:
@@ -71,7 +71,7 @@ def test_a_runs_parts_add_up_to_its_wall_time(tmp_path):
   assert sum(metrics['wall_split'].values()) == pytest.approx(metrics['wall_seconds'], abs=1.0)
   for part in ('startup', 'training', 'evaluation', 'checkpoints', 'export'):
     assert session[part] > 0, part
-  from tf_ipmssl.training import summaries  # pylint: disable=g-import-not-at-top
-  scalars = summaries.read_scalars(os.path.join(model_dir, 'train'))
+  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  scalars = tensorboard.read_scalars(os.path.join(model_dir, 'train'))
   for part, seconds in session.items():
     assert scalars[f'time/{part}_seconds'] == [(4, pytest.approx(seconds, rel=1e-6))], part

@@ -25,13 +25,17 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   metrics.json written before this key existed); `wall_split_this_session`: at the end, the
   current session's; `diverged_before_step` when a loss became NaN/Inf;
 - `class_names`: the name of each class, by label (the exported classifier answers them).
+
+An error rate is a count of mistakes over a known number of images, given in percent as
+`percent` makes it (100 · 2556 / 10000 = 25.56). The run state keeps the errors in float32
+variables; `stored_percent` turns such a value back into the rate of its count, so that what
+a run reports is the same whether it comes from memory or from a checkpoint.
 """
 import math
 
-from tf_ipmssl import run_files
-from tf_ipmssl.training import baseline as baseline_lib
-from tf_ipmssl.training import evaluation
-from tf_ipmssl.training import wall_time
+from tf_ipmssl.run_dir import baseline as baseline_lib
+from tf_ipmssl.run_dir import run_files
+from tf_ipmssl.run_dir import wall_time
 
 # The keys of an evaluation's record (metrics.json's `final` and `best`).
 EVALUATION_KEYS = ('step', 'validation_error', 'test_error', 'labeled_error')
@@ -50,13 +54,30 @@ def evaluated_examples(data):
           'labeled_error': len(data.labeled_labels)}
 
 
+def percent(mistakes, examples):
+  """The error rate in percent of `mistakes` among `examples`: 100 · mistakes / examples, one
+  correctly rounded division (0 for no examples)."""
+  return 100.0 * mistakes / max(examples, 1)
+
+
+def stored_percent(value, examples):
+  """The error rate `percent(k, examples)` whose float32 rounding is `value` (a run state's
+  variable): k = round(value · examples / 100). Exact for any examples below 10^7 (float32
+  keeps a rate within 4e-6 of itself, half the gap between two counts is 50 / examples); a
+  non-finite value (an error not computed) is returned as it is."""
+  value = float(value)
+  if not math.isfinite(value):
+    return value
+  return percent(round(value * examples / 100.0), examples)
+
+
 def evaluation_record(variables, examples):
   """{EVALUATION_KEYS: values} of run.RunState's `best` or `final` variables (None for an
   error not computed, NaN there); each error the rate of its count over
-  `examples` (evaluated_examples), as the evaluation computed it (evaluation.stored_percent),
-  not its float32 rounding."""
+  `examples` (evaluated_examples), as the evaluation computed it (stored_percent), not its
+  float32 rounding."""
   def number(key):
-    v = evaluation.stored_percent(variables[key].numpy(), examples[key])
+    v = stored_percent(variables[key].numpy(), examples[key])
     return None if not math.isfinite(v) else v
   record = {key: number(key) for key in EVALUATION_KEYS if key != 'step'}
   return {'step': int(variables['step'].numpy()), **record}

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl.data import image_folder
-from tf_ipmssl.training import export
+from tf_ipmssl.serving import export
 # Files decoded and classified at a time, and the largest batch sent to the signature.
 CHUNK = 256
 BATCH = 64

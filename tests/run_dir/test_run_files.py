@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from tests.training import runs
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
 
 
 def test_json_round_trip_and_missing(tmp_path):
@@ -25,7 +25,7 @@ def test_unreadable_json(tmp_path):
 
 
 def test_imports_no_tensorflow():
-  code = ('import sys; import tf_ipmssl.run_files; import tf_ipmssl.sweep.tables; '
+  code = ('import sys; import tf_ipmssl.run_dir.run_files; import tf_ipmssl.sweep.tables; '
           'print([m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras")])')
   result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                           env=runs.environment(), cwd=str(runs.REPO_ROOT), check=True)

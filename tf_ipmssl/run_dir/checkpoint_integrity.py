@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 import tensorflow as tf
 
 from tf_ipmssl import errors
-from tf_ipmssl import run_files
+from tf_ipmssl.run_dir import run_files
 
 DAMAGED_DIR = 'damaged'
 

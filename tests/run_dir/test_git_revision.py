@@ -1,7 +1,7 @@
 """run_record.git_revision: the git commit a run's library comes from, and whether it was edited."""
 import subprocess
 
-from tf_ipmssl.training import run_record
+from tf_ipmssl.run_dir import run_record
 
 
 def _git(directory, *args):
