@@ -182,12 +182,12 @@ def test_the_script_regenerates_every_page(tmp_path):
   # the seeds 0 and 1 that Table 2's rows give its two pairs: -0.57 / -0.65 and +1.55 /
   # -4.63, T = -1 - 1/3, and only (-1) + (-1) of the 16 sign patterns lies below: p = 15/16.
   assert verdicts.splitlines() == [
-      '- The K+1 formulation works (Table 1): best step: **supported** (n=9 of 9, adjusted '
+      '- The K+1 formulation works (Table 1): best step: **supported** (n=9, adjusted '
       'p=0.0039); late: no runs with an eval curve',
       '- Avoid batch normalization, also for Fisher (Table 3): best step: no runs yet; late: '
       'no runs yet',
       '- Gradient-norm constraints on f− only, not on the full critic (Table 2): per-example '
-      'f: best step: **not shown at this n** (n=4 of 16, adjusted p=0.938); late: no runs '
+      'f: best step: **not shown at this n** (n=4, adjusted p=0.938); late: no runs '
       'with an eval curve — broadcast f: best step: no runs yet; late: no runs yet']
   with open(os.path.join(results_dir, 'conclusions.md')) as f:
     conclusions = f.read()

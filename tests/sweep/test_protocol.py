@@ -155,7 +155,7 @@ def test_judge_known_answers_and_holm_over_the_tests_that_ran():
   assert judged[('3b', protocol.BEST)].word == 'no runs'
   assert judged[('1', protocol.LATE)].test is None
   line = protocol.verdict_line('(3)', 3, judged)
-  assert line == ('(3): per-example f: best step: **contradicted** (n=8 of 16, adjusted '
+  assert line == ('(3): per-example f: best step: **contradicted** (n=8, adjusted '
                   'p=1.000); late: no runs with an eval curve — broadcast f: best step: no runs '
                   'yet; late: no runs yet')
 

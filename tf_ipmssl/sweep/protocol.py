@@ -352,7 +352,8 @@ def tests_table(judged: Dict[Tuple[str, str], FamilyResult]) -> str:
 
 def verdict_line(title: str, conclusion: int,
                  judged: Dict[Tuple[str, str], FamilyResult]) -> str:
-  """README's line: the word per family and endpoint with n and the adjusted p."""
+  """README's line: the word per family and endpoint with n and the adjusted p (the planned
+  n of each is on conclusions.md: README keeps to ten figures a line)."""
   parts = []
   for family in CONCLUSION_FAMILIES[conclusion]:
     per_endpoint = []
@@ -362,8 +363,7 @@ def verdict_line(title: str, conclusion: int,
       per_endpoint.append(
           f'{endpoint}: no runs with an eval curve' if r.test is None and any_runs
           else f'{endpoint}: no runs yet' if r.test is None
-          else f'{endpoint}: **{r.word}** (n={r.n} of {r.planned}, adjusted '
-               f'p={_p(r.adjusted_p)})')
+          else f'{endpoint}: **{r.word}** (n={r.n}, adjusted p={_p(r.adjusted_p)})')
     label = {'3a': 'per-example f: ', '3b': 'broadcast f: '}.get(family, '')
     parts.append(label + '; '.join(per_endpoint))
   return f'{title}: ' + ' — '.join(parts)
