@@ -14,6 +14,8 @@
 # Settings (environment): TRAIN_COMMIT (default below), WORK (run directories and the
 # worktree; default runs/augmentation, ignored by git), RECORDS (default
 # docs/results/augmentation_records), WORKERS (default 1), PYTHON (default .venv/bin/python).
+# The runs train from the worktree; bin/sweep itself (planning, archiving) runs from this
+# checkout: after a change that moves or renames its modules, stop and rerun this script.
 set -u
 cd "$(dirname "$0")/.."
 TRAIN_COMMIT=${TRAIN_COMMIT:-84392d39747e45786210fe48a7ae02825632762a}

@@ -17,6 +17,8 @@
 # worktree; default runs/tables23, ignored by git), RECORDS (default
 # docs/results/tables23_records), BROADCAST_RECORDS (default docs/results/broadcast_f_records),
 # WORKERS (default 2), PYTHON (default .venv/bin/python).
+# The runs train from the worktree; bin/sweep itself (planning, archiving) runs from this
+# checkout: after a change that moves or renames its modules, stop and rerun this script.
 set -u
 cd "$(dirname "$0")/.."
 CHECKOUT=$(pwd)

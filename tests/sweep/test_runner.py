@@ -3,6 +3,8 @@ import json
 import os
 import sys
 
+import pytest
+
 from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import plan as plan_lib
@@ -121,3 +123,22 @@ def test_one_worker_leaves_threads_to_tensorflow(tmp_path, monkeypatch):
   assert runner.threads_per_run(1) is None
   monkeypatch.setattr(os, 'cpu_count', lambda: 2)
   assert runner.threads_per_run(4) == 1  # Never fewer than one thread.
+
+
+def test_a_record_that_cannot_be_kept_is_reported_at_once_and_stops_the_sweep(
+    tmp_path, monkeypatch):
+  root = str(tmp_path)
+  runs = plan_lib.make_plan([CELL], (0, 1, 2), root)
+
+  def unarchivable(run, archive):
+    raise ImportError(f'no module for {run.name}')
+  monkeypatch.setattr(runner.archive_lib, 'save', unarchivable)
+  reports = []
+  with pytest.raises(runner.RecordError, match='seed 0: its record could not be kept'):
+    runner.run_plan(runs, root, program=FAKE_TRAIN, report=reports.append,
+                    archive=str(tmp_path / 'archive'))
+  # Seed 0 trained and its failure was reported as it happened; seeds 1 and 2 never started.
+  assert any('seed 0: its record could not be kept (ImportError' in r for r in reports)
+  assert _calls(runs[0].model_dir) and not _calls(runs[1].model_dir)
+  assert not _calls(runs[2].model_dir)
+  assert not any('seed 1: starting' in r for r in reports)

@@ -161,9 +161,14 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
     raise ValueError(f'workers must be at least 1, got {workers}')
   threads = threads_per_run(workers)
   lock = threading.Lock()
+  # Set once a finished run's record could not be kept: no further run starts, since the
+  # sweep would train runs whose records are lost (the error is raised as the plan ends).
+  record_failed = threading.Event()
 
   def run_and_report(index: int, run: plan_lib.Run) -> Outcome:
     prefix = report_prefix(index, len(runs), run)
+    if record_failed.is_set():
+      raise RecordError(f'{prefix}: not started, an earlier run\'s record could not be kept')
     state = run_state(run.model_dir)
     if state != FINISHED:
       verb = 'resuming' if state == PARTIAL else 'starting'
@@ -172,7 +177,13 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
     outcome = run_one(run, program, threads, checkout=checkout)
     with lock:
       report(describe(prefix, outcome))
-      record(root, outcome, archive)
+      try:
+        record(root, outcome, archive)
+      except Exception as e:  # pylint: disable=broad-except
+        record_failed.set()
+        report(f'{prefix}: its record could not be kept ({type(e).__name__}: {e}); no '
+               'further run starts')
+        raise RecordError(f'{prefix}: its record could not be kept: {e}') from e
     return outcome
 
   if workers == 1:
@@ -181,6 +192,10 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
     futures = [pool.submit(run_and_report, index, run)
                for index, run in enumerate(runs, start=1)]
     return [future.result() for future in futures]
+
+
+class RecordError(RuntimeError):
+  """A finished run's record (sweep log, archive) could not be written."""
 
 
 def report_prefix(index: int, total: int, run: plan_lib.Run) -> str:
