@@ -59,13 +59,8 @@ def main(argv):
     print(f'Wrote {page}')
   if FLAGS.augmentation_records:
     page = os.path.join(FLAGS.results_dir, AUGMENTATION_PAGE)
-    with open(page) as f:
-      text = f.read()
     records = augmentation_page.collect(FLAGS.augmentation_records)
-    text = results_page.splice(text, augmentation_page.PART, augmentation_page.part(records),
-                               page)
-    with open(page, 'w') as f:
-      f.write(text)
+    results_page.rewrite(page, {augmentation_page.PART: augmentation_page.part(records)})
     print(f'Wrote {page}')
 
 

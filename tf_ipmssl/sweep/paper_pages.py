@@ -340,11 +340,6 @@ def write(results_dir: str, records: Optional[str] = None, readme: Optional[str]
     if name == README and readme is None:
       continue
     path = readme if name == README else os.path.join(results_dir, name)
-    with open(path) as f:
-      text = f.read()
-    for part, body in page_parts.items():
-      text = results_page.splice(text, part, body, path)
-    with open(path, 'w') as f:
-      f.write(text)
+    results_page.rewrite(path, page_parts)
     written.append(path)
   return written

@@ -33,6 +33,16 @@ def splice(text: str, name: str, body: str, page: str = 'the page') -> str:
   return text
 
 
+def rewrite(path: str, bodies: Dict[str, str]):
+  """The page at `path` with each part named in `bodies` replaced by its body (`splice`)."""
+  with open(path) as f:
+    text = f.read()
+  for name, body in bodies.items():
+    text = splice(text, name, body, path)
+  with open(path, 'w') as f:
+    f.write(text)
+
+
 def part(text: str, name: str, page: str = 'the page') -> str:
   """What lies between the markers of `name` in `text`."""
   found = re.findall(rf'<!-- begin {name} -->\n(.*?)<!-- end {name} -->', text, re.DOTALL)
