@@ -152,7 +152,7 @@ def test_export_and_load_a_checkpoint(trained, tmp_path):
   assert api.evaluate(model_dir, export_dir=export_dir).error == pytest.approx(latest, abs=1e-9)
   loaded = api.load(model_dir, checkpoint='latest', weights='trained')
   assert loaded.checkpoint == exported.checkpoint and loaded.critic is loaded.run.critic
-  assert loaded.config.mode == 'ssl' and loaded.config.loop.steps == 4
+  assert loaded.config.mode == 'ssl' and loaded.config.train.steps == 4
   assert loaded.dataset['name'] == 'fashion_mnist' and loaded.metrics == _metrics(model_dir)
 
 

@@ -173,7 +173,7 @@ class LoadedRun:
 
   def data(self) -> ssl_data.SSLData:
     """The run's data, rebuilt from its configuration: the same dataset, splits and seeds."""
-    return ssl_data.build_ssl_data(**self.config.data.kwargs())
+    return ssl_data.build_ssl_data(self.config.build_ssl_data)
 
   def evaluate(self, split: str = 'test', batch_size: int = 256) -> Evaluation:
     """The restored critic's error on a split of the run's data, as bin/evaluate computes it
@@ -260,7 +260,7 @@ def evaluate(model_dir: PathLike, checkpoint: str = 'latest', weights: str = 'ev
   export_dir = os.fspath(export_dir)
   config = run_lib.run_config_of(os.fspath(model_dir))
   classifier = export_lib.LoadedClassifier(export_dir)
-  images, labels = _split(ssl_data.build_ssl_data(**config.data.kwargs()), split)
+  images, labels = _split(ssl_data.build_ssl_data(config.build_ssl_data), split)
   predicted = np.concatenate([classifier(images[i:i + batch_size])['labels']
                               for i in range(0, len(images), batch_size)])
   return Evaluation(export_dir, split, int(len(labels)),

@@ -1,38 +1,30 @@
-"""A builder's settings: every parameter of a plain function but those its caller supplies.
+"""A builder's settings: a frozen dataclass under the gin name a program binds it by.
 
-`Settings.of(name, builder, supplied)` names the settings of `builder` — every parameter
-but the `supplied` ones, which its caller always passes (sizes, seeds) — as `name`, the gin
-name a program binds them under (`build_critic.width`); `Settings.of_dataclass(name, cls)`
-names the fields of a frozen dataclass the same way (an algorithm's settings, whose type is
-then that class). `complete(given)` fills in the
-builder's defaults; `make(given)` makes of them a frozen dataclass of the builder's own type
-(`values_type`, e.g. BuildCriticSettings: one typed field per setting, `config.critic.width`),
-which the run configuration (training/run_config.py) holds and passes to the builder as
-keyword arguments (`kwargs()`). This module does not import gin: the
-programs' gin boundary (gin_settings.py, configurables.py) registers the names.
+Each builder declares its settings as a frozen dataclass beside it, one documented field per
+setting (networks/critic.py's `BuildCritic`: `build_critic.width`, ...), and takes an
+instance of it as its first argument, reading each setting by attribute (`settings.width`);
+its caller supplies the rest (sizes, seeds). `Settings.of_dataclass(name, cls)` names the
+fields of `cls` as `name`, the gin name (`build_critic`); `complete(given)` fills in the
+defaults and `make(given)` makes the `cls` instance, which the run configuration
+(training/run_config.py) holds and passes to the builder. An algorithm's settings are named
+the same way. This module does not import gin: the programs' gin boundary
+(gin_settings.py, configurables.py) registers the names.
 """
 import dataclasses
-import functools
 import inspect
 import types
-from typing import Any, Mapping, Optional, Tuple
+from typing import Mapping, Tuple
 
 from tf_ipmssl import errors
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """The name and settings of one builder (see the module doc)."""
+  """The gin name and settings of one builder or algorithm (see the module doc)."""
   name: str
   parameters: Tuple[inspect.Parameter, ...]
-  # The type `make` makes (None: `values_type` is made from the parameters).
-  given_type: Optional[type] = None
-
-  @classmethod
-  def of(cls, name, builder, supplied=()) -> 'Settings':
-    """The settings of `builder` (all its parameters but `supplied`) under `name`."""
-    return cls(name, tuple(p for p in inspect.signature(builder).parameters.values()
-                           if p.name not in supplied))
+  # The frozen dataclass `make` makes.
+  values_type: type
 
   @classmethod
   def of_dataclass(cls, name, values_type) -> 'Settings':
@@ -43,8 +35,8 @@ class Settings:
         for f in dataclasses.fields(values_type)), values_type)
 
   def complete(self, given) -> Mapping:
-    """`given` settings with the builder's defaults for the rest, frozen; a ConfigError for
-    an unknown name or a required setting that is not given."""
+    """`given` settings with the defaults for the rest, frozen; a ConfigError for an
+    unknown name or a required setting that is not given."""
     names = [p.name for p in self.parameters]
     unknown = sorted(set(given) - set(names))
     if unknown:
@@ -56,25 +48,11 @@ class Settings:
       raise errors.ConfigError(f'bind {", ".join(f"{self.name}.{m}" for m in missing)}')
     return types.MappingProxyType(values)
 
-  @functools.cached_property
-  def values_type(self) -> type:
-    """The frozen dataclass of these settings: `given_type`, else one made with a field per
-    setting, typed as the builder annotates it, and `kwargs()`, the settings as the
-    builder's keyword arguments."""
-    if self.given_type is not None:
-      return self.given_type
-    words = self.name.split('_')
-    return dataclasses.make_dataclass(
-        ''.join(w.capitalize() for w in words) + 'Settings',
-        [(p.name, Any if p.annotation is inspect.Parameter.empty else p.annotation)
-         for p in self.parameters],
-        frozen=True, namespace={'__module__': __name__, 'kwargs': values_of})
-
-  def make(self, given) -> Any:
+  def make(self, given):
     """The `values_type` instance of `given` settings completed (see `complete`)."""
     return self.values_type(**self.complete(given))
 
 
 def values_of(values) -> dict:
-  """A settings instance's values by name (a builder's: its keyword arguments)."""
+  """A settings instance's values by name."""
   return {f.name: getattr(values, f.name) for f in dataclasses.fields(values)}

@@ -21,7 +21,7 @@ from tf_ipmssl.training import algorithms
 # train.*, and the library's algorithms and constraints, registered on import.
 from tf_ipmssl.training import run_config
 
-for _, _settings in run_config.BUILDERS:
+for _settings in run_config.BUILDERS:
   gin_settings.register(_settings)
 
 # Algorithm names given to gin in this process (gin cannot forget one: an algorithm

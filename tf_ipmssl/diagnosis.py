@@ -62,12 +62,12 @@ def _without_weight(constraint):
 def _gradient(critic, variables, batch, x_q, config, constraints, lambda_ce, multipliers,
               ipm_weight):
   x_l, y_l, x_p, _ = batch
-  settings = config.objective.settings
+  settings = config.algorithm_settings
   with tf.GradientTape() as tape:
     result = critic_objective_lib.critic_objective(
         critic, x_l, y_l, x_p, x_q, formulation=settings.formulation,
         constraints=constraints, multipliers=multipliers, lambda_ce=lambda_ce,
-        global_batch_size=config.loop.batch_size,
+        global_batch_size=config.train.batch_size,
         reference_pairwise_f=settings.reference_pairwise_f, training=True,
         ipm_weight=ipm_weight)
   return tape.gradient(result.surrogate_loss, variables), result.values
@@ -85,10 +85,10 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_
   critic update (`critic_iteration` updates done): w = ipm_rampup.rampup_weight, reported as
   'ipm_weight'.
   """
-  objective, settings = config.objective, config.objective.settings
+  settings = config.algorithm_settings
   ipm_weight = ipm_rampup.rampup_weight(critic_iteration, settings.ipm_rampup_updates)
   variables = critic.body.trainable_variables
-  zeroed = tuple(_without_weight(c) for c in objective.constraints)
+  zeroed = tuple(_without_weight(c) for c in config.constraints)
   zero_multipliers = {k: 0.0 for k in multipliers}
   states = {k: v.numpy() for k, v in critic.dropout_rng.states.items()}
   rows = []
@@ -97,7 +97,7 @@ def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_
     outs = []
     for constraints, lambda_ce, lambdas in (
         (zeroed, 0.0, zero_multipliers), (zeroed, settings.lambda_ce, zero_multipliers),
-        (objective.constraints, settings.lambda_ce, multipliers)):
+        (config.constraints, settings.lambda_ce, multipliers)):
       for k, v in critic.dropout_rng.states.items():
         v.assign(states[k])
       grads, values = _gradient(critic, variables, batch, x_q, config, constraints,
@@ -135,18 +135,18 @@ def diagnose_run(model_dir, num_batches=4):
   The run is rebuilt from its run_config.json; the process's gin configuration is not used.
   """
   run = run_lib.Run.from_model_dir(model_dir)
-  if not run.config.objective.algorithm.splits_critic_gradient:
+  if not run.config.algorithm.splits_critic_gradient:
     splitting = [name for name in algorithms.registered_names()
                  if algorithms.get_algorithm(name).splits_critic_gradient]
     raise errors.UserError(f'{model_dir} is a {run.config.mode} run: its algorithm has no IPM '
                            f'term to split (bin/diagnose splits runs of {splitting})')
-  data = ssl_data.build_ssl_data(**run.config.data.kwargs())
+  data = ssl_data.build_ssl_data(run.config.build_ssl_data)
   state = tf.train.get_checkpoint_state(run.manager.directory)
   if state is None:
     raise errors.UserError(f'no checkpoints in {run.manager.directory}; train first '
                            '(bin/train)')
   paths = sorted(state.all_model_checkpoint_paths, key=lambda p: int(p.rsplit('-', 1)[1]))
-  batches = _fixed_batches(data, run.config.loop.batch_size, num_batches,
+  batches = _fixed_batches(data, run.config.train.batch_size, num_batches,
                            run.generator.noise_dim)
   results = []
   for path in paths:

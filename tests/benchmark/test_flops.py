@@ -66,8 +66,8 @@ GENERATOR_LAYERS = [
 
 @pytest.fixture(scope='module')
 def paper_networks():
-  critic = critic_lib.build_critic(10, 3, width=1.0, seed=0)
-  generator = generator_lib.build_generator(3, seed=0)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=1.0), 10, 3, seed=0)
+  generator = generator_lib.build_generator(generator_lib.BuildGenerator(), 3, seed=0)
   return (flops.NetworkCost.of(flops.critic_costs(critic)),
           flops.NetworkCost.of(flops.generator_costs(generator)))
 

@@ -36,8 +36,9 @@ def test_folder_holds_the_built_in_split(fake_dir, tmp_path):
   written = folder_writer.write_image_folder(out, data, labeled_per_class=2, validation_size=20,
                                              split_seed=3, max_unlabeled=30, max_test=20)
   assert written == {'labeled': 20, 'unlabeled': 30, 'validation': 20, 'test': 20}
-  built_in = ssl_data.build_ssl_data('fashion_mnist', source='local', data_dir=fake_dir,
-                                     num_labeled=20, validation_size=20, split_seed=3)
+  built_in = ssl_data.build_ssl_data(ssl_data.BuildSslData('fashion_mnist', source='local',
+                                                           data_dir=fake_dir, num_labeled=20,
+                                                           validation_size=20, split_seed=3))
   for folder, expected in (('labeled', built_in.splits.labeled),
                            ('validation', built_in.splits.validation)):
     assert _indices(image_folder.list_files(os.path.join(out, folder))) == list(expected)
@@ -54,8 +55,8 @@ def test_folder_holds_the_built_in_split(fake_dir, tmp_path):
                                   data.train_images[index])
   assert folder_writer.folder_name('T-shirt/top') == 't-shirt_top'
   assert folder_writer.folder_name('Ankle boot') == 'ankle_boot'
-  folder = ssl_data.build_ssl_data('image_folder', data_dir=out, num_labeled=None,
-                                   validation_size=0)
+  folder = ssl_data.build_ssl_data(ssl_data.BuildSslData('image_folder', data_dir=out,
+                                                         num_labeled=None, validation_size=0))
   assert folder.class_names == tuple(sorted(folder_writer.folder_name(n) for n in names))
   assert len(folder.unlabeled_images) == 50 and len(folder.test_labels) == 20
   np.testing.assert_array_equal(np.bincount(folder.labeled_labels), [2] * 10)

@@ -58,8 +58,9 @@ def make_folder(root, validation=False, test=True):
 
 
 def read(root, channels=None):
-  return ssl_data.build_ssl_data('image_folder', data_dir=str(root), num_labeled=None,
-                                 validation_size=0, channels=channels)
+  return ssl_data.build_ssl_data(ssl_data.BuildSslData('image_folder', data_dir=str(root),
+                                                       num_labeled=None, validation_size=0,
+                                                       channels=channels))
 
 
 def test_layout_classes_labels_and_unlabeled(tmp_path):
@@ -212,15 +213,17 @@ def test_settings_that_do_not_apply(tmp_path):
   make_folder(tmp_path)
   for settings in ({'num_labeled': 6}, {'validation_size': 2}):
     with pytest.raises(errors.ConfigError, match='build_ssl_data.num_labeled = None'):
-      ssl_data.build_ssl_data('image_folder', data_dir=str(tmp_path),
-                              **{'num_labeled': None, 'validation_size': 0, **settings})
+      ssl_data.build_ssl_data(ssl_data.BuildSslData(
+          'image_folder', data_dir=str(tmp_path),
+          **{'num_labeled': None, 'validation_size': 0, **settings}))
   with pytest.raises(errors.ConfigError, match='max_train_examples does not apply'):
-    ssl_data.build_ssl_data('image_folder', data_dir=str(tmp_path), num_labeled=None,
-                            validation_size=0, max_train_examples=4)
+    ssl_data.build_ssl_data(ssl_data.BuildSslData('image_folder', data_dir=str(tmp_path),
+                                                  num_labeled=None, validation_size=0,
+                                                  max_train_examples=4))
   with pytest.raises(errors.ConfigError, match='channels applies to image folders only'):
-    ssl_data.build_ssl_data('fashion_mnist', channels=1)
+    ssl_data.build_ssl_data(ssl_data.BuildSslData('fashion_mnist', channels=1))
   with pytest.raises(errors.ConfigError, match='image_folder'):
-    ssl_data.build_ssl_data('image_folders')
+    ssl_data.build_ssl_data(ssl_data.BuildSslData('image_folders'))
 
 
 @pytest.mark.parametrize('damage', ['unreadable', 'no_labeled'])

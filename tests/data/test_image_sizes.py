@@ -24,8 +24,9 @@ def fashion_dir(tmp_path_factory):
 
 
 def _build(directory, **kwargs):
-  return ssl_data.build_ssl_data('fashion_mnist', source='local', data_dir=directory,
-                                 num_labeled=10, validation_size=10, **kwargs)
+  return ssl_data.build_ssl_data(ssl_data.BuildSslData('fashion_mnist', source='local',
+                                                       data_dir=directory, num_labeled=10,
+                                                       validation_size=10, **kwargs))
 
 
 def test_the_default_size_keeps_the_images_as_stored(fashion_dir):
@@ -75,8 +76,9 @@ def test_an_image_folder_is_read_at_the_bound_size(tmp_path):
       image = rng.integers(0, 256, [30 + 10 * i, 50, 3], dtype=np.uint8)
       tf.io.write_file(str(path), tf.io.encode_png(image))
   (tmp_path / 'unlabeled').mkdir()
-  data = ssl_data.build_ssl_data('image_folder', data_dir=str(tmp_path), num_labeled=None,
-                                 validation_size=0, image_size=64)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData('image_folder', data_dir=str(tmp_path),
+                                                       num_labeled=None, validation_size=0,
+                                                       image_size=64))
   assert data.image_shape == (64, 64, 3) and data.resizes_images
   first = tf.io.decode_png(tf.io.read_file(str(tmp_path / 'labeled' / 'a' / '0.png')))
   np.testing.assert_array_equal(data.labeled_images[0], image_folder.fit_images(first, 64))

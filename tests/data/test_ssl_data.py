@@ -25,8 +25,9 @@ def cifar_dir(tmp_path_factory):
 
 def test_arrays_follow_the_split(cifar_dir):
   directory, (train_x, train_y, test_x, test_y) = cifar_dir
-  data = ssl_data.build_ssl_data('cifar10', source='local', data_dir=directory,
-                                 num_labeled=40, validation_size=60, split_seed=4)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData('cifar10', source='local',
+                                                       data_dir=directory, num_labeled=40,
+                                                       validation_size=60, split_seed=4))
   assert data.name == 'cifar10' and data.num_classes == 10
   assert data.image_shape == (32, 32, 3)
   assert data.source == f'local:{directory}/cifar-10-batches-py'
@@ -45,17 +46,18 @@ def test_arrays_follow_the_split(cifar_dir):
 
 def test_all_labels(cifar_dir):
   directory, _ = cifar_dir
-  data = ssl_data.build_ssl_data('cifar10', data_dir=directory, num_labeled=None,
-                                 validation_size=100)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData('cifar10', data_dir=directory,
+                                                       num_labeled=None, validation_size=100))
   assert len(data.labeled_labels) == 200
   np.testing.assert_array_equal(data.labeled_images, data.unlabeled_images)
 
 
 def test_max_examples_take_a_balanced_subset(cifar_dir):
   directory, (train_x, train_y, test_x, test_y) = cifar_dir
-  data = ssl_data.build_ssl_data('cifar10', data_dir=directory, num_labeled=20,
-                                 validation_size=20, max_train_examples=100,
-                                 max_test_examples=30)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData('cifar10', data_dir=directory,
+                                                       num_labeled=20, validation_size=20,
+                                                       max_train_examples=100,
+                                                       max_test_examples=30))
   assert len(data.unlabeled_images) + len(data.validation_images) == 100
   assert len(data.test_labels) == 30
   np.testing.assert_array_equal(np.bincount(data.test_labels), [3] * 10)
@@ -66,9 +68,10 @@ def test_max_examples_take_a_balanced_subset(cifar_dir):
   assert '(subset: 100 train, 30 test examples)' in data.source
   # The splits index the subset, and the subset does not depend on the split seed.
   subset = splits.subset_indices(train_y, 100, ssl_data.SUBSET_SEED)
-  other = ssl_data.build_ssl_data('cifar10', data_dir=directory, num_labeled=20,
-                                  validation_size=20, max_train_examples=100,
-                                  max_test_examples=30, split_seed=9)
+  other = ssl_data.build_ssl_data(ssl_data.BuildSslData('cifar10', data_dir=directory,
+                                                        num_labeled=20, validation_size=20,
+                                                        max_train_examples=100,
+                                                        max_test_examples=30, split_seed=9))
   for built in (data, other):
     np.testing.assert_array_equal(built.unlabeled_images,
                                   train_x[subset][built.splits.unlabeled])
@@ -90,11 +93,11 @@ def test_gin_bindings_are_the_builders_settings(tmp_path):
     ])
     settings = gin_settings.from_gin(ssl_data.SETTINGS)
     with pytest.raises(errors.ConfigError, match='bind build_ssl_data.dataset'):
-      ssl_data.build_ssl_data()
+      ssl_data.build_ssl_data(ssl_data.BuildSslData())
   finally:
     gin.clear_config()
   assert settings['split_seed'] == 0  # The builder's default.
-  data = ssl_data.build_ssl_data(**settings)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData(**settings))
   assert data.image_shape == (28, 28, 1)
   assert data.labeled_images.shape == (10, 28, 28, 1)
   assert len(data.validation_labels) == 10 and len(data.unlabeled_images) == 50
@@ -115,6 +118,6 @@ def test_bad_requests_raise_user_errors(cifar_dir, kwargs, error, fragment):
               validation_size=50)
   args.update(kwargs)
   with pytest.raises(error) as e:
-    ssl_data.build_ssl_data(**args)
+    ssl_data.build_ssl_data(ssl_data.BuildSslData(**args))
   assert fragment in str(e.value)
   assert isinstance(e.value, errors.UserError)

@@ -90,9 +90,10 @@ def test_binary_files_are_read_as_published(stl10_dir):
 
 
 def test_fold_is_the_labeled_set(stl10_dir):
-  data = ssl_data.build_ssl_data('stl10', source='local', data_dir=str(stl10_dir),
-                                 stl10_fold=3, num_labeled=None, validation_size=4,
-                                 split_seed=2)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData('stl10', source='local',
+                                                       data_dir=str(stl10_dir), stl10_fold=3,
+                                                       num_labeled=None, validation_size=4,
+                                                       split_seed=2))
   train = _expected_images(NUM_TRAIN, OFFSETS['train'])
   labels = np.array(TRAIN_BYTES) - 1
   split = data.splits
@@ -115,14 +116,16 @@ def test_fold_is_the_labeled_set(stl10_dir):
   assert data.image_shape == (96, 96, 3) and not data.resizes_images
   assert data.class_names == dataset_specs.STL10.class_names
   # Another fold labels other images.
-  other = ssl_data.build_ssl_data('stl10', source='local', data_dir=str(stl10_dir),
-                                  stl10_fold=7, num_labeled=None, validation_size=4)
+  other = ssl_data.build_ssl_data(ssl_data.BuildSslData('stl10', source='local',
+                                                        data_dir=str(stl10_dir), stl10_fold=7,
+                                                        num_labeled=None, validation_size=4))
   np.testing.assert_array_equal(other.splits.labeled, FOLDS[7])
 
 
 def test_without_a_fold_the_whole_train_split_is_drawn_from(stl10_dir):
-  data = ssl_data.build_ssl_data('stl10', source='local', data_dir=str(stl10_dir),
-                                 num_labeled=None, validation_size=2)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData('stl10', source='local',
+                                                       data_dir=str(stl10_dir), num_labeled=None,
+                                                       validation_size=2))
   assert len(data.labeled_labels) == NUM_TRAIN - 2
   assert len(data.unlabeled_images) == NUM_TRAIN - 2 + NUM_UNLABELED
 
@@ -131,8 +134,9 @@ def test_a_fold_with_num_labeled_draws_per_class_from_it(tmp_path):
   arrays = fixtures.make_fake_dataset(str(tmp_path), 'stl10', num_train=200, num_test=10)
   fold = datasets.load_dataset('stl10', source='local', data_dir=str(tmp_path)).folds[2]
   assert np.bincount(arrays[1][fold], minlength=10).min() >= 2
-  data = ssl_data.build_ssl_data('stl10', source='local', data_dir=str(tmp_path),
-                                 stl10_fold=2, num_labeled=20, validation_size=50)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData('stl10', source='local',
+                                                       data_dir=str(tmp_path), stl10_fold=2,
+                                                       num_labeled=20, validation_size=50))
   assert set(data.splits.labeled) <= set(fold)
   np.testing.assert_array_equal(np.bincount(data.labeled_labels), [2] * 10)
   np.testing.assert_array_equal(data.labeled_labels, arrays[1][data.splits.labeled])
@@ -141,9 +145,10 @@ def test_a_fold_with_num_labeled_draws_per_class_from_it(tmp_path):
 def test_a_subset_keeps_the_folds_images_in_it(tmp_path):
   fixtures.make_fake_dataset(str(tmp_path), 'stl10', num_train=100, num_test=10)
   whole = datasets.load_dataset('stl10', source='local', data_dir=str(tmp_path))
-  data = ssl_data.build_ssl_data('stl10', source='local', data_dir=str(tmp_path),
-                                 stl10_fold=0, num_labeled=None, validation_size=5,
-                                 max_train_examples=50)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData('stl10', source='local',
+                                                       data_dir=str(tmp_path), stl10_fold=0,
+                                                       num_labeled=None, validation_size=5,
+                                                       max_train_examples=50))
   # The fold's images among the 50 kept, and at most 50 of the unlabeled split.
   fold_images = whole.train_images[whole.folds[0]]
   kept = [any((image == fold_images).all(axis=(1, 2, 3))) for image in data.labeled_images]
@@ -155,16 +160,18 @@ def test_a_subset_keeps_the_folds_images_in_it(tmp_path):
 def test_a_subset_without_the_folds_images_is_one_clear_error(stl10_dir):
   with pytest.raises(errors.SplitError) as e:
     # The 2 train images kept (SUBSET_SEED) are 0 and 11; fold 2 holds images 2, 3 and 7.
-    ssl_data.build_ssl_data('stl10', source='local', data_dir=str(stl10_dir), stl10_fold=2,
-                            num_labeled=None, validation_size=0, max_train_examples=2)
+    ssl_data.build_ssl_data(ssl_data.BuildSslData('stl10', source='local', data_dir=str(stl10_dir),
+                                                  stl10_fold=2, num_labeled=None, validation_size=0,
+                                                  max_train_examples=2))
   assert 'the labeled fold holds no training example.' in str(e.value)
   assert 'max_train_examples=2' in str(e.value)
 
 
 def test_another_size_fits_the_unlabeled_split_too(stl10_dir):
-  data = ssl_data.build_ssl_data('stl10', source='local', data_dir=str(stl10_dir),
-                                 stl10_fold=0, num_labeled=None, validation_size=2,
-                                 image_size=32)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData('stl10', source='local',
+                                                       data_dir=str(stl10_dir), stl10_fold=0,
+                                                       num_labeled=None, validation_size=2,
+                                                       image_size=32))
   assert data.image_shape == (32, 32, 3) and data.resizes_images
   np.testing.assert_array_equal(
       data.unlabeled_images[-NUM_UNLABELED:],
@@ -191,7 +198,8 @@ def test_the_default_size_is_96():
 def test_impossible_requests_are_one_clear_error(stl10_dir, kwargs, error, fragment):
   settings = {'num_labeled': None, 'validation_size': 2, **kwargs}
   with pytest.raises(error) as e:
-    ssl_data.build_ssl_data('stl10', source='local', data_dir=str(stl10_dir), **settings)
+    ssl_data.build_ssl_data(ssl_data.BuildSslData('stl10', source='local', data_dir=str(stl10_dir),
+                                                  **settings))
   assert fragment in str(e.value)
   if 'stl10_fold' in kwargs and error is errors.SplitError:
     assert 'stl10_fold = None draws them from the whole train split' in str(e.value)
@@ -202,7 +210,8 @@ def test_a_fold_of_another_dataset_is_refused(dataset):
   with pytest.raises(errors.ConfigError,
                      match=f"stl10_fold = 0 applies to stl10 only, not '{dataset}': leave "
                      'it unbound, or bind it to None'):
-    ssl_data.build_ssl_data(dataset, stl10_fold=0, num_labeled=None, validation_size=0)
+    ssl_data.build_ssl_data(ssl_data.BuildSslData(dataset, stl10_fold=0, num_labeled=None,
+                                                  validation_size=0))
 
 
 @pytest.mark.parametrize('name, content, fragment', [
@@ -247,11 +256,13 @@ def test_the_fixture_writes_what_it_returns(tmp_path):
 def test_tfds_mock_has_the_three_splits(tmp_path):
   with tfds.testing.mock_data(num_examples=6):
     data = datasets.load_dataset('stl10', source='tfds', data_dir=str(tmp_path))
-    built = ssl_data.build_ssl_data('stl10', source='tfds', data_dir=str(tmp_path),
-                                    num_labeled=None, validation_size=2)
+    built = ssl_data.build_ssl_data(ssl_data.BuildSslData('stl10', source='tfds',
+                                                          data_dir=str(tmp_path), num_labeled=None,
+                                                          validation_size=2))
     with pytest.raises(errors.ConfigError, match='has no folds: TFDS keeps neither'):
-      ssl_data.build_ssl_data('stl10', source='tfds', data_dir=str(tmp_path), stl10_fold=0,
-                              num_labeled=None, validation_size=2)
+      ssl_data.build_ssl_data(ssl_data.BuildSslData('stl10', source='tfds', data_dir=str(tmp_path),
+                                                    stl10_fold=0, num_labeled=None,
+                                                    validation_size=2))
   assert data.source.startswith('tfds:stl10 (train/test/unlabelled) in ')
   for images in (data.train_images, data.test_images, data.unlabeled_images):
     assert images.shape == (6, 96, 96, 3) and images.dtype == np.uint8

@@ -65,6 +65,7 @@ def test_bindings_reach_the_run_configuration_not_the_classes():
     assert gin_settings.from_gin(critic_lib.SETTINGS)['width'] == 0.25
     assert fisher.Fisher().penalty_weight == 1e-7
     # The builder ignores gin: width 1.0, Φ of 4·4·384.
-    assert critic_lib.build_critic(10, 1).s_head.kernel.shape[0] == 4 * 4 * 384
+    critic = critic_lib.build_critic(critic_lib.BuildCritic(), 10, 1)
+    assert critic.s_head.kernel.shape[0] == 4 * 4 * 384
   finally:
     gin.clear_config()

@@ -17,7 +17,7 @@ SMALL = 0.125  # 12 / 24 / 48 filters: fast forward passes.
 @pytest.fixture(scope='module')
 def full_critics():
   """Width-1 critics, built once (no forward passes)."""
-  return {name: critic_lib.build_critic(K, C, normalization=name, seed=0)
+  return {name: critic_lib.build_critic(critic_lib.BuildCritic(normalization=name), K, C, seed=0)
           for name in normalization.NORMALIZATIONS}
 
 
@@ -107,7 +107,8 @@ def test_init_statistics(full_critics):
 
 
 def test_zero_bias_init():
-  critic = critic_lib.build_critic(K, C, width=SMALL, bias_init='zeros', seed=0)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=SMALL, bias_init='zeros'), K, C,
+                                   seed=0)
   for v in critic.trainable_variables:
     if 'bias' in v.path:
       np.testing.assert_array_equal(v.numpy(), 0.0)
@@ -115,8 +116,8 @@ def test_zero_bias_init():
 
 def test_bias_init_keeps_the_other_draws():
   """The bias seeds have their own stream: kernels are those of the zero-bias critic."""
-  a = critic_lib.build_critic(K, C, width=SMALL, seed=3)
-  b = critic_lib.build_critic(K, C, width=SMALL, bias_init='zeros', seed=3)
+  a = critic_lib.build_critic(critic_lib.BuildCritic(width=SMALL), K, C, seed=3)
+  b = critic_lib.build_critic(critic_lib.BuildCritic(width=SMALL, bias_init='zeros'), K, C, seed=3)
   for va, vb in zip(a.weights, b.weights):
     if 'bias' not in va.path:
       np.testing.assert_array_equal(np.asarray(va.numpy()), np.asarray(vb.numpy()))
@@ -124,7 +125,7 @@ def test_bias_init_keeps_the_other_draws():
 
 def test_unknown_bias_init_is_a_config_error():
   with pytest.raises(errors.ConfigError, match='bias_init'):
-    critic_lib.build_critic(K, C, width=SMALL, bias_init='ones')
+    critic_lib.build_critic(critic_lib.BuildCritic(width=SMALL, bias_init='ones'), K, C)
 
 
 def test_batch_norm_gamma_init(full_critics):
@@ -229,7 +230,8 @@ def inference_batch_norm(h, gamma, beta, mean, variance):
     ('batch_norm', inference_batch_norm),
 ])
 def test_forward_matches_numpy(name, norm):
-  critic = critic_lib.build_critic(K, C, normalization=name, width=SMALL, seed=1)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(normalization=name, width=SMALL), K, C,
+                                   seed=1)
   randomize_norm_parameters(critic, 2)
   if name == 'batch_norm':
     rng = np.random.default_rng(3)
@@ -259,7 +261,7 @@ def test_forward_matches_numpy(name, norm):
 
 @pytest.fixture(scope='module')
 def small_critic():
-  return critic_lib.build_critic(K, C, width=SMALL, seed=7)
+  return critic_lib.build_critic(critic_lib.BuildCritic(width=SMALL), K, C, seed=7)
 
 
 @pytest.fixture(scope='module')
@@ -292,9 +294,9 @@ def test_dropout_rates_and_places(small_critic, images):
 
 
 def test_same_seed_same_critic_and_masks(images):
-  a = critic_lib.build_critic(K, C, width=SMALL, seed=11)
-  b = critic_lib.build_critic(K, C, width=SMALL, seed=11)
-  c = critic_lib.build_critic(K, C, width=SMALL, seed=12)
+  a = critic_lib.build_critic(critic_lib.BuildCritic(width=SMALL), K, C, seed=11)
+  b = critic_lib.build_critic(critic_lib.BuildCritic(width=SMALL), K, C, seed=11)
+  c = critic_lib.build_critic(critic_lib.BuildCritic(width=SMALL), K, C, seed=12)
   for va, vb in zip(a.variables, b.variables):
     np.testing.assert_array_equal(va.numpy(), vb.numpy())
   np.testing.assert_array_equal(a(images, training=True)[1].numpy(),
@@ -315,7 +317,7 @@ def test_replica_aware_dropout_matches_keras_dropout_on_one_replica():
 
 
 def test_checkpoint_restores_dropout_rng_state(images, tmp_path):
-  critic = critic_lib.build_critic(K, C, width=SMALL, seed=13)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=SMALL), K, C, seed=13)
   assert sorted(critic.dropout_rng.states) == [
       'dropout0', 'dropout3', 'dropout6', 'dropout7', 'dropout8', 'dropout9']
   checkpoint = tf.train.Checkpoint(model=critic)
@@ -335,7 +337,7 @@ def test_checkpoint_restores_dropout_rng_state(images, tmp_path):
 @pytest.mark.parametrize('width,expected', [(0.5, 4 * 4 * 192), (0.125, 4 * 4 * 48),
                                             (0.3, 4 * 4 * 115), (1e-3, 4 * 4 * 1)])
 def test_width_multiplier_scales_phi(width, expected):
-  critic = critic_lib.build_critic(K, C, width=width, seed=0)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=width), K, C, seed=0)
   assert critic.feature_dim == expected
   filters = [critic.body.get_layer(f'conv{i}').filters for i in range(1, 10)]
   scaled = [max(1, round(f * width)) for f in (96, 96, 96, 192, 192, 192, 384, 384, 384)]
@@ -349,7 +351,8 @@ def test_mixed_bfloat16_outputs_are_float32(images):
     pytest.skip(f'no bfloat16 convolution here: {precision.bfloat16_convolutions_fail()}')
   try:
     keras.mixed_precision.set_global_policy('mixed_bfloat16')
-    critic = critic_lib.build_critic(K, C, normalization='layer_norm', width=SMALL, seed=0)
+    critic = critic_lib.build_critic(
+        critic_lib.BuildCritic(normalization='layer_norm', width=SMALL), K, C, seed=0)
     fake, classes = critic(images, training=True)
     features = critic.features(images)
     logits = critic.classify(images)
@@ -365,7 +368,8 @@ def test_mixed_bfloat16_outputs_are_float32(images):
 def test_builds_and_trains_under_mirrored_strategy(images):
   strategy = tf.distribute.MirroredStrategy(['/cpu:0'])
   with strategy.scope():
-    critic = critic_lib.build_critic(K, C, normalization='batch_norm', width=SMALL, seed=0)
+    critic = critic_lib.build_critic(
+        critic_lib.BuildCritic(normalization='batch_norm', width=SMALL), K, C, seed=0)
   assert isinstance(critic.v_head.kernel.value, tf.distribute.DistributedValues)
 
   @tf.function
@@ -384,6 +388,6 @@ def test_builds_and_trains_under_mirrored_strategy(images):
 
 def test_configuration_errors():
   with pytest.raises(errors.ConfigError, match='layer_norm_singleton_per_pixel'):
-    critic_lib.build_critic(K, C, normalization='instance_norm')
+    critic_lib.build_critic(critic_lib.BuildCritic(normalization='instance_norm'), K, C)
   with pytest.raises(errors.ConfigError):
-    critic_lib.build_critic(K, C, width=0.0)
+    critic_lib.build_critic(critic_lib.BuildCritic(width=0.0), K, C)

@@ -23,7 +23,8 @@ def hand_count(channels, ngf=64, noise=100):
 
 @pytest.fixture(scope='module')
 def generators():
-  return {c: generator_lib.build_generator(c, seed=0) for c in (1, 3)}
+  return {c: generator_lib.build_generator(generator_lib.BuildGenerator(), c, seed=0)
+          for c in (1, 3)}
 
 
 def count(variables):
@@ -52,7 +53,7 @@ def test_output_shape_and_range(generators, channels):
 
 def test_output_saturates_at_plus_and_minus_one():
   # A huge last kernel drives tanh to its limits: the range is [-1, 1], not a sub-range.
-  generator = generator_lib.build_generator(3, ngf=8, seed=1)
+  generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=8), 3, seed=1)
   last = generator.body.get_layer('convt6').kernel
   last.assign(last * 1e4)
   z = np.random.default_rng(2).normal(size=(4, 100)).astype(np.float32)
@@ -99,7 +100,7 @@ def test_init_statistics(generators):
 def test_forward_matches_numpy_in_inference():
   """tanh of ConvT / BN / ReLU written out in NumPy (PyTorch ConvTranspose2d semantics)."""
   ngf = 4
-  generator = generator_lib.build_generator(2, ngf=ngf, seed=3)
+  generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=ngf), 2, seed=3)
   rng = np.random.default_rng(4)
   for v in generator.body.variables:
     if v.path.endswith(('gamma', 'moving_variance')):
@@ -150,7 +151,7 @@ def test_forward_matches_numpy_in_inference():
 
 
 def test_training_mode_uses_batch_statistics():
-  generator = generator_lib.build_generator(1, ngf=4, seed=5)
+  generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=4), 1, seed=5)
   z = np.random.default_rng(6).normal(size=(16, 100)).astype(np.float32)
   before = generator.body.get_layer('bn1').moving_mean.numpy().copy()
   generator(z, training=True)
@@ -162,8 +163,8 @@ def test_training_mode_uses_batch_statistics():
 
 
 def test_seed_reproducible():
-  a = generator_lib.build_generator(3, ngf=8, seed=9)
-  b = generator_lib.build_generator(3, ngf=8, seed=9)
+  a = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=8), 3, seed=9)
+  b = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=8), 3, seed=9)
   for va, vb in zip(a.variables, b.variables):
     np.testing.assert_array_equal(va.numpy(), vb.numpy())
 
@@ -173,7 +174,7 @@ def test_mixed_bfloat16_output_is_float32():
     pytest.skip(f'no bfloat16 convolution here: {precision.bfloat16_convolutions_fail()}')
   try:
     keras.mixed_precision.set_global_policy('mixed_bfloat16')
-    generator = generator_lib.build_generator(3, ngf=8, seed=0)
+    generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=8), 3, seed=0)
     x = generator(tf.random.normal([2, 100]), training=True)
   finally:
     keras.mixed_precision.set_global_policy('float32')
@@ -192,7 +193,8 @@ def test_independent_of_a_critic_built_from_the_same_seed():
         draws.add(round(float((v.numpy().ravel()[0] - loc) / 0.02), 3))
     return draws
 
-  generator = generator_lib.build_generator(3, ngf=8, seed=9)
-  critic = critic_lib.build_critic(10, 3, normalization='batch_norm', width=0.125, seed=9)
+  generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=8), 3, seed=9)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(normalization='batch_norm', width=0.125),
+                                   10, 3, seed=9)
   assert len(first_draws(generator)) == 6 + 5
   assert not first_draws(generator) & first_draws(critic)

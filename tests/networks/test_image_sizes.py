@@ -37,13 +37,15 @@ def weights_digest(network):
 
 @pytest.fixture(scope='module')
 def critics():
-  return {size: critic_lib.build_critic(K, 3, width=WIDTH, image_size=size, seed=7)
+  return {size: critic_lib.build_critic(critic_lib.BuildCritic(width=WIDTH), K, 3, image_size=size,
+                                        seed=7)
           for size in SIZES}
 
 
 @pytest.fixture(scope='module')
 def generators():
-  return {size: generator_lib.build_generator(3, ngf=NGF, image_size=size, seed=7)
+  return {size: generator_lib.build_generator(generator_lib.BuildGenerator(ngf=NGF), 3,
+                                              image_size=size, seed=7)
           for size in SIZES}
 
 
@@ -95,8 +97,8 @@ def test_generator_shapes(generators, size):
 
 
 def test_the_32_networks_are_those_of_before():
-  critic = critic_lib.build_critic(K, 3, width=WIDTH, seed=7)
-  generator = generator_lib.build_generator(3, ngf=NGF, seed=7)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=WIDTH), K, 3, seed=7)
+  generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=NGF), 3, seed=7)
   assert weights_digest(critic) == CRITIC_32_DIGEST
   assert weights_digest(generator) == GENERATOR_32_DIGEST
 
@@ -107,9 +109,11 @@ def test_added_layers_leave_the_32_layers_seeds(size):
   the other sizes, where its shape is the same: the added layers draw their own seeds."""
   def by_path(network):
     return {v.path.split('/', 1)[1]: v.numpy() for v in network.weights}
-  critics = {s: critic_lib.build_critic(K, 3, width=WIDTH, image_size=s, seed=7)
+  critics = {s: critic_lib.build_critic(critic_lib.BuildCritic(width=WIDTH), K, 3, image_size=s,
+                                        seed=7)
              for s in (32, size)}
-  generators = {s: generator_lib.build_generator(3, ngf=NGF, image_size=s, seed=7)
+  generators = {s: generator_lib.build_generator(generator_lib.BuildGenerator(ngf=NGF), 3,
+                                                 image_size=s, seed=7)
                 for s in (32, size)}
   # At 96 only the generator's seed layer (a 6x6 kernel) has another shape.
   reshaped = {'critic': set(), 'generator': {'convt1/kernel'} if size == 96 else set()}
@@ -126,7 +130,8 @@ def test_added_layers_leave_the_32_layers_seeds(size):
 
 @pytest.mark.parametrize('size', [0, 48, 128, 32.0, None])
 def test_other_sizes_are_one_config_error_naming_the_sizes(size):
-  for build in (lambda: critic_lib.build_critic(K, 3, image_size=size),
-                lambda: generator_lib.build_generator(3, image_size=size)):
+  for build in (lambda: critic_lib.build_critic(critic_lib.BuildCritic(), K, 3, image_size=size),
+                lambda: generator_lib.build_generator(generator_lib.BuildGenerator(), 3,
+                                                      image_size=size)):
     with pytest.raises(errors.ConfigError, match='use one of 32, 64, 96'):
       build()

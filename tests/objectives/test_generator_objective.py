@@ -41,7 +41,7 @@ def test_feature_matching_value_and_gradient():
   """L_G = ‖mean Φ(x_real) − mean Φ(x_fake)‖² in NumPy; its gradient reaches x_fake only
   (central differences) and never x_real."""
   from tf_ipmssl.networks import critic as critic_lib  # pylint: disable=g-import-not-at-top
-  critic = critic_lib.build_critic(10, 1, width=0.0625, seed=3)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=0.0625), 10, 1, seed=3)
   rng = np.random.default_rng(0)
   x_real = tf.constant(rng.uniform(-1, 1, [4, 32, 32, 1]), tf.float32)
   x_fake = tf.Variable(rng.uniform(-1, 1, [4, 32, 32, 1]), dtype=tf.float32)

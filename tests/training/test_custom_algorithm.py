@@ -28,9 +28,9 @@ def test_registered_algorithm_is_a_mode_while_registered():
   with algorithms.registered(toy_algorithm.EntropyMinimization):
     assert algorithms.registered_names()[:2] == ('ssl', 'supervised')
     config = run_config.RunConfig.create(mode=name, steps=2)
-    assert config.objective.algorithm is toy_algorithm.EntropyMinimization
-    assert config.objective.settings.beta == 0.3  # Its default.
-    assert config.objective.constraints == () and config.to_json()['objective'][
+    assert config.algorithm is toy_algorithm.EntropyMinimization
+    assert config.algorithm_settings.beta == 0.3  # Its default.
+    assert config.constraints == () and config.to_json()['objective'][
         'algorithm'] == name
     with pytest.raises(errors.ConfigError,
                        match=r'entropy_minimization.beta must be a number >= 0'):
@@ -76,7 +76,7 @@ def test_the_setting_weights_the_entropy_term():
                                            critic={'width': 0.0625})
       tf.keras.utils.set_random_seed(0)
       run = run_lib.Run.build(config, num_classes=10, image_shape=(32, 32, 3))
-      steps = config.objective.algorithm(run)
+      steps = config.algorithm(run)
       assert steps.settings.beta == beta
       gradients = steps._gradients_impl(x_labeled, y_labeled, x_unlabeled)[0]  # pylint: disable=protected-access
       grads[beta] = np.concatenate([g.numpy().ravel() for g in gradients])
@@ -144,7 +144,7 @@ def test_toy_algorithm_trains_through_bin_train(tmp_path):
   assert tensorboard_lib.hparams_of(record, [])['entropy_minimization.beta'] == 0.7
   with algorithms.registered(toy_algorithm.EntropyMinimization):
     rebuilt = run_config.RunConfig.from_json(record)
-  assert rebuilt.objective.settings == toy_algorithm.EntropyMinimization.Settings(beta=0.7)
+  assert rebuilt.algorithm_settings == toy_algorithm.EntropyMinimization.Settings(beta=0.7)
   assert 'Training entropy_minimization' in result.stdout
   assert 'step 3/3' in result.stdout
   values = _variables(model_dir)

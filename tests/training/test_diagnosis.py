@@ -22,8 +22,11 @@ def test_split_equals_each_term_s_own_gradient(rampup_updates, critic_iteration)
   """Also for a run with the IPM ramp-up: the IPM term is w(t)·(its own gradient), with w
   computed here from the formula exp(−5 (1 − t/T)²) at t = the checkpoint's critic updates."""
   # Dropout off so that the direct gradients below see the same network.
-  critic = critic_lib.build_critic(10, 1, width=0.125, input_dropout=0.0, dropout=0.0, seed=0)
-  generator = generator_lib.build_generator(output_channels=1, ngf=8, seed=0)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=0.125, input_dropout=0.0,
+                                                          dropout=0.0),
+                                   10, 1, seed=0)
+  generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=8), output_channels=1,
+                                            seed=0)
   rng = np.random.default_rng(0)
   x_l = tf.constant(rng.uniform(-1, 1, [B, 32, 32, 1]), tf.float32)
   y_l = tf.constant(rng.integers(0, 10, B))
@@ -85,7 +88,7 @@ def test_run_config_applies_the_constraint_penalty_scale():
     config = run_config.RunConfig.from_gin()
   finally:
     gin.clear_config()
-  assert [c.rho for c in config.objective.constraints] == [1e-7 * 1000.0, 1e-8 * 1000.0]
+  assert [c.rho for c in config.constraints] == [1e-7 * 1000.0, 1e-8 * 1000.0]
 
 
 def test_bin_diagnose_reports_the_rampup_weight_of_each_checkpoint(tmp_path):

@@ -61,7 +61,7 @@ def test_the_predict_function_traces_twice_over_many_evaluations():
   """Three evaluations of three splits (full batches, smaller last ones, a split smaller
   than a batch): make_predict_fn's function traces twice, and each error is the count of
   the critic's own argmax over its logits, made in the same batches."""
-  critic = critic_lib.build_critic(10, 1, width=0.0625, seed=0)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=0.0625), 10, 1, seed=0)
   predict = evaluation.make_predict_fn(critic)
   logits_fn = tf.function(lambda x: critic.classify(x, training=False), reduce_retracing=True)
   splits = [_images_and_labels(n, seed=n) for n in (600, 100, 300)]

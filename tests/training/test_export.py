@@ -71,9 +71,9 @@ def test_the_best_step_not_the_last_is_exported(tmp_path):
   from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import run_config  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import trainer  # pylint: disable=g-import-not-at-top
-  data = ssl_data.build_ssl_data(dataset='fashion_mnist', source='local',
-                                 data_dir=runs.make_data(tmp_path / 'data'), num_labeled=20,
-                                 validation_size=20)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData(dataset='fashion_mnist', source='local',
+                                                       data_dir=runs.make_data(tmp_path / 'data'),
+                                                       num_labeled=20, validation_size=20))
   config = run_config.RunConfig.create(settings={'constraints': (fisher.Fisher(),)}, steps=4,
                                        critic={'width': 0.0625})
   model_dir = str(tmp_path / 'run')
@@ -187,7 +187,7 @@ def test_the_served_computation_waits_for_the_shape_asserts(resize):
   from tf_ipmssl.networks import critic as critic_lib  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
   shape = (32, 32, 3)
-  critic = critic_lib.build_critic(2, 3, width=0.0625, seed=0)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=0.0625), 2, 3, seed=0)
   make = export._serving_function  # pylint: disable=protected-access
   serve = tf.function(make(critic, shape, ['a', 'b'], resize))
   spec = tf.TensorSpec([None, None, None, 3] if resize else [None, *shape], tf.uint8)

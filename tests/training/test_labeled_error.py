@@ -33,8 +33,9 @@ def finished_run(tmp_path_factory):
 def _ssl_data(data_dir):
   """The run's data, rebuilt from tiny_bindings' data settings (split seed 0)."""
   from tf_ipmssl.data import ssl_data  # pylint: disable=g-import-not-at-top
-  data = ssl_data.build_ssl_data(dataset='fashion_mnist', source='local', data_dir=data_dir,
-                                 num_labeled=NUM_LABELED, validation_size=20)
+  data = ssl_data.build_ssl_data(ssl_data.BuildSslData(dataset='fashion_mnist', source='local',
+                                                       data_dir=data_dir, num_labeled=NUM_LABELED,
+                                                       validation_size=20))
   assert len(data.labeled_labels) == NUM_LABELED
   return data
 

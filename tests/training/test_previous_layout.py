@@ -14,7 +14,9 @@ they are rebuilt as the algorithm's settings (ssl.*), and their config.gin, whic
 old names, resumes once those bindings carry the names the error gives.
 
 version2_run_configs.json holds the run_config.json of an SSL and a supervised configuration
-as format version 2 wrote them (every train binding under 'train').
+as format version 2 wrote them (every train binding under 'train'), and
+version3_run_configs.json as format version 3 wrote them (the train bindings under 'train';
+the algorithm's and the builders' settings under 'bindings', by gin name).
 
 A new supervised run's checkpoint holds no generator.
 """
@@ -31,12 +33,14 @@ import tensorflow as tf
 
 from tests.training import runs
 from tf_ipmssl import errors
+from tf_ipmssl.training import distribution
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
 
 PREVIOUS = runs.REPO_ROOT / 'tests' / 'training' / 'previous_layout_supervised'
 VERSION_1 = runs.REPO_ROOT / 'tests' / 'training' / 'version1_layout_ssl'
 VERSION_2 = runs.REPO_ROOT / 'tests' / 'training' / 'version2_run_configs.json'
+VERSION_3 = runs.REPO_ROOT / 'tests' / 'training' / 'version3_run_configs.json'
 FIXTURES = (PREVIOUS, VERSION_1)
 
 
@@ -75,15 +79,15 @@ def test_version_1_records_are_rebuilt_from_their_groups():
   ssl = json.loads((VERSION_1 / 'run_config.json').read_text())
   assert 'format_version' not in supervised and 'format_version' not in ssl
   config = run_config.RunConfig.from_json(ssl)
-  assert config.mode == 'ssl' and config.loop.steps == 4 and config.loop.batch_size == 16
-  settings = config.objective.settings
+  assert config.mode == 'ssl' and config.train.steps == 4 and config.train.batch_size == 16
+  settings = config.algorithm_settings
   assert settings.constraint_penalty_scale == 10.0
   # The constraints as bound (unscaled), scaled again: the record's as used.
   assert [(c.name, c.rho) for c in settings.constraints] == [
       ('fisher_f', 1e-7), ('sobolev_f_neg', 1e-8)]
-  assert [(c.name, c.rho) for c in config.objective.constraints] == [
+  assert [(c.name, c.rho) for c in config.constraints] == [
       ('fisher_f', 1e-6), ('sobolev_f_neg', 1e-7)]
-  assert config.critic.width == 0.0625 and config.generator.noise_dim == 2
+  assert config.build_critic.width == 0.0625 and config.build_generator.noise_dim == 2
   # Written again, the version-3 record holds the same values: the semi-supervised ones as
   # the algorithm's settings, the rest in the same groups, and the builders' settings.
   again = config.to_json()
@@ -109,13 +113,13 @@ def test_version_1_records_are_rebuilt_from_their_groups():
   defaults = run_config.RunConfig.create(steps=1, mode='supervised').to_json()['bindings']
   assert added == {k: v for k, v in defaults['build_ssl_data'].items() if k in added}
   previous = run_config.RunConfig.from_json(supervised)
-  assert previous.mode == 'supervised' and previous.objective.constraints == ()
+  assert previous.mode == 'supervised' and previous.constraints == ()
   # Its semi-supervised bindings, unused then, are none of the supervised algorithm's.
   assert previous.to_json()['bindings']['supervised'] == {}
   # The previous layout recorded the bound settings only: the rest are the builders'
   # defaults (as they were when gin read the run's config.gin).
-  assert previous.distribution.kwargs() == {'kind': 'auto', 'devices': None}
-  assert previous.critic.dropout == 0.5
+  assert previous.make_strategy == distribution.MakeStrategy(kind='auto', devices=None)
+  assert previous.build_critic.dropout == 0.5
   for name, recorded in supervised['bindings'].items():
     assert recorded.items() <= previous.to_json()['bindings'][name].items()
 
@@ -129,9 +133,9 @@ def test_version_2_records_map_their_train_bindings_onto_the_algorithms_settings
   # Every semi-supervised train binding is the ssl setting of its name, as it was bound.
   again = config.to_json()
   assert again['bindings']['ssl'] == {k: ssl['train'][k] for k in moved}
-  assert config.objective.settings.critic_iterations == 3
-  assert config.objective.settings.generator_loss == 'feature_matching'
-  assert [(c.name, c.rho) for c in config.objective.constraints] == [
+  assert config.algorithm_settings.critic_iterations == 3
+  assert config.algorithm_settings.generator_loss == 'feature_matching'
+  assert [(c.name, c.rho) for c in config.constraints] == [
       ('fisher_f', 1e-6), ('sobolev_f_neg', 1e-7)]  # ρ x10, as the record used them.
   assert again['train'] == {k: v for k, v in ssl['train'].items() if k not in moved}
   assert again['objective']['constraints'] == ssl['objective']['constraints']
@@ -148,6 +152,32 @@ def test_version_2_records_map_their_train_bindings_onto_the_algorithms_settings
   assert previous.mode == 'supervised' and previous.to_json()['bindings']['supervised'] == {}
   assert previous.to_json()['train'] == {k: v for k, v in supervised['train'].items()
                                          if k not in moved}
+
+
+def test_version_3_records_rebuild_to_the_configuration_they_were_written_from():
+  records = json.loads(VERSION_3.read_text())
+  ssl, supervised = records['ssl'], records['supervised']
+  assert ssl['format_version'] == supervised['format_version'] == 3
+  config = run_config.RunConfig.from_json(ssl)
+  assert config.mode == 'ssl' and config.train.steps == 4 and config.train.batch_size == 16
+  assert config.train.seed == 3 and config.critic_rate == 4e-4
+  assert config.build_critic.width == 0.0625 and config.build_generator.noise_dim == 2
+  assert config.build_ssl_data.num_labeled == 100 and config.image_size == 32
+  assert config.augmentations['labeled'].translate == 2
+  settings = config.ssl
+  assert settings.lambda_ce == 0.5 and settings.critic_iterations == 3
+  assert settings.generator_loss == 'feature_matching'
+  assert [(c.name, c.rho) for c in settings.constraints] == [
+      ('fisher_f', 1e-7), ('sobolev_f_neg', 1e-8)]
+  assert [(c.name, c.rho) for c in config.constraints] == [
+      ('fisher_f', 1e-6), ('sobolev_f_neg', 1e-7)]  # ρ x10, as the record used them.
+  previous = run_config.RunConfig.from_json(supervised)
+  assert previous.mode == 'supervised' and previous.constraints == ()
+  assert previous.build_ssl_data.num_labeled is None and previous.build_critic.width == 0.0625
+  for record, rebuilt in ((ssl, config), (supervised, previous)):
+    assert run_config.RunConfig.from_json(rebuilt.to_json()) == rebuilt
+    assert rebuilt.differing_settings(run_config.RunConfig.from_json(record)) == []
+    assert rebuilt.to_json() == record
 
 
 @pytest.mark.parametrize('fixture', FIXTURES, ids=lambda f: f.name)

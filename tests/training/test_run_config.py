@@ -105,10 +105,12 @@ def test_another_algorithms_settings_are_not_read():
     ssl = run_config.RunConfig.from_gin()
   finally:
     gin.clear_config()
-  assert supervised.objective.settings == algorithms.NoSettings()
+  assert supervised.supervised == supervised.algorithm_settings == algorithms.NoSettings()
   assert supervised.to_json()['bindings']['supervised'] == {}
-  assert ssl.objective.settings.lambda_ce == 0.25
-  assert ssl.objective.settings.constraints == (fisher.Fisher(),)
+  assert ssl.ssl.lambda_ce == 0.25 and ssl.ssl is ssl.algorithm_settings
+  assert ssl.ssl.constraints == (fisher.Fisher(),)
+  with pytest.raises(AttributeError):
+    ssl.supervised  # pylint: disable=pointless-statement
 
 
 def test_groups_scales_and_algorithm():
@@ -119,20 +121,20 @@ def test_groups_scales_and_algorithm():
                     constraint_penalty_scale=1000.0, critic_iterations=5),
       critic_learning_rate=2e-4, generator_learning_rate=1e-4, learning_rate_scale=5.0,
       steps=3)
-  assert config.mode == 'ssl' and config.objective.algorithm is semi_supervised.SemiSupervised
-  assert config.optimizers.critic_rate == 2e-4 * 5.0
-  assert config.optimizers.generator_rate == 1e-4 * 5.0
+  assert config.mode == 'ssl' and config.algorithm is semi_supervised.SemiSupervised
+  assert config.critic_rate == 2e-4 * 5.0
+  assert config.generator_rate == 1e-4 * 5.0
   # ρ of the augmented-Lagrangian constraints scaled; λ_GP not.
-  assert [c.rho for c in config.objective.constraints[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
-  assert config.objective.constraints[2].weight == 10.0
-  assert config.objective.settings.critic_iterations == 5
-  assert config.objective.algorithm.iterations_per_step(config.objective.settings) == 5
+  assert [c.rho for c in config.constraints[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
+  assert config.constraints[2].weight == 10.0
+  assert config.ssl.critic_iterations == 5
+  assert config.algorithm.iterations_per_step(config.algorithm_settings) == 5
   # The settings as bound, unscaled (recorded under bindings.ssl).
-  assert config.objective.settings.constraints[0].penalty_weight == 1e-7
+  assert config.algorithm_settings.constraints[0].penalty_weight == 1e-7
   assert config.to_json()['bindings']['ssl']['constraints'][0]['penalty_weight'] == 1e-7
   supervised = run_config.RunConfig.create(mode='supervised', steps=3)
-  assert supervised.objective.constraints == ()
-  assert supervised.objective.algorithm.iterations_per_step(supervised.objective.settings) == 1
+  assert supervised.constraints == ()
+  assert supervised.algorithm.iterations_per_step(supervised.algorithm_settings) == 1
 
 
 def test_json_names_every_setting():
@@ -212,11 +214,11 @@ def test_json_round_trip():
     configs += 1
   assert configs == 5
   # The non-finite value and the tuples as they were (not strings, not lists).
-  inf = next(c for c in _round_trip_configs() if c.loop.baseline)
+  inf = next(c for c in _round_trip_configs() if c.train.baseline)
   rebuilt = run_config.RunConfig.from_json(json.loads(json.dumps(inf.to_json())))
-  assert rebuilt.optimizers.learning_rate_halving_epochs == math.inf
-  assert rebuilt.loop.baseline == ('runs.csv', 'supervised', 'recipe')
-  assert rebuilt.distribution.devices == ('/cpu:0', '/cpu:1')
+  assert rebuilt.train.learning_rate_halving_epochs == math.inf
+  assert rebuilt.train.baseline == ('runs.csv', 'supervised', 'recipe')
+  assert rebuilt.make_strategy.devices == ('/cpu:0', '/cpu:1')
 
 
 def test_a_record_of_an_unregistered_type_is_refused_naming_it(tmp_path):
@@ -319,10 +321,10 @@ def test_step_configuration_is_derived_with_no_defaults_of_its_own():
       settings=dict(constraints=FISHER, critic_iterations=4, lambda_ce=0.7), steps=3,
       batch_size=12)
   derived = algorithms.StepConfig.of(config)
-  assert derived.run_config is config and derived.settings is config.objective.settings
+  assert derived.run_config is config and derived.settings is config.algorithm_settings
   assert {f.name for f in dataclasses.fields(algorithms.StepConfig)} == {
       'run_config', 'settings', 'critic_forward'}
-  one = dataclasses.replace(config.objective.settings, critic_iterations=1)
+  one = dataclasses.replace(config.algorithm_settings, critic_iterations=1)
   assert algorithms.StepConfig.of(config, settings=one).settings.critic_iterations == 1
 
 
@@ -338,6 +340,6 @@ def test_the_algorithm_reports_its_schedule_and_scales():
   assert ssl.state_scalars(ssl.make_settings({'constraints': FISHER}), 5) == {}
   assert ssl.scaled_settings(ramp) == 'penalty weights x10 (ρ: fisher_f 1e-06)'
   assert ssl.scaled_settings(ssl.make_settings({'constraints': FISHER})) == ''
-  supervised = run_config.RunConfig.create(mode='supervised', steps=1).objective
-  assert supervised.algorithm.state_scalars(supervised.settings, 5) == {}
-  assert supervised.algorithm.scaled_settings(supervised.settings) == ''
+  supervised = run_config.RunConfig.create(mode='supervised', steps=1)
+  assert supervised.algorithm.state_scalars(supervised.algorithm_settings, 5) == {}
+  assert supervised.algorithm.scaled_settings(supervised.algorithm_settings) == ''

@@ -32,10 +32,10 @@ def _data(seed):
 def _stepper(config, seed):
   """The run of `config` and a callable running one of its iterations on random data."""
   run = run_lib.Run.build(config, num_classes=10, image_shape=IMAGE_SHAPE)
-  algorithm = config.objective.algorithm(run)
-  iterators = config.objective.algorithm.streams(
+  algorithm = config.algorithm(run)
+  iterators = config.algorithm.streams(
       _data(seed), lambda _, images, labels, offset: iter(pipelines.training_stream(
-          images, labels, batch_size=config.loop.batch_size, seed=seed + offset)))
+          images, labels, batch_size=config.train.batch_size, seed=seed + offset)))
   return run, lambda: algorithm.iteration(*iterators)
 
 
@@ -85,7 +85,7 @@ def test_from_model_dir_ignores_and_keeps_the_process_gin_configuration(tmp_path
   finally:
     gin.clear_config()
   assert config == reference[0] and config.mode == 'supervised'
-  assert config.critic.width == 0.0625 and config.critic.normalization == 'none'
+  assert config.build_critic.width == 0.0625 and config.build_critic.normalization == 'none'
   np.testing.assert_array_equal(fake_logit, reference[1])
   np.testing.assert_array_equal(class_logits, reference[2])
 
@@ -109,7 +109,7 @@ x = tf.constant(np.random.default_rng(0).uniform(-1, 1, (4, 32, 32, 1)), tf.floa
 fake_logit, class_logits = critic(x, training=False)
 print(json.dumps({'fake_logit': fake_logit.numpy().tolist(),
                   'class_logits': class_logits.numpy().tolist(),
-                  'gin_kept': gin.config_str() == before, 'width': run.config.critic.width,
+                  'gin_kept': gin.config_str() == before, 'width': run.config.build_critic.width,
                   'record': run.config.to_json()}))
 """
 

@@ -15,8 +15,8 @@ def test_effective_decay_schedule():
 
 
 def test_average_follows_the_recursion():
-  critic = critic_lib.build_critic(10, 1, width=0.125, seed=0)
-  averaged = critic_lib.build_critic(10, 1, width=0.125, seed=1)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=0.125), 10, 1, seed=0)
+  averaged = critic_lib.build_critic(critic_lib.BuildCritic(width=0.125), 10, 1, seed=1)
   pairs = weight_averaging.averaged_pairs(critic, averaged)
   # Every weight is averaged (kernels and biases here); the dropout RNG states are not.
   assert [t.path for _, t in pairs] == [v.path for v in critic.trainable_variables]

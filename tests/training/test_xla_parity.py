@@ -34,10 +34,12 @@ def pinned_random_draws(monkeypatch):
 @pytest.mark.usefixtures('pinned_random_draws')
 @pytest.mark.parametrize('normalization', ['none', 'layer_norm'])
 def test_jit_compiled_gradients_match_plain_gradients(normalization):
-  critic = critic_lib.build_critic(num_classes=10, input_channels=1, width=0.0625,
-                                   normalization=normalization, input_dropout=0.0,
-                                   dropout=0.0, init_stddev=0.1, seed=1)
-  generator = generator_lib.build_generator(output_channels=1, ngf=4, seed=2)
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(width=0.0625, normalization=normalization,
+                                                          input_dropout=0.0, dropout=0.0,
+                                                          init_stddev=0.1),
+                                   num_classes=10, input_channels=1, seed=1)
+  generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=4), output_channels=1,
+                                            seed=2)
   constraints = (fisher.Fisher('f', 0.1), sobolev.Sobolev('f_neg', 0.1),
                  gradient_penalty.GradientPenalty('f_neg'))
   rng = np.random.default_rng(0)
@@ -50,7 +52,7 @@ def test_jit_compiled_gradients_match_plain_gradients(normalization):
         settings=dict(formulation='kplus1', constraints=constraints, lambda_ce=1.5,
                       critic_iterations=1),
         batch_size=8, seed=3, jit_compile=jit, steps=1)
-    state = run_lib.RunState(config.objective.constraints)
+    state = run_lib.RunState(config.constraints)
     state.multipliers['fisher_f'].assign(0.3)
     state.multipliers['sobolev_f_neg'].assign(-0.2)
     # The networks above and no optimizers: only the gradients are computed.

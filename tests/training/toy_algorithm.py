@@ -49,7 +49,7 @@ class EntropyMinimization(algorithms.Algorithm):
     self._gradients = self.compile_piece(self._gradients_impl)
 
   def _gradients_impl(self, x_labeled, y_labeled, x_unlabeled):
-    critic, batch_size = self.run.critic, self.run_config.loop.batch_size
+    critic, batch_size = self.run.critic, self.run_config.train.batch_size
     with tf.GradientTape() as tape:
       ce, _ = critic_objective.labeled_cross_entropy(
           critic.classify(x_labeled, training=True), y_labeled, batch_size)

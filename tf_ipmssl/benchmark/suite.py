@@ -115,9 +115,9 @@ def build_algorithm(variant, run, **settings):
   """The run's algorithm (the class train.mode names, as bin/train makes it) on the default
   (single-device) strategy, with the variant's critic forward and the algorithm's settings
   changed by `settings` (ssl's critic_iterations)."""
-  return run.config.objective.algorithm(
+  return run.config.algorithm(
       run, critic_forward=variant.forward,
-      settings=dataclasses.replace(run.config.objective.settings, **settings))
+      settings=dataclasses.replace(run.config.algorithm_settings, **settings))
 
 
 def _streams(data, options):

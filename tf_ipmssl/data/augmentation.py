@@ -96,13 +96,24 @@ def flip_and_translate(images, flips, offsets, translate):
   return tf.gather(images, columns, axis=2, batch_dims=1)
 
 
-def per_stream(labeled_flip: bool = False, labeled_translate: int = 0,
-               unlabeled_flip: bool = False, unlabeled_translate: int = 0) -> dict:
-  """The augmentation of each stream ({'labeled': Augmentation, 'unlabeled': ...}) from its
-  settings (gin `augmentation.<stream>_flip`, `augmentation.<stream>_translate`); a
-  ConfigError for a value that is not a bool or a non-negative integer."""
-  given = {'labeled': (labeled_flip, labeled_translate),
-           'unlabeled': (unlabeled_flip, unlabeled_translate)}
+@dataclasses.dataclass(frozen=True)
+class Augmentations:
+  """The training streams' augmentation settings, `augmentation.*` in gin (off by
+  default; module doc)."""
+  # A random left-right flip of the labeled stream's images.
+  labeled_flip: bool = False
+  # A random translation of the labeled stream's images by up to this many pixels.
+  labeled_translate: int = 0
+  # Likewise for the unlabeled stream.
+  unlabeled_flip: bool = False
+  unlabeled_translate: int = 0
+
+
+def per_stream(settings: Augmentations) -> dict:
+  """The augmentation of each stream ({'labeled': Augmentation, 'unlabeled': ...}) of
+  `settings`; a ConfigError for a value that is not a bool or a non-negative integer."""
+  given = {'labeled': (settings.labeled_flip, settings.labeled_translate),
+           'unlabeled': (settings.unlabeled_flip, settings.unlabeled_translate)}
   out = {}
   for stream, (flip, translate) in given.items():
     if not isinstance(flip, bool):
@@ -137,4 +148,4 @@ def check(streams: dict, image_size: int, reads) -> None:
 
 
 # augmentation.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = builder_settings.Settings.of('augmentation', per_stream)
+SETTINGS = builder_settings.Settings.of_dataclass('augmentation', Augmentations)

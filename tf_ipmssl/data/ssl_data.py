@@ -103,51 +103,53 @@ def _shrink(images, labels, max_examples):
   return images[keep], labels[keep]
 
 
-def build_ssl_data(dataset: Optional[str] = None,
-                   source: str = 'auto',
-                   data_dir: Optional[str] = None,
-                   num_labeled: Optional[int] = 4000,
-                   validation_size: int = 5000,
-                   split_seed: int = 0,
-                   include_extra: bool = False,
-                   download: bool = False,
-                   max_train_examples: Optional[int] = None,
-                   max_test_examples: Optional[int] = None,
-                   channels: Optional[int] = None,
-                   image_size: Optional[int] = None,
-                   stl10_fold: Optional[int] = None) -> SSLData:
-  """Loads `dataset` and splits its training set for semi-supervised learning.
+@dataclasses.dataclass(frozen=True)
+class BuildSslData:
+  """The data's settings, `build_ssl_data.*` in gin."""
+  # A name of `dataset_specs.REGISTRY` ('cifar10', 'svhn', 'fashion_mnist', 'stl10'), or
+  # 'image_folder': the user's images in data_dir (image_folder.py), where num_labeled and
+  # validation_size must be None and 0 (gin/bases/image_folder.gin), split_seed chooses nothing
+  # and source, include_extra, download and max_*_examples do not apply.
+  dataset: Optional[str] = None
+  # 'auto', 'local' or 'tfds' (see `datasets.load_dataset`).
+  source: str = 'auto'
+  # Directory searched first for the data (also TFDS's data_dir).
+  data_dir: Optional[str] = None
+  # Labels in total, num_labeled / K per class; None labels every non-validation example (the
+  # supervised all-labels baseline), or with stl10_fold every image of the fold.
+  num_labeled: Optional[int] = 4000
+  # Training examples held out for validation (0 for none); with stl10_fold, drawn from the train
+  # images outside the fold (at most 4,000).
+  validation_size: int = 5000
+  # The label-split seed, part of a run's identity.
+  split_seed: int = 0
+  # SVHN only: append the 'extra' examples to train.
+  include_extra: bool = False
+  # Let TFDS download the dataset if it is not found.
+  download: bool = False
+  # For quick CPU smoke runs only: keep a class-balanced subset of at most this many training
+  # examples (seeded with SUBSET_SEED, see `splits.subset_indices`) before splitting, and at most
+  # this many of an unlabeled split (STL-10's; a fold keeps those of its images in the subset).
+  # None keeps all; results on a subset are not the paper's numbers.
+  max_train_examples: Optional[int] = None
+  # Likewise for the test split.
+  max_test_examples: Optional[int] = None
+  # Image folders only: 1 (grayscale), 3 (colour) or None (from the images).
+  channels: Optional[int] = None
+  # The networks' input size S, one of dataset_specs.IMAGE_SIZES (32, 64, 96); None: the dataset's
+  # own (dataset_specs.default_image_size: 32, STL-10's 96). The run's configuration holds it
+  # resolved (`image_size_of`); the module doc says how the images are brought to it.
+  image_size: Optional[int] = None
+  # STL-10 only: the predefined fold (0-9, from the original files' fold_indices.txt; TFDS keeps
+  # none) the labels come from; None: the whole train split, as for the other datasets.
+  stl10_fold: Optional[int] = None
+
+
+def build_ssl_data(settings: BuildSslData) -> SSLData:
+  """Loads `settings.dataset` and splits its training set for semi-supervised learning.
 
   Args:
-    dataset: a name of `dataset_specs.REGISTRY` ('cifar10', 'svhn', 'fashion_mnist',
-      'stl10'), or
-      'image_folder': the user's images in data_dir (image_folder.py), where num_labeled and
-      validation_size must be None and 0 (gin/bases/image_folder.gin), split_seed chooses
-      nothing and source, include_extra, download and max_*_examples do not apply.
-    source: 'auto', 'local' or 'tfds' (see `datasets.load_dataset`).
-    data_dir: directory searched first for the data (also TFDS's data_dir).
-    num_labeled: labels in total, num_labeled / K per class; None labels every
-      non-validation example (the supervised all-labels baseline), or with stl10_fold
-      every image of the fold.
-    validation_size: training examples held out for validation (0 for none); with
-      stl10_fold, drawn from the train images outside the fold (at most 4,000).
-    split_seed: the label-split seed, part of a run's identity.
-    include_extra: SVHN only: append the 'extra' examples to train.
-    download: let TFDS download the dataset if it is not found.
-    max_train_examples: for quick CPU smoke runs only: keep a class-balanced subset of
-      at most this many training examples (seeded with SUBSET_SEED, see
-      `splits.subset_indices`) before splitting, and at most this many of an unlabeled
-      split (STL-10's; a fold keeps those of its images in the subset). None keeps all;
-      results on a subset are not the paper's numbers.
-    max_test_examples: likewise for the test split.
-    channels: image folders only: 1 (grayscale), 3 (colour) or None (from the images).
-    image_size: the networks' input size S, one of dataset_specs.IMAGE_SIZES (32, 64, 96);
-      None: the dataset's own (dataset_specs.default_image_size: 32, STL-10's 96). The
-      run's configuration holds it resolved (`image_size_of`); the module doc says how the
-      images are brought to it.
-    stl10_fold: STL-10 only: the predefined fold (0-9, from the original files'
-      fold_indices.txt; TFDS keeps none) the labels come from; None: the whole train
-      split, as for the other datasets.
+    settings: its BuildSslData settings.
 
   Returns:
     SSLData.
@@ -159,49 +161,53 @@ def build_ssl_data(dataset: Optional[str] = None,
     DatasetNotFoundError: the dataset is nowhere to be found.
     UserError: an image folder that cannot be read as image_folder.py says.
   """
-  if dataset is None:
+  if settings.dataset is None:
     raise errors.ConfigError("bind build_ssl_data.dataset, e.g. to 'fashion_mnist'")
-  errors.check_number('build_ssl_data.validation_size', validation_size, integer=True, low=0)
-  errors.check_number('build_ssl_data.split_seed', split_seed, integer=True, low=0)
-  if num_labeled is not None:
-    errors.check_number('build_ssl_data.num_labeled', num_labeled, integer=True, low=1)
-  _check_max_examples('max_train_examples', max_train_examples)
-  _check_max_examples('max_test_examples', max_test_examples)
-  errors.check_choice(dataset, datasets.DATASETS + (dataset_specs.IMAGE_FOLDER,), 'dataset',
-                      'valid names')
-  image_size = image_size_of(dataset, image_size)
-  _check_fold(dataset, stl10_fold)
-  if dataset == dataset_specs.IMAGE_FOLDER:
+  errors.check_number('build_ssl_data.validation_size', settings.validation_size, integer=True,
+                      low=0)
+  errors.check_number('build_ssl_data.split_seed', settings.split_seed, integer=True, low=0)
+  if settings.num_labeled is not None:
+    errors.check_number('build_ssl_data.num_labeled', settings.num_labeled, integer=True,
+                        low=1)
+  _check_max_examples('max_train_examples', settings.max_train_examples)
+  _check_max_examples('max_test_examples', settings.max_test_examples)
+  errors.check_choice(settings.dataset, datasets.DATASETS + (dataset_specs.IMAGE_FOLDER,),
+                      'dataset', 'valid names')
+  image_size = image_size_of(settings.dataset, settings.image_size)
+  _check_fold(settings.dataset, settings.stl10_fold)
+  if settings.dataset == dataset_specs.IMAGE_FOLDER:
     # Imported here: it imports TensorFlow, which this module does not need otherwise.
     from tf_ipmssl.data import image_folder  # pylint: disable=g-import-not-at-top
-    _check_folder_settings(num_labeled, validation_size, source, include_extra, download,
-                           max_train_examples, max_test_examples)
-    return _folder_data(image_folder.read_image_folder(data_dir, channels, image_size),
-                        split_seed)
-  if channels is not None:
+    _check_folder_settings(settings)
+    return _folder_data(
+        image_folder.read_image_folder(settings.data_dir, settings.channels, image_size),
+        settings.split_seed)
+  if settings.channels is not None:
     raise errors.ConfigError(f'build_ssl_data.channels applies to image folders only; '
-                             f'{dataset!r} has its own: leave it unbound')
-  data = datasets.load_dataset(dataset, source=source, data_dir=data_dir,
-                               include_extra=include_extra, download=download)
-  if stl10_fold is not None and data.folds is None:
+                             f'{settings.dataset!r} has its own: leave it unbound')
+  data = datasets.load_dataset(settings.dataset, source=settings.source,
+                               data_dir=settings.data_dir,
+                               include_extra=settings.include_extra, download=settings.download)
+  if settings.stl10_fold is not None and data.folds is None:
     raise errors.ConfigError(
-        f'build_ssl_data.stl10_fold = {stl10_fold}, but the copy of {dataset} found '
-        f'({data.source}) has no folds: TFDS keeps neither fold_indices.txt nor the '
+        f'build_ssl_data.stl10_fold = {settings.stl10_fold}, but the copy of '
+        f'{settings.dataset} found ({data.source}) has no folds: TFDS keeps neither fold_indices.txt nor the '
         "original order of train. Put the original stl10_binary/ files where they are "
         "looked for (BUILD.md), or bind build_ssl_data.stl10_fold = None to draw the labels "
         'from the whole train split')
 
-  keep = (None if max_train_examples is None else
-          splits_lib.subset_indices(data.train_labels, max_train_examples, SUBSET_SEED))
+  keep = (None if settings.max_train_examples is None else
+          splits_lib.subset_indices(data.train_labels, settings.max_train_examples,
+                                    SUBSET_SEED))
   train_images, train_labels = ((data.train_images, data.train_labels) if keep is None else
                                 (data.train_images[keep], data.train_labels[keep]))
   test_images, test_labels = _shrink(data.test_images, data.test_labels,
-                                     max_test_examples)
+                                     settings.max_test_examples)
   extra_images = data.unlabeled_images
-  if extra_images is not None and max_train_examples is not None:
+  if extra_images is not None and settings.max_train_examples is not None:
     extra_images = _shrink(extra_images, np.zeros(len(extra_images), np.int64),
-                           max_train_examples)[0]
-  fold = None if stl10_fold is None else data.folds[stl10_fold]
+                           settings.max_train_examples)[0]
+  fold = None if settings.stl10_fold is None else data.folds[settings.stl10_fold]
   if fold is not None and keep is not None:
     fold = np.flatnonzero(np.isin(keep, fold))  # Its images in the subset, renumbered.
   resizes = image_size != dataset_specs.REGISTRY[data.name].image_size
@@ -211,22 +217,25 @@ def build_ssl_data(dataset: Optional[str] = None,
     if extra_images is not None:
       extra_images = _fitted(extra_images, image_size)
   where = data.source
-  if max_train_examples is not None or max_test_examples is not None:
+  if settings.max_train_examples is not None or settings.max_test_examples is not None:
     unlabeled = '' if extra_images is None else f', {len(extra_images)} unlabeled'
     where += (f' (subset: {len(train_labels)} train, {len(test_labels)} test{unlabeled} '
               'examples)')
 
   try:
-    split = splits_lib.make_splits(train_labels, data.num_classes, num_labeled,
-                                   validation_size, split_seed, labeled_pool=fold)
+    split = splits_lib.make_splits(train_labels, data.num_classes, settings.num_labeled,
+                                   settings.validation_size, settings.split_seed,
+                                   labeled_pool=fold)
   except errors.SplitError as e:
     notes = []
     if fold is not None:
-      notes.append(f'(The labels come from fold build_ssl_data.stl10_fold = {stl10_fold}; '
-                   'stl10_fold = None draws them from the whole train split.)')
-    if max_train_examples is not None:
-      notes.append(f'(The training split was cut to max_train_examples={max_train_examples}'
-                   '; raising it is another fix.)')
+      notes.append('(The labels come from fold build_ssl_data.stl10_fold = '
+                   f'{settings.stl10_fold}; stl10_fold = None draws them from the whole '
+                   'train split.)')
+    if settings.max_train_examples is not None:
+      notes.append('(The training split was cut to '
+                   f'max_train_examples={settings.max_train_examples}; raising it is another '
+                   'fix.)')
     if not notes:
       raise
     raise errors.SplitError(' '.join([str(e)] + notes)) from e
@@ -250,8 +259,8 @@ def build_ssl_data(dataset: Optional[str] = None,
       test_labels=test_labels,
       splits=split,
       source=where,
-      num_labeled=num_labeled,
-      split_seed=split_seed,
+      num_labeled=settings.num_labeled,
+      split_seed=settings.split_seed,
       class_names=dataset_specs.REGISTRY[data.name].class_names,
       resizes_images=resizes)
 
@@ -293,17 +302,17 @@ def _fitted(images, size):
   return fitted
 
 
-def _check_folder_settings(num_labeled, validation_size, source, include_extra, download,
-                           max_train_examples, max_test_examples):
+def _check_folder_settings(settings):
   """ConfigErrors for settings that would choose among an image folder's images."""
-  if num_labeled is not None or validation_size:
+  if settings.num_labeled is not None or settings.validation_size:
     raise errors.ConfigError(
         'an image folder gives every label (labeled/) and its own validation/ folder: bind '
         'build_ssl_data.num_labeled = None and build_ssl_data.validation_size = 0 (as '
         'gin/bases/image_folder.gin does, after the other gin files)')
-  given = {'source': source != 'auto' and source != 'local', 'include_extra': include_extra,
-           'download': download, 'max_train_examples': max_train_examples is not None,
-           'max_test_examples': max_test_examples is not None}
+  given = {'source': settings.source not in ('auto', 'local'),
+           'include_extra': settings.include_extra, 'download': settings.download,
+           'max_train_examples': settings.max_train_examples is not None,
+           'max_test_examples': settings.max_test_examples is not None}
   bound = [name for name, value in given.items() if value]
   if bound:
     raise errors.ConfigError(
@@ -330,4 +339,4 @@ def _folder_data(folder, split_seed) -> SSLData:
 
 
 # build_ssl_data.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = builder_settings.Settings.of('build_ssl_data', build_ssl_data)
+SETTINGS = builder_settings.Settings.of_dataclass('build_ssl_data', BuildSslData)

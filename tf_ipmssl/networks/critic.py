@@ -46,6 +46,7 @@ Dropout RNG: every dropout layer has its own seed derived from `seed`; its state
 SeedGenerator, [seed, counter]) is reachable as `critic.dropout_rng.states[layer_name]` and is
 saved by tf.train.Checkpoint(model=critic), so a resumed run draws the same masks.
 """
+import dataclasses
 from typing import Optional
 
 import keras
@@ -185,48 +186,61 @@ class Critic(keras.Model):
     return fake_logit, class_logits
 
 
-def _check_arguments(num_classes, input_channels, normalization, width, input_dropout, dropout,
-                     leaky_relu_slope, init_stddev, image_size, bias_init):
-  """A ConfigError for an argument of build_critic of the wrong type, range or choice."""
-  if normalization not in normalization_lib.NORMALIZATIONS:
+@dataclasses.dataclass(frozen=True)
+class BuildCritic:
+  """The critic's settings, `build_critic.*` in gin (the run supplies the rest: the classes,
+  channels and input size of the data, the seed)."""
+  # One of normalization.NORMALIZATIONS, after convs 2-9
+  # (docs/algorithm.md#critic-normalization).
+  normalization: str = 'none'
+  # Multiplier on the 96 / 192 / 384 filters (1.0 in the paper).
+  width: float = 1.0
+  # Dropout rate on the input (layer 0).
+  input_dropout: float = 0.2
+  # Dropout rate after layers 3, 6, 7, 8 and 9.
+  dropout: float = 0.5
+  # Negative slope of every LeakyReLU.
+  leaky_relu_slope: float = 0.2
+  # Stddev of the N(0, ·) conv and dense kernel init.
+  init_stddev: float = 0.02
+  # The conv-1 and S biases: 'pytorch_uniform' (U(±1/√fan_in), PyTorch's default, which the
+  # released code keeps) or 'zeros'.
+  bias_init: str = 'pytorch_uniform'
+
+
+def _check_arguments(settings, num_classes, input_channels, image_size):
+  """A ConfigError for a setting or argument of build_critic of the wrong type, range or
+  choice."""
+  if settings.normalization not in normalization_lib.NORMALIZATIONS:
     raise errors.ConfigError(
-        f'Unknown critic normalization {normalization!r}; valid: '
+        f'Unknown critic normalization {settings.normalization!r}; valid: '
         f'{", ".join(normalization_lib.NORMALIZATIONS)}.')
-  errors.check_number('build_critic.width', width, low=0.0, low_inclusive=False)
-  errors.check_number('build_critic.input_dropout', input_dropout, low=0.0, high=1.0)
-  errors.check_number('build_critic.dropout', dropout, low=0.0, high=1.0)
-  errors.check_number('build_critic.leaky_relu_slope', leaky_relu_slope)
-  errors.check_number('build_critic.init_stddev', init_stddev, low=0.0, low_inclusive=False)
+  errors.check_number('build_critic.width', settings.width, low=0.0, low_inclusive=False)
+  errors.check_number('build_critic.input_dropout', settings.input_dropout, low=0.0, high=1.0)
+  errors.check_number('build_critic.dropout', settings.dropout, low=0.0, high=1.0)
+  errors.check_number('build_critic.leaky_relu_slope', settings.leaky_relu_slope)
+  errors.check_number('build_critic.init_stddev', settings.init_stddev, low=0.0,
+                      low_inclusive=False)
   dataset_specs.check_image_size('build_critic image_size', image_size)
   if num_classes < 1 or input_channels < 1:
     raise errors.ConfigError(
         f'build_critic needs num_classes >= 1 and input_channels >= 1; got '
         f'{num_classes}, {input_channels}.')
-  if bias_init not in BIAS_INITS:
-    raise errors.ConfigError(f'build_critic.bias_init = {bias_init!r} is not one of '
+  if settings.bias_init not in BIAS_INITS:
+    raise errors.ConfigError(f'build_critic.bias_init = {settings.bias_init!r} is not one of '
                              f'{list(BIAS_INITS)}')
 
 
-def build_critic(num_classes: int, input_channels: int, normalization: str = 'none',
-                 width: float = 1.0, input_dropout: float = 0.2, dropout: float = 0.5,
-                 leaky_relu_slope: float = 0.2, init_stddev: float = 0.02, image_size: int = 32,
-                 bias_init: str = 'pytorch_uniform', seed: Optional[int] = None):
+def build_critic(settings: BuildCritic, num_classes: int, input_channels: int,
+                 image_size: int = 32, seed: Optional[int] = None):
   """Builds the critic; variables exist on return (call it inside a strategy scope).
 
   Args:
+    settings: its BuildCritic settings.
     num_classes: K, the width of the class head S.
     input_channels: C of the [B, image_size, image_size, C] input in [-1, 1].
-    normalization: one of normalization.NORMALIZATIONS, after convs 2-9
-      (docs/algorithm.md#critic-normalization).
-    width: multiplier on the 96 / 192 / 384 filters (1.0 in the paper).
-    input_dropout: dropout rate on the input (layer 0).
-    dropout: dropout rate after layers 3, 6, 7, 8 and 9.
-    leaky_relu_slope: negative slope of every LeakyReLU.
-    init_stddev: stddev of the N(0, ·) conv and dense kernel init.
     image_size: input height and width, one of dataset_specs.IMAGE_SIZES (32, the paper's;
       64 and 96 add the reduction blocks of the module doc). Φ is 4·4·384·width at each.
-    bias_init: the conv-1 and S biases: 'pytorch_uniform' (U(±1/√fan_in), PyTorch's
-      default, which the released code keeps) or 'zeros'.
     seed: int making the init and the dropout masks reproducible; None draws one.
 
   Returns:
@@ -236,57 +250,55 @@ def build_critic(num_classes: int, input_channels: int, normalization: str = 'no
     errors.ConfigError: unknown normalization, a value of the wrong type or range, an
       image_size not in dataset_specs.IMAGE_SIZES.
   """
-  _check_arguments(num_classes, input_channels, normalization, width, input_dropout, dropout,
-                   leaky_relu_slope, init_stddev, image_size, bias_init)
+  _check_arguments(settings, num_classes, input_channels, image_size)
   # One seed per kernel initializer, batch-norm gamma and dropout layer; 32 is enough.
   # The bias seeds come from their own stream so the other draws keep their seeds.
   seeds = iter(derive_seeds(seed, 32, stream=CRITIC_SEED_STREAM))
   bias_seeds = iter(derive_seeds(seed, 2, stream=CRITIC_BIAS_SEED_STREAM))
 
   def bias_initializer(fan_in):
-    if bias_init == 'zeros':
+    if settings.bias_init == 'zeros':
       return 'zeros'
     bound = 1.0 / np.sqrt(fan_in)
     return keras.initializers.RandomUniform(-bound, bound, seed=next(bias_seeds))
 
   def kernel_init():
-    return keras.initializers.RandomNormal(stddev=init_stddev, seed=next(seeds))
+    return keras.initializers.RandomNormal(stddev=settings.init_stddev, seed=next(seeds))
 
   def dropout_layer(rate, name):
     return ReplicaAwareDropout(rate, seed=next(seeds), name=name)
 
   layers = [
       keras.Input((image_size, image_size, input_channels)),
-      dropout_layer(input_dropout, 'dropout0'),
-      keras.layers.Conv2D(scaled_width(_CONV1_FILTERS, width), 3, padding='same',
+      dropout_layer(settings.input_dropout, 'dropout0'),
+      keras.layers.Conv2D(scaled_width(_CONV1_FILTERS, settings.width), 3, padding='same',
                           use_bias=True, kernel_initializer=kernel_init(),
                           bias_initializer=bias_initializer(3 * 3 * input_channels),
                           name='conv1'),
-      keras.layers.LeakyReLU(leaky_relu_slope, name='lrelu1'),
+      keras.layers.LeakyReLU(settings.leaky_relu_slope, name='lrelu1'),
   ]
-  layers += _reduction_blocks(image_size, normalization, width, leaky_relu_slope, init_stddev,
-                              seed)
+  layers += _reduction_blocks(settings, image_size, seed)
   for index, (filters, kernel, stride, padding, drop) in enumerate(_NORMED_CONVS, start=2):
     layers += [
-        keras.layers.Conv2D(scaled_width(filters, width), kernel, strides=stride,
+        keras.layers.Conv2D(scaled_width(filters, settings.width), kernel, strides=stride,
                             padding=padding, use_bias=False, kernel_initializer=kernel_init(),
                             name=f'conv{index}'),
-        normalization_lib.make_normalization(normalization, seed=next(seeds),
+        normalization_lib.make_normalization(settings.normalization, seed=next(seeds),
                                              layer_name=f'norm{index}'),
-        keras.layers.LeakyReLU(leaky_relu_slope, name=f'lrelu{index}'),
+        keras.layers.LeakyReLU(settings.leaky_relu_slope, name=f'lrelu{index}'),
     ]
     if drop:
-      layers.append(dropout_layer(dropout, f'dropout{index}'))
+      layers.append(dropout_layer(settings.dropout, f'dropout{index}'))
   layers.append(keras.layers.Flatten(name='phi'))
   body = keras.Sequential(layers, name='body')
   feature_dim = int(np.prod(body.output_shape[1:]))
   v_head = keras.layers.Dense(1, use_bias=False, kernel_initializer=kernel_init(), name='v')
   s_head = keras.layers.Dense(num_classes, use_bias=True, kernel_initializer=kernel_init(),
                               bias_initializer=bias_initializer(feature_dim), name='s')
-  return Critic(body, v_head, s_head, normalization, name='critic')
+  return Critic(body, v_head, s_head, settings.normalization, name='critic')
 
 
-def _reduction_blocks(image_size, normalization, width, leaky_relu_slope, init_stddev, seed):
+def _reduction_blocks(settings, image_size, seed):
   """The layers that bring conv 1's image_size map to 32x32 (REDUCTION_STRIDES, module
   doc), seeded from CRITIC_REDUCTION_SEED_STREAM; none at 32."""
   strides = REDUCTION_STRIDES[image_size]
@@ -294,20 +306,17 @@ def _reduction_blocks(image_size, normalization, width, leaky_relu_slope, init_s
   layers = []
   for index, stride in enumerate(strides, start=1):
     layers += [
-        keras.layers.Conv2D(scaled_width(_REDUCTION_FILTERS, width), 3, strides=stride,
-                            padding='same', use_bias=False,
+        keras.layers.Conv2D(scaled_width(_REDUCTION_FILTERS, settings.width), 3,
+                            strides=stride, padding='same', use_bias=False,
                             kernel_initializer=keras.initializers.RandomNormal(
-                                stddev=init_stddev, seed=next(seeds)),
+                                stddev=settings.init_stddev, seed=next(seeds)),
                             name=f'reduce{index}'),
-        normalization_lib.make_normalization(normalization, seed=next(seeds),
+        normalization_lib.make_normalization(settings.normalization, seed=next(seeds),
                                              layer_name=f'reduce_norm{index}'),
-        keras.layers.LeakyReLU(leaky_relu_slope, name=f'reduce_lrelu{index}'),
+        keras.layers.LeakyReLU(settings.leaky_relu_slope, name=f'reduce_lrelu{index}'),
     ]
   return layers
 
 
 # build_critic.* in gin: its settings, read into the run configuration (run_config.py).
-# The input size is the data's (build_ssl_data.image_size), which the run supplies.
-SETTINGS = builder_settings.Settings.of(
-    'build_critic', build_critic,
-    supplied=('num_classes', 'input_channels', 'image_size', 'seed'))
+SETTINGS = builder_settings.Settings.of_dataclass('build_critic', BuildCritic)

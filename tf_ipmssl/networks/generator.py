@@ -22,6 +22,7 @@ No layer has a bias: BN's β follows every conv but the last, and the last ConvT
 directly without one, as in the DCGAN reference. Kernels N(0, 0.02); BN γ ~ N(1, 0.02),
 β = 0, ε = 1e-5, Keras momentum 0.9 (PyTorch 0.1).
 """
+import dataclasses
 from typing import Optional
 
 import keras
@@ -56,16 +57,25 @@ class Generator(keras.Model):
     return tf.tanh(tf.cast(self.body(z, training=training), tf.float32))
 
 
-def build_generator(output_channels: int, noise_dim: int = 100, ngf: int = 64,
-                    init_stddev: float = 0.02, image_size: int = 32,
+@dataclasses.dataclass(frozen=True)
+class BuildGenerator:
+  """The generator's settings, `build_generator.*` in gin (the run supplies the rest: the
+  data's channels and image size, the seed)."""
+  # Length of z (100 in the paper).
+  noise_dim: int = 100
+  # Base width; layers have 4·ngf, 2·ngf, ngf, ngf, ngf, C filters.
+  ngf: int = 64
+  # Stddev of the N(0, ·) kernel init.
+  init_stddev: float = 0.02
+
+
+def build_generator(settings: BuildGenerator, output_channels: int, image_size: int = 32,
                     seed: Optional[int] = None):
   """Builds the generator of docs/algorithm.md#generator; variables exist on return.
 
   Args:
+    settings: its BuildGenerator settings.
     output_channels: C of the generated [B, image_size, image_size, C] images.
-    noise_dim: length of z (100 in the paper).
-    ngf: base width; layers have 4·ngf, 2·ngf, ngf, ngf, ngf, C filters.
-    init_stddev: stddev of the N(0, ·) kernel init.
     image_size: the generated images' height and width, one of dataset_specs.IMAGE_SIZES
       (32, the paper's; SIZE_LAYOUTS for the others).
     seed: int making the init reproducible; None draws one.
@@ -73,15 +83,16 @@ def build_generator(output_channels: int, noise_dim: int = 100, ngf: int = 64,
   Returns:
     A built Generator.
   """
-  errors.check_number('build_generator.noise_dim', noise_dim, integer=True, low=1)
-  errors.check_number('build_generator.ngf', ngf, integer=True, low=1)
-  errors.check_number('build_generator.init_stddev', init_stddev, low=0.0, low_inclusive=False)
+  errors.check_number('build_generator.noise_dim', settings.noise_dim, integer=True, low=1)
+  errors.check_number('build_generator.ngf', settings.ngf, integer=True, low=1)
+  errors.check_number('build_generator.init_stddev', settings.init_stddev, low=0.0,
+                      low_inclusive=False)
   dataset_specs.check_image_size('build_generator image_size', image_size)
   seed_side, upsamplings = SIZE_LAYOUTS[image_size]
   seeds = iter(critic_lib.derive_seeds(seed, 16, stream=critic_lib.GENERATOR_SEED_STREAM))
 
   def kernel_init():
-    return keras.initializers.RandomNormal(stddev=init_stddev, seed=next(seeds))
+    return keras.initializers.RandomNormal(stddev=settings.init_stddev, seed=next(seeds))
 
   def bn_relu(index):
     return [normalization_lib.make_batch_norm(seed=next(seeds), name=f'bn{index}'),
@@ -92,22 +103,23 @@ def build_generator(output_channels: int, noise_dim: int = 100, ngf: int = 64,
                                         use_bias=False, kernel_initializer=kernel_init(),
                                         name=f'convt{index}')
 
-  layers = [keras.Input((noise_dim,)), keras.layers.Reshape((1, 1, noise_dim), name='z_map')]
-  layers += [conv_t(4 * ngf, 1, 'valid', 1, kernel=seed_side)] + bn_relu(1)
-  layers += [conv_t(2 * ngf, 2, 'same', 2)] + bn_relu(2)
-  layers += [conv_t(ngf, 2, 'same', 3)] + bn_relu(3)
+  layers = [keras.Input((settings.noise_dim,)),
+            keras.layers.Reshape((1, 1, settings.noise_dim), name='z_map')]
+  layers += [conv_t(4 * settings.ngf, 1, 'valid', 1, kernel=seed_side)] + bn_relu(1)
+  layers += [conv_t(2 * settings.ngf, 2, 'same', 2)] + bn_relu(2)
+  layers += [conv_t(settings.ngf, 2, 'same', 3)] + bn_relu(3)
   for index in (4, 5):
-    layers += [keras.layers.Conv2D(ngf, 3, padding='same', use_bias=False,
+    layers += [keras.layers.Conv2D(settings.ngf, 3, padding='same', use_bias=False,
                                    kernel_initializer=kernel_init(), name=f'conv{index}')]
     layers += bn_relu(index)
-  layers += _upsampling_blocks(upsamplings, ngf, init_stddev, seed)
+  layers += _upsampling_blocks(upsamplings, settings, seed)
   layers += [conv_t(output_channels, 2, 'same', 6)]
   body = keras.Sequential(layers, name='body')
   return Generator(body, name='generator')
 
 
-def _upsampling_blocks(count, ngf, init_stddev, seed):
-  """`count` blocks ConvT 4x4 s2 'same' ngf → BN, ReLU (module doc), seeded from
+def _upsampling_blocks(count, settings, seed):
+  """`count` blocks ConvT 4x4 s2 'same' settings.ngf → BN, ReLU (module doc), seeded from
   critic.GENERATOR_UPSAMPLING_SEED_STREAM."""
   seeds = iter(critic_lib.derive_seeds(seed, 2 * count,
                                        stream=critic_lib.GENERATOR_UPSAMPLING_SEED_STREAM))
@@ -115,8 +127,8 @@ def _upsampling_blocks(count, ngf, init_stddev, seed):
   for index in range(1, count + 1):
     layers += [
         keras.layers.Conv2DTranspose(
-            ngf, 4, strides=2, padding='same', use_bias=False,
-            kernel_initializer=keras.initializers.RandomNormal(stddev=init_stddev,
+            settings.ngf, 4, strides=2, padding='same', use_bias=False,
+            kernel_initializer=keras.initializers.RandomNormal(stddev=settings.init_stddev,
                                                                seed=next(seeds)),
             name=f'up{index}'),
         normalization_lib.make_batch_norm(seed=next(seeds), name=f'up_bn{index}'),
@@ -125,6 +137,4 @@ def _upsampling_blocks(count, ngf, init_stddev, seed):
 
 
 # build_generator.* in gin: its settings, read into the run configuration (run_config.py).
-# The image size is the data's (build_ssl_data.image_size), which the run supplies.
-SETTINGS = builder_settings.Settings.of('build_generator', build_generator,
-                                        supplied=('output_channels', 'image_size', 'seed'))
+SETTINGS = builder_settings.Settings.of_dataclass('build_generator', BuildGenerator)

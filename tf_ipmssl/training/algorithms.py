@@ -3,7 +3,7 @@
 An algorithm is a subclass of `Algorithm` that owns its iteration and its settings. Its
 class methods say what the run needs before anything is built (its settings, constraints and
 data, what an epoch is, whether it trains a generator); an instance, made by the trainer as
-`config.objective.algorithm(run, strategy)`, updates that run.Run: its networks, optimizers,
+`config.algorithm(run, strategy)`, updates that run.Run: its networks, optimizers,
 multipliers and counters are the run's, read as `self.run.critic`, `self.run.state.counters`,
 and so on. The library's two:
 
@@ -17,7 +17,8 @@ fields), each field a setting with its default, bound in gin under the algorithm
 (`ssl.lambda_ce = 1.5`, registered by the gin boundary, tf_ipmssl/configurables.py, through
 `when_registered`). `make_settings` completes and validates the bound values (`check_settings`:
 a ConfigError naming `<name>.<setting>` and the fix); the run configuration holds the result
-(run_config.RunConfig.objective.settings) and writes it to run_config.json and the HParams.
+(run_config.RunConfig.algorithm_settings, also under the algorithm's name: `config.ssl`) and
+writes it to run_config.json and the HParams.
 
 An instance's `iteration(*iterators)` is one training iteration on the distributed iterators
 of its `streams`, in cross-replica context; the subclass writes it in its own module,
@@ -75,7 +76,7 @@ class StepConfig:
   Attributes:
     run_config: the RunConfig (batch, seed, weight decays, XLA, loss scaling, weight
       average, the constraints the algorithm uses).
-    settings: the algorithm's settings (the run's `objective.settings`; the benchmark
+    settings: the algorithm's settings (the run's `algorithm_settings`; the benchmark
       changes ssl's critic_iterations).
     critic_forward: how the critic objective passes the batches through the critic: 'auto'
       (separate passes iff the critic has batch norm), 'batched' or 'separate'
@@ -89,7 +90,7 @@ class StepConfig:
   def of(cls, run_config, **changes) -> 'StepConfig':
     """The step configuration of RunConfig `run_config`; `changes`: settings or
     critic_forward (the benchmark's variants)."""
-    return dataclasses.replace(cls(run_config, run_config.objective.settings, 'auto'),
+    return dataclasses.replace(cls(run_config, run_config.algorithm_settings, 'auto'),
                                **changes)
 
 
@@ -196,13 +197,13 @@ class Algorithm:
     """
     self.run = run
     self.config = StepConfig.of(run.config, **changes)
-    self.run_config, self.objective = self.config.run_config, self.config.run_config.objective
+    self.run_config = self.config.run_config
     self.settings = self.config.settings
     self.strategy = strategy or tf.distribute.get_strategy()
     replicas = self.strategy.num_replicas_in_sync
-    if self.run_config.loop.batch_size % replicas:
+    if self.run_config.train.batch_size % replicas:
       raise errors.ConfigError(
-          f'the batch size {self.run_config.loop.batch_size} does not split evenly over '
+          f'the batch size {self.run_config.train.batch_size} does not split evenly over '
           f'{replicas} replicas; choose a multiple of the replica count')
     # A ValueError for a critic forward mode the critic cannot take.
     critic_objective_lib.is_batched(run.critic, self.config.critic_forward)
@@ -211,7 +212,7 @@ class Algorithm:
     # XLA compiles the forward/backward computation of one replica. All-reduces (global
     # moments, synchronized batch norm) cannot sit in a nested tf.function under several
     # replicas, so XLA is used on one replica only; otherwise the pieces are traced inline.
-    self.jit_compile = self.run_config.numerics.jit_compile and replicas == 1
+    self.jit_compile = self.run_config.train.jit_compile and replicas == 1
 
   def iteration(self, *iterators):
     """One training iteration on the distributed iterators, in cross-replica context;
@@ -232,7 +233,7 @@ class Algorithm:
     scale, which its apply_gradients divides out: the tape differentiates `loss` with the
     scale as the output gradient, which is the gradient of the scaled loss.
     """
-    scale = optimizer.scale_loss(1.0) if self.run_config.numerics.loss_scaling else None
+    scale = optimizer.scale_loss(1.0) if self.run_config.loss_scaling else None
     grads = tape.gradient(
         loss, variables, output_gradients=None if scale is None else tf.cast(scale, loss.dtype))
     if decays is None:
@@ -255,7 +256,7 @@ class Algorithm:
     counters['critic_iteration'].assign_add(1)
     if self.average_pairs is not None:
       weight_averaging.update_average(self.average_pairs,
-                                      self.run_config.numerics.critic_ema_decay,
+                                      self.run_config.train.critic_ema_decay,
                                       counters['critic_iteration'].read_value())
 
   def end_iteration(self, values):

@@ -5,6 +5,7 @@
 - 'mirrored': MirroredStrategy over `devices` (all GPUs when None; e.g. two logical CPUs in
   tests), 'multi_worker', or 'default'.
 """
+import dataclasses
 import json
 import os
 from typing import Optional, Tuple
@@ -25,8 +26,18 @@ def _tf_config_workers():
   return len(config.get('cluster', {}).get('worker', []))
 
 
-def make_strategy(kind: str = 'auto', devices: Optional[Tuple[str, ...]] = None):
+@dataclasses.dataclass(frozen=True)
+class MakeStrategy:
+  """The distribution settings, `make_strategy.*` in gin (module doc)."""
+  # One of STRATEGIES.
+  kind: str = 'auto'
+  # The devices of 'mirrored' (None: every GPU).
+  devices: Optional[Tuple[str, ...]] = None
+
+
+def make_strategy(settings: MakeStrategy):
   """Returns the tf.distribute.Strategy for this run."""
+  kind = settings.kind
   if kind not in STRATEGIES:
     raise errors.ConfigError(f"unknown distribution '{kind}'; use one of {list(STRATEGIES)}")
   if kind == 'auto':
@@ -39,9 +50,9 @@ def make_strategy(kind: str = 'auto', devices: Optional[Tuple[str, ...]] = None)
   if kind == 'multi_worker':
     return tf.distribute.MultiWorkerMirroredStrategy()
   if kind == 'mirrored':
-    return tf.distribute.MirroredStrategy(devices=devices)
+    return tf.distribute.MirroredStrategy(devices=settings.devices)
   return tf.distribute.get_strategy()
 
 
 # make_strategy.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = builder_settings.Settings.of('make_strategy', make_strategy)
+SETTINGS = builder_settings.Settings.of_dataclass('make_strategy', MakeStrategy)

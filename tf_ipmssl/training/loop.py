@@ -106,7 +106,7 @@ class Loop:
     if run.generator is not None:
       self.sample_noise = tf.random.stateless_normal(
           [64, run.generator.noise_dim],
-          seed=random_streams.stream_seed(self.config.numerics.seed,
+          seed=random_streams.stream_seed(self.config.train.seed,
                                           random_streams.SAMPLE_NOISE, 0))
     self.interval_start, self.interval_first_step = time.time(), step
     self.wrote_operative_config = False
@@ -125,15 +125,16 @@ class Loop:
     return record
 
   def set_learning_rates(self, step):
-    o = self.config.optimizers
-    if o.learning_rate_halving_epochs is None and o.learning_rate_linear_decay_start is None:
+    train = self.config.train
+    if (train.learning_rate_halving_epochs is None and
+        train.learning_rate_linear_decay_start is None):
       return
     factor = optimizers.learning_rate_factor(
-        step, self.length.total_steps, self.length.epoch(step), o.learning_rate_halving_epochs,
-        o.learning_rate_linear_decay_start)
-    self.run.critic_optimizer.learning_rate.assign(o.critic_rate * factor)
+        step, self.length.total_steps, self.length.epoch(step),
+        train.learning_rate_halving_epochs, train.learning_rate_linear_decay_start)
+    self.run.critic_optimizer.learning_rate.assign(self.config.critic_rate * factor)
     if self.run.generator_optimizer is not None:
-      self.run.generator_optimizer.learning_rate.assign(o.generator_rate * factor)
+      self.run.generator_optimizer.learning_rate.assign(self.config.generator_rate * factor)
 
   @_charged_to('checkpoints')
   def record_operative_config_once(self):
@@ -166,11 +167,11 @@ class Loop:
     if len(data.validation_labels):
       val_error = evaluation.error_rate(self.predict, data.validation_images,
                                         data.validation_labels,
-                                        self.config.loop.eval_batch_size)
+                                        self.config.train.eval_batch_size)
     # The labeled images the critic trains on: how well it fits them (underfitting shows
     # here, docs/algorithm.md#data-and-model-selection).
     labeled_error = evaluation.error_rate(self.predict, data.labeled_images,
-                                          data.labeled_labels, self.config.loop.eval_batch_size)
+                                          data.labeled_labels, self.config.train.eval_batch_size)
     # Model selection uses the validation split only
     # (docs/algorithm.md#data-and-model-selection); without one there is no best.
     improved = val_error is not None and val_error < float(best['validation_error'].numpy())
@@ -204,7 +205,7 @@ class Loop:
     if not len(self.data.test_labels):
       return None
     return evaluation.error_rate(self.predict, self.data.test_images, self.data.test_labels,
-                                 self.config.loop.eval_batch_size)
+                                 self.config.train.eval_batch_size)
 
   @_charged_to('evaluation')
   def complete_final_evaluation(self, step):
@@ -236,9 +237,8 @@ class Loop:
     if run.generator_optimizer is not None:
       scalars['learning_rate/generator'] = float(
           run.generator_optimizer.learning_rate.numpy())
-    objective = self.config.objective
-    scalars.update(objective.algorithm.state_scalars(
-        objective.settings, run.state.counters['critic_iteration']))
+    scalars.update(self.config.algorithm.state_scalars(
+        self.config.algorithm_settings, run.state.counters['critic_iteration']))
     return scalars
 
   @_charged_to('checkpoints')
@@ -258,10 +258,10 @@ class Loop:
 
   def patience_ran_out(self, step):
     """Whether to stop early at this step (recorded in the metrics, announced)."""
-    patience = self.config.loop.early_stopping_patience
+    patience = self.config.train.early_stopping_patience
     best_step = int(self.run.state.best['step'].numpy())
     if not (patience is not None and best_step >= 0
-            and step >= self.config.loop.early_stopping_min_steps
+            and step >= self.config.train.early_stopping_min_steps
             and step - best_step >= patience):
       return False
     self.extra['stopped_early'] = step
@@ -289,7 +289,7 @@ def train_loop(loop, algorithm, streams, step, sigterm, training_done):
   """Trains from `step` to the end (or an early stop): each step is one
   `algorithm.iteration(*streams)` (the run's algorithms.Algorithm on the distributed
   iterators it reads). Returns the last step (see the module doc for Ctrl-C and SIGTERM)."""
-  length, every = loop.length, loop.config.loop
+  length, every = loop.length, loop.config.train
   export = every.export_classifier
   try:
     while step < length.total_steps and not training_done:

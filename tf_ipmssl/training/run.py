@@ -117,7 +117,7 @@ def check_config(model_dir, config):
 class Run:
   """The networks, optimizers and variables of one run (see the module doc), and with a
   model_dir its checkpoint managers. The run's algorithm (algorithms.Algorithm, made as
-  `config.objective.algorithm(run, strategy)`) updates them in place."""
+  `config.algorithm(run, strategy)`) updates them in place."""
   config: run_config_lib.RunConfig
   critic: keras.Model
   generator: Optional[keras.Model]  # None where the algorithm trains no generator.
@@ -141,38 +141,39 @@ class Run:
     """The networks, optimizers and run state of `config` (a RunConfig).
 
     Variables are created under `strategy` (default: the current one) with the current
-    global dtype policy; the networks' settings are the configuration's (`config.critic`,
-    `config.generator`, and their input size `config.image_size`), whatever gin holds;
-    `image_shape` gives them their channels. With a model_dir, the run gets its checkpoint
+    global dtype policy; the networks' settings are the configuration's
+    (`config.build_critic`, `config.build_generator`, and their input size
+    `config.image_size`), whatever gin holds; `image_shape` gives them their channels. With a model_dir, the run gets its checkpoint
     managers (nothing is restored or written). An algorithm that trains no generator gets
     neither a generator nor its optimizer. The process's graphs are built from here on with
     the summation order fixed (precision.py: the same numbers in every process).
     """
     precision.fix_summation_order()
     strategy = strategy or tf.distribute.get_strategy()
-    seed = config.numerics.seed
+    seed = config.train.seed
     build_critic = lambda: critic_lib.build_critic(  # pylint: disable=unnecessary-lambda-assignment
-        num_classes=num_classes, input_channels=image_shape[-1],
-        image_size=config.image_size, seed=seed, **config.critic.kwargs())
-    o = config.optimizers
+        config.build_critic, num_classes=num_classes, input_channels=image_shape[-1],
+        image_size=config.image_size, seed=seed)
+    train = config.train
     make_optimizer = lambda rate: optimizers.make_optimizer(  # pylint: disable=unnecessary-lambda-assignment
-        o.optimizer, rate, o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.adam_epsilon_placement)
-    trains_generator = config.objective.algorithm.trains_generator
+        train.optimizer, rate, train.adam_beta1, train.adam_beta2, train.adam_epsilon,
+        train.adam_epsilon_placement)
+    trains_generator = config.algorithm.trains_generator
     generator = generator_optimizer = None
     with strategy.scope():
       critic = build_critic()
       if trains_generator:
         generator = generator_lib.build_generator(
-            output_channels=image_shape[-1], image_size=config.image_size, seed=seed,
-            **config.generator.kwargs())
+            config.build_generator, output_channels=image_shape[-1],
+            image_size=config.image_size, seed=seed)
       averaged_critic = None
-      if config.numerics.critic_ema_decay is not None:
+      if config.train.critic_ema_decay is not None:
         averaged_critic = build_critic()
         weight_averaging.copy_weights(weight_averaging.averaged_pairs(critic, averaged_critic))
-      critic_optimizer = make_optimizer(o.critic_rate)
+      critic_optimizer = make_optimizer(config.critic_rate)
       if trains_generator:
-        generator_optimizer = make_optimizer(o.generator_rate)
-      if config.numerics.loss_scaling:
+        generator_optimizer = make_optimizer(config.generator_rate)
+      if config.loss_scaling:
         critic_optimizer = keras.optimizers.LossScaleOptimizer(critic_optimizer)
         if trains_generator:
           generator_optimizer = keras.optimizers.LossScaleOptimizer(generator_optimizer)
@@ -180,7 +181,7 @@ class Run:
       critic_optimizer.build(critic.trainable_variables)
       if trains_generator:
         generator_optimizer.build(generator.trainable_variables)
-      state = RunState(config.objective.constraints)
+      state = RunState(config.constraints)
     run = cls(config, critic, generator, averaged_critic, critic_optimizer, generator_optimizer,
               state)
     if model_dir is not None:
@@ -213,7 +214,7 @@ class Run:
     checkpoint = tf.train.Checkpoint(**self.checkpointed)
     self.manager = tf.train.CheckpointManager(
         checkpoint, os.path.join(model_dir, run_files.CHECKPOINT_DIR),
-        max_to_keep=self.config.loop.keep_checkpoints)
+        max_to_keep=self.config.train.keep_checkpoints)
     self.best_manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(critic=self.evaluated_critic),
         os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR), max_to_keep=1)

@@ -1,31 +1,27 @@
 """A run's configuration: the whole run as one frozen, validated object.
 
 gin is the user's interface; a program reads it once, at its boundary, into a RunConfig
-that everything below receives explicitly (nothing below reads gin). `train_bindings` is the
-gin configurable `train` (every `train.*` name of the gin files): calling it returns the
-bound values, nothing else; the algorithm's own settings (`ssl.*`: algorithms.py) and the
-builders' settings (`build_ssl_data.*`, `build_critic.*`, `build_generator.*`,
-`make_strategy.*`) are read the same way (gin_settings.py, registered by
+that everything below receives explicitly (nothing below reads gin). Its attribute paths are
+the gin names: `config.train.seed` is `train.seed`, `config.build_critic.width` is
+`build_critic.width`, `config.ssl.lambda_ce` is `ssl.lambda_ce` (the algorithm's settings,
+under the name `train.mode` gives it; `config.algorithm_settings` whatever the mode). Each
+group is a frozen dataclass declared in the module that reads it, its fields documented
+there: `Train` (below: `train.*`), ssl_data.BuildSslData (`build_ssl_data.*`),
+critic.BuildCritic (`build_critic.*`), generator.BuildGenerator (`build_generator.*`),
+distribution.MakeStrategy (`make_strategy.*`), augmentation.Augmentations
+(`augmentation.*`), and the algorithm's own `Settings` (algorithms.py). gin fills them
+through `train_bindings` (the gin configurable `train`) and gin_settings.py (registered by
 tf_ipmssl/configurables.py).
-`RunConfig.from_bindings` checks every train field (types, ranges, choices, the training
-length, early stopping), has the algorithm check its settings, and groups them:
 
-- `objective`: the algorithm (train.mode), its settings (algorithms.Algorithm.Settings),
-  the critic constraints it uses (its `constraints(settings)`: for ssl validated, with
-  ssl.constraint_penalty_scale applied), the weight decays;
-- `optimizers`: optimizer, learning rates (with train.learning_rate_scale applied) and their
-  schedule, Adam's settings;
-- `loop`: batch, length, the log/eval/checkpoint/sample periods, early stopping,
-  evaluation batch, export, baseline;
-- `numerics`: seed, XLA, mixed precision, op determinism, the critic's weight average;
-- `data`, `critic`, `generator`, `distribution`: the builders' keyword arguments, every
-  setting (the builders' defaults for those not bound). `data.image_size` is held resolved
-  (ssl_data.image_size_of: the dataset's own size where it is not bound, 32 or STL-10's 96) and
-  validated; it is the one image size of the run (`RunConfig.image_size`), which Run.build
-  gives both networks (it is not a setting of build_critic or build_generator);
-- `augmentation`: the training streams' augmentation (`augmentation.*`, data/augmentation.py;
-  off by default), validated for the algorithm's streams and the image size;
-  `RunConfig.augmentations` is it per stream.
+`RunConfig.from_bindings` checks every train field (types, ranges, choices, the training
+length, early stopping), has the algorithm check its settings and the augmentation its
+streams. What the run derives from the settings is a property: `algorithm` (the
+algorithms.Algorithm subclass train.mode names), `constraints` (those the algorithm uses,
+with ssl.constraint_penalty_scale applied), `critic_rate` and `generator_rate` (with
+train.learning_rate_scale applied), `loss_scaling`, `image_size` (build_ssl_data.image_size,
+held resolved: ssl_data.image_size_of, the dataset's own where it is not bound; the one
+image size of the run, which Run.build gives both networks) and `augmentations` (per
+stream).
 
 `RunConfig.from_gin()` is the one way a program gets the configuration of the gin config
 it parsed (bin/train, before it touches the model dir); `RunConfig.create(...)` makes one
@@ -38,8 +34,9 @@ run_config.json (format version 3, `FORMAT_VERSION`) holds:
 - 'bindings': the algorithm's settings as given, under its name ('ssl': {...}; constraints
   as {'type': class name, 'name', and their fields}, unscaled), and the builders' settings,
   by gin name ('build_critic': {...}, ...), every one;
-- 'objective', 'optimizers', 'loop', 'numerics': the grouped fields as used (the scaled
-  constraints, 'critic_rate' and 'generator_rate'), for readers (tensorboard.py, tables).
+- 'objective', 'optimizers', 'loop', 'numerics': the train settings grouped (`JSON_GROUPS`)
+  with the values derived from them (the scaled constraints, 'critic_rate' and
+  'generator_rate'), for readers (tensorboard.py, tables).
 
 A record written before the image size was bound in build_ssl_data holds none there (the run
 is at its dataset's own size, 32) and may hold `build_critic.image_size` (then always 32,
@@ -53,53 +50,10 @@ binding) and the builders' 'bindings'. A file without 'format_version' is of ver
 train binding is a field (mode is objective.algorithm, the constraints as bound
 objective.bound_constraints). Non-finite floats are written as their repr ('inf', '-inf',
 'nan') and tuples as lists.
-
-The `train.*` bindings (gin names; defaults in `_train_bindings`):
-
-  mode: 'ssl' (the IPM GAN, docs/algorithm.md#training-loop; its settings are `ssl.*`,
-    semi_supervised.py), 'supervised' (the critic CNN with CE only, paper Appendix C; bind
-    build_ssl_data.num_labeled = None for all labels), or the name of another registered
-    algorithm (algorithms.py).
-  batch_size: global batch of each of the labeled, unlabeled and generated batches.
-  epochs: passes of the critic iterations over the unlabeled set (supervised: over the
-    labeled set). `critic_updates` overrides it, and `steps` (generator iterations;
-    supervised: updates) overrides both.
-  critic_updates: the training length in critic updates (SSL: steps = critic_updates / n_c,
-    rounded up; supervised: steps = critic_updates), so that cells with different n_c train
-    on the same number of batches, as with `epochs`.
-  critic_learning_rate / generator_learning_rate: the optimizers' learning rates (the
-    generator's where the algorithm trains one).
-  weight_decay_phi_s / weight_decay_v: the coupled weight decay of the critic's body and
-    classifier head (Φ, S) and of its fake-logit vector V (where the algorithm trains V).
-  learning_rate_scale: multiplies both learning rates (1 in the paper's cells; a short-budget
-    preset keeps each cell's rates and their ratios, gin/presets/).
-  adam_epsilon / adam_epsilon_placement: Adam's ε and where it is added:
-    'bias_corrected' (PyTorch's Adam, the released code; the default) or 'keras'
-    (keras.optimizers.Adam, ε on the uncorrected √v).
-  learning_rate_halving_epochs: halve both learning rates every this many epochs.
-  learning_rate_linear_decay_start: None (the paper), or a fraction in [0, 1) of the
-    run's steps after which both learning rates fall linearly to 0 at the last step
-    (optimizers.py).
-  seed: init, shuffling, noise and dropout seed (the label split has its own,
-    build_ssl_data.split_seed).
-  log_every / eval_every / checkpoint_every / sample_every: in steps.
-  jit_compile: XLA-compile each replica's forward/backward computation (its random draws
-    differ from a run without XLA: see random_streams).
-  mixed_precision: None, 'mixed_bfloat16' or 'mixed_float16' (GPU; with loss scaling).
-    Losses, Ω's and λ's stay float32.
-  deterministic_ops: tf.config.experimental.enable_op_determinism() (bit-exact resume).
-  export_classifier: write the SavedModel classifier to model_dir/export at the end.
-  early_stopping_patience: None (train all the steps), or stop once the validation
-    error has not improved for this many steps (checked at evaluations; needs a validation
-    split), but not before `early_stopping_min_steps`. `steps`/`epochs` is then the maximum.
-  baseline: None, or (runs.csv of a bin/sweep results table, baseline cell id[, recipe
-    cell id]): the final line shows the baseline's run on the same labels and the cells'
-    means beside this run's result (baseline.py).
-  critic_ema_decay: None (the paper), or a decay in (0, 1): evaluate, select and export
-    an exponential moving average of the critic's weights (weight_averaging.py).
 """
 import dataclasses
 import difflib
+import functools
 import inspect
 import math
 from typing import Any, Optional, Tuple
@@ -129,6 +83,89 @@ from tf_ipmssl.training import supervised
 # pylint: enable=unused-import,g-bad-import-order
 
 MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
+
+
+@dataclasses.dataclass(frozen=True)
+class Train:
+  """The run's own settings, `train.*` in gin: `config.train.<name>` is `train.<name>`."""
+  # 'ssl' (the IPM GAN, docs/algorithm.md#training-loop; its settings are `ssl.*`,
+  # semi_supervised.py), 'supervised' (the critic CNN with CE only, paper Appendix C; bind
+  # build_ssl_data.num_labeled = None for all labels), or the name of another registered algorithm
+  # (algorithms.py).
+  mode: str = 'ssl'
+  # Global batch of each of the labeled, unlabeled and generated batches.
+  batch_size: int = 64
+  # Passes of the critic iterations over the unlabeled set (supervised: over the labeled set).
+  # `critic_updates` overrides it, and `steps` (generator iterations; supervised: updates)
+  # overrides both.
+  epochs: Optional[float] = None
+  # The training length in steps (generator iterations; supervised: updates).
+  steps: Optional[int] = None
+  # The training length in critic updates (SSL: steps = critic_updates / n_c, rounded up;
+  # supervised: steps = critic_updates), so that cells with different n_c train on the same number
+  # of batches, as with `epochs`.
+  critic_updates: Optional[int] = None
+  # The optimizer of both networks: optimizers.OPTIMIZERS ('adam', PyTorch's as the
+  # released code computes it, or 'rmsprop').
+  optimizer: str = 'adam'
+  # The optimizers' learning rates (the generator's where the algorithm trains one).
+  critic_learning_rate: float = 2e-4
+  generator_learning_rate: float = 2e-4
+  # Adam's β1 and β2.
+  adam_beta1: float = 0.5
+  adam_beta2: float = 0.999
+  # Adam's ε and where it is added: 'bias_corrected' (PyTorch's Adam, the released code; the
+  # default) or 'keras' (keras.optimizers.Adam, ε on the uncorrected √v).
+  adam_epsilon: float = 1e-8
+  adam_epsilon_placement: str = 'bias_corrected'
+  # Halve both learning rates every this many epochs.
+  learning_rate_halving_epochs: Optional[float] = None
+  # None (the paper), or a fraction in [0, 1) of the run's steps after which both learning rates
+  # fall linearly to 0 at the last step (optimizers.py).
+  learning_rate_linear_decay_start: Optional[float] = None
+  # The coupled weight decay of the critic's body and classifier head (Φ, S) and of its fake-logit
+  # vector V (where the algorithm trains V).
+  weight_decay_phi_s: float = 1e-6
+  weight_decay_v: float = 1e-3
+  # Init, shuffling, noise and dropout seed (the label split has its own,
+  # build_ssl_data.split_seed).
+  seed: int = 0
+  # The periods of the log line, the evaluations, the checkpoints and the samples, in steps.
+  log_every: int = 50
+  eval_every: int = 1000
+  checkpoint_every: int = 500
+  sample_every: int = 1000
+  # Checkpoints kept besides the best one.
+  keep_checkpoints: int = 2
+  # Batch of the evaluations (it changes no result).
+  eval_batch_size: int = 256
+  # XLA-compile each replica's forward/backward computation (its random draws differ from a run
+  # without XLA: see random_streams).
+  jit_compile: bool = False
+  # None, 'mixed_bfloat16' or 'mixed_float16' (GPU; with loss scaling). Losses, Ω's and λ's stay
+  # float32.
+  mixed_precision: Optional[str] = None
+  # Enable tf.config.experimental.enable_op_determinism() (bit-exact resume).
+  deterministic_ops: bool = False
+  # Write the SavedModel classifier to model_dir/export at the end.
+  export_classifier: bool = True
+  # None (the paper), or a decay in (0, 1): evaluate, select and export an exponential moving
+  # average of the critic's weights (weight_averaging.py).
+  critic_ema_decay: Optional[float] = None
+  # None (train all the steps), or stop once the validation error has not improved for this many
+  # steps (checked at evaluations; needs a validation split), but not before
+  # `early_stopping_min_steps`. `steps`/`epochs` is then the maximum.
+  early_stopping_patience: Optional[int] = None
+  # The step before which early stopping never stops the run.
+  early_stopping_min_steps: int = 0
+  # None, or (runs.csv of a bin/sweep results table, baseline cell id[, recipe cell id]): the
+  # final line shows the baseline's run on the same labels and the cells' means beside this run's
+  # result (baseline.py).
+  baseline: Optional[Tuple[str, ...]] = None
+  # Multiplies both learning rates (1 in the paper's cells; a short-budget preset keeps each
+  # cell's rates and their ratios, gin/presets/).
+  learning_rate_scale: float = 1.0
+
 # The layout of run_config.json that to_json writes (see the module doc).
 FORMAT_VERSION = 3
 # The train bindings of versions 1 and 2 that are now the semi-supervised algorithm's
@@ -138,130 +175,46 @@ LEGACY_TRAIN_SETTINGS = ('formulation', 'constraints', 'lambda_ce', 'reference_p
                          'critic_iterations', 'generator_loss', 'ipm_rampup_updates',
                          'constraint_penalty_scale')
 # Builder settings an older run_config.json may record that are no longer settings (the
-# critic's input size is now the data's, build_ssl_data.image_size): dropped on reading.
+# critic's input size is the data's, build_ssl_data.image_size): dropped on reading.
 LEGACY_BUILDER_SETTINGS = {'build_critic': ('image_size',)}
-# The builders' settings a run holds besides train's: (RunConfig field,
-# builder_settings.Settings).
-BUILDERS = (('data', ssl_data.SETTINGS), ('critic', critic_lib.SETTINGS),
-            ('generator', generator_lib.SETTINGS), ('distribution', distribution_lib.SETTINGS),
-            ('augmentation', augmentation_lib.SETTINGS))
+# The builders' settings a run holds besides train's, each a RunConfig field under its gin
+# name (builder_settings.Settings).
+BUILDERS = (ssl_data.SETTINGS, critic_lib.SETTINGS, generator_lib.SETTINGS,
+            distribution_lib.SETTINGS, augmentation_lib.SETTINGS)
+# run_config.json's groups of the train settings (format version 3; 'mode' is
+# objective.algorithm), for its readers.
+JSON_GROUPS = {
+    'objective': ('algorithm', 'constraints', 'weight_decay_phi_s', 'weight_decay_v'),
+    'optimizers': ('optimizer', 'critic_learning_rate', 'generator_learning_rate',
+                   'learning_rate_scale', 'adam_beta1', 'adam_beta2', 'adam_epsilon',
+                   'adam_epsilon_placement', 'learning_rate_halving_epochs',
+                   'learning_rate_linear_decay_start'),
+    'loop': ('batch_size', 'epochs', 'steps', 'critic_updates', 'log_every', 'eval_every',
+             'checkpoint_every', 'sample_every', 'keep_checkpoints', 'eval_batch_size',
+             'early_stopping_patience', 'early_stopping_min_steps', 'export_classifier',
+             'baseline'),
+    'numerics': ('seed', 'jit_compile', 'mixed_precision', 'deterministic_ops',
+                 'critic_ema_decay'),
+}
 
 
-def _train_bindings(mode='ssl',
-                    batch_size=64,
-                    epochs=None,
-                    steps=None,
-                    critic_updates=None,
-                    optimizer='adam',
-                    critic_learning_rate=2e-4,
-                    generator_learning_rate=2e-4,
-                    adam_beta1=0.5,
-                    adam_beta2=0.999,
-                    adam_epsilon=1e-8,
-                    adam_epsilon_placement='bias_corrected',
-                    learning_rate_halving_epochs=None,
-                    learning_rate_linear_decay_start=None,
-                    weight_decay_phi_s=1e-6,
-                    weight_decay_v=1e-3,
-                    seed=0,
-                    log_every=50,
-                    eval_every=1000,
-                    checkpoint_every=500,
-                    sample_every=1000,
-                    keep_checkpoints=2,
-                    eval_batch_size=256,
-                    jit_compile=False,
-                    mixed_precision=None,
-                    deterministic_ops=False,
-                    export_classifier=True,
-                    critic_ema_decay=None,
-                    early_stopping_patience=None,
-                    early_stopping_min_steps=0,
-                    baseline=None,
-                    learning_rate_scale=1.0,
-                    **moved):
-  """The `train.*` bindings as a dict (each is documented in the module doc); `moved`:
-  bindings of other names, which `_check` refuses (an algorithm's setting bound at its old
-  place gets the name it has now)."""
-  bindings = dict(locals())
-  del bindings['moved']
-  return dict(bindings, **moved)
+def _train_bindings(**bound):
+  """The `train.*` bindings gin holds, by name (those of other names too, which `_check`
+  refuses: an algorithm's setting bound at its old place gets the name it has now)."""
+  return bound
 
 
+_train_bindings.__signature__ = inspect.Signature(
+    [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+     for f in dataclasses.fields(Train)] +
+    [inspect.Parameter('moved', inspect.Parameter.VAR_KEYWORD)])
 train_bindings = gin.configurable('train')(_train_bindings)
 
 
 def default_bindings():
   """Every train binding at its default."""
-  return {name: p.default for name, p in inspect.signature(_train_bindings).parameters.items()
-          if p.kind is not inspect.Parameter.VAR_KEYWORD}
+  return {f.name: f.default for f in dataclasses.fields(Train)}
 
-
-@dataclasses.dataclass(frozen=True)
-class ObjectiveConfig:
-  algorithm: type  # The algorithms.Algorithm subclass train.mode names.
-  settings: Any  # Its Settings, validated.
-  constraints: Tuple[constraint_lib.Constraint, ...]  # algorithm.constraints(settings).
-  weight_decay_phi_s: float
-  weight_decay_v: float
-
-
-@dataclasses.dataclass(frozen=True)
-class OptimizerConfig:
-  optimizer: str
-  critic_learning_rate: float  # As bound; `critic_rate` is the one used.
-  generator_learning_rate: float
-  learning_rate_scale: float
-  adam_beta1: float
-  adam_beta2: float
-  adam_epsilon: float
-  adam_epsilon_placement: str
-  learning_rate_halving_epochs: Optional[float]
-  learning_rate_linear_decay_start: Optional[float]
-
-  @property
-  def critic_rate(self) -> float:
-    return self.critic_learning_rate * self.learning_rate_scale
-
-  @property
-  def generator_rate(self) -> float:
-    return self.generator_learning_rate * self.learning_rate_scale
-
-
-@dataclasses.dataclass(frozen=True)
-class LoopConfig:
-  batch_size: int
-  epochs: Optional[float]
-  steps: Optional[int]
-  critic_updates: Optional[int]
-  log_every: int
-  eval_every: int
-  checkpoint_every: int
-  sample_every: int
-  keep_checkpoints: int
-  eval_batch_size: int
-  early_stopping_patience: Optional[int]
-  early_stopping_min_steps: int
-  export_classifier: bool
-  baseline: Optional[Tuple[str, ...]]
-
-
-@dataclasses.dataclass(frozen=True)
-class NumericsConfig:
-  seed: int
-  jit_compile: bool
-  mixed_precision: Optional[str]
-  deterministic_ops: bool
-  critic_ema_decay: Optional[float]  # The evaluated critic's weight average, if any.
-
-  @property
-  def loss_scaling(self) -> bool:
-    """Whether the losses are scaled (mixed_float16's LossScaleOptimizers)."""
-    return self.mixed_precision == 'mixed_float16'
-
-
-_GROUPS = (('objective', ObjectiveConfig), ('optimizers', OptimizerConfig),
-           ('loop', LoopConfig), ('numerics', NumericsConfig))
 
 # (integer, optional, lowest value) of the numeric bindings.
 _NUMBERS = {
@@ -331,66 +284,64 @@ def _field_names(dataclass) -> tuple:
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-  """Every setting of a run, validated and grouped (see the module doc)."""
-  objective: ObjectiveConfig
-  optimizers: OptimizerConfig
-  loop: LoopConfig
-  numerics: NumericsConfig
-  # The builders' settings (BUILDERS), each a frozen dataclass of its builder's
-  # (builder_settings.Settings.values_type; `.kwargs()` are the keyword arguments):
-  # build_ssl_data, build_critic, build_generator (besides the sizes and seed the run gives
-  # them), make_strategy, augmentation (a record without it: off).
-  data: Any
-  critic: Any
-  generator: Any
-  distribution: Any
-  augmentation: Any
-  # The train bindings it was made from (every name, defaults included).
-  train_bindings: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+  """Every setting of a run, validated, each under its gin name (see the module doc)."""
+  train: Train
+  # The builders' settings (BUILDERS), each the frozen dataclass its builder declares and
+  # takes (the run supplies the sizes and seed the builders take besides).
+  build_ssl_data: ssl_data.BuildSslData
+  build_critic: critic_lib.BuildCritic
+  build_generator: generator_lib.BuildGenerator
+  make_strategy: distribution_lib.MakeStrategy
+  augmentation: augmentation_lib.Augmentations
+  # The algorithm's settings (its Settings, validated), also `config.<train.mode>`.
+  algorithm_settings: Any
   # The gin configuration it was read from (config.gin) and its operative part ('' without
   # gin).
   gin_text: str = dataclasses.field(default='', repr=False, compare=False)
   operative_gin_text: str = dataclasses.field(default='', repr=False, compare=False)
 
+  def __getattr__(self, name):
+    """`config.<train.mode>`: the algorithm's settings under its name (`config.ssl`)."""
+    fields = self.__dict__
+    if 'train' in fields and name == fields['train'].mode:
+      return fields['algorithm_settings']
+    raise AttributeError(f'{type(self).__name__} has no attribute {name!r}')
+
   @classmethod
   def from_bindings(cls, bindings, builders=None, settings=None,
                     **gin_texts) -> 'RunConfig':
     """The configuration of train bindings `bindings` (missing ones at their defaults), of
-    the builders' settings `builders` ({'data': {...}, 'critic': ..., 'generator': ...,
-    'distribution': ..., 'augmentation': ...}, each completed with its defaults) and of the
-    algorithm's settings `settings` (a dict; its defaults for the rest); a ConfigError
-    naming the binding and the fix for any invalid field."""
+    the builders' settings `builders` ({'build_ssl_data': {...}, 'build_critic': ...}, by gin
+    name, each completed with its defaults) and of the algorithm's settings `settings` (a
+    dict; its defaults for the rest); a ConfigError naming the binding and the fix for any
+    invalid field."""
     builders = builders or {}
-    unknown = set(builders) - {field for field, _ in BUILDERS}
+    unknown = set(builders) - {s.name for s in BUILDERS}
     if unknown:
       raise errors.ConfigError(f'unknown builder settings {sorted(unknown)}')
-    builder_settings = {field: s.make({k: _tuples(v)
-                                       for k, v in builders.get(field, {}).items()})
-                        for field, s in BUILDERS}
-    builder_settings['data'] = _with_image_size(builder_settings['data'])
+    made = {s.name: s.make({k: _tuples(v) for k, v in builders.get(s.name, {}).items()})
+            for s in BUILDERS}
+    made['build_ssl_data'] = _with_image_size(made['build_ssl_data'])
     b = {**default_bindings(), **bindings}
     _check(b)
     algorithm = algorithms.get_algorithm(b['mode'])
     given = {k: _tuples(v) for k, v in (settings or {}).items()}
     algorithm_settings = algorithm.make_settings(given)
-    augmentation_lib.check(
-        augmentation_lib.per_stream(**builder_settings['augmentation'].kwargs()),
-        builder_settings['data'].image_size, algorithm.reads)
-    values = dict(b, algorithm=algorithm, settings=algorithm_settings,
-                  constraints=algorithm.constraints(algorithm_settings),
-                  baseline=None if b['baseline'] is None else tuple(b['baseline']))
-    return cls(**{group: group_cls(**{f.name: values[f.name]
-                                      for f in dataclasses.fields(group_cls)})
-                  for group, group_cls in _GROUPS}, **builder_settings, train_bindings=b,
-               **gin_texts)
+    algorithm.constraints(algorithm_settings)  # ConfigErrors for constraints it cannot use.
+    augmentation_lib.check(augmentation_lib.per_stream(made['augmentation']),
+                           made['build_ssl_data'].image_size, algorithm.reads)
+    train = Train(**dict(b, baseline=None if b['baseline'] is None else tuple(b['baseline'])))
+    return cls(train=train, **made, algorithm_settings=algorithm_settings, **gin_texts)
 
   @classmethod
   def create(cls, *, data=None, critic=None, generator=None, distribution=None,
              augmentation=None, settings=None, **bindings) -> 'RunConfig':
-    """The configuration of these train bindings, builder settings and algorithm settings
-    (dicts), the rest at their defaults (no gin)."""
-    given = {'data': data, 'critic': critic, 'generator': generator,
-             'distribution': distribution, 'augmentation': augmentation}
+    """The configuration of these train bindings, builder settings (`data`: build_ssl_data's,
+    `critic`: build_critic's, `generator`: build_generator's, `distribution`:
+    make_strategy's, `augmentation`) and algorithm settings (dicts), the rest at their
+    defaults (no gin)."""
+    given = {'build_ssl_data': data, 'build_critic': critic, 'build_generator': generator,
+             'make_strategy': distribution, 'augmentation': augmentation}
     return cls.from_bindings(bindings, {k: v for k, v in given.items() if v is not None},
                              settings)
 
@@ -403,46 +354,77 @@ class RunConfig:
     validation runs outside, so its errors reach the caller as raised.
     """
     bindings = train_bindings()
-    builders = {field: dict(gin_settings.from_gin(s)) for field, s in BUILDERS}
-    algorithm = algorithms.get_algorithm(bindings.get('mode', default_bindings()['mode']))
+    builders = {s.name: dict(gin_settings.from_gin(s)) for s in BUILDERS}
+    algorithm = algorithms.get_algorithm(bindings.get('mode', Train.mode))
     settings = dict(gin_settings.from_gin(algorithm.settings_spec()))
     return cls.from_bindings(bindings, builders, settings, gin_text=gin.config_str(),
                              operative_gin_text=gin.operative_config_str())
 
   @property
   def mode(self) -> str:
-    return self.objective.algorithm.name
+    """The algorithm's name (train.mode)."""
+    return self.train.mode
+
+  @functools.cached_property
+  def algorithm(self) -> type:
+    """The algorithms.Algorithm subclass train.mode names."""
+    return algorithms.get_algorithm(self.train.mode)
+
+  @functools.cached_property
+  def constraints(self) -> Tuple[constraint_lib.Constraint, ...]:
+    """The critic constraints the algorithm uses, as it uses them (`constraints(settings)`:
+    ssl's with ssl.constraint_penalty_scale applied)."""
+    return self.algorithm.constraints(self.algorithm_settings)
+
+  @property
+  def critic_rate(self) -> float:
+    """The critic's learning rate, train.learning_rate_scale applied."""
+    return self.train.critic_learning_rate * self.train.learning_rate_scale
+
+  @property
+  def generator_rate(self) -> float:
+    """The generator's learning rate, train.learning_rate_scale applied."""
+    return self.train.generator_learning_rate * self.train.learning_rate_scale
+
+  @property
+  def loss_scaling(self) -> bool:
+    """Whether the losses are scaled (mixed_float16's LossScaleOptimizers)."""
+    return self.train.mixed_precision == 'mixed_float16'
 
   @property
   def image_size(self) -> int:
     """The networks' input size (build_ssl_data.image_size, resolved)."""
-    return self.data.image_size
+    return self.build_ssl_data.image_size
 
   @property
   def augmentations(self) -> dict:
     """Each training stream's augmentation.Augmentation, by stream name (augmentation.STREAMS):
     the `augmentation` settings."""
-    return augmentation_lib.per_stream(**self.augmentation.kwargs())
+    return augmentation_lib.per_stream(self.augmentation)
 
   @property
   def settings(self) -> dict:
     """The algorithm's settings by name (as bound: constraints unscaled)."""
-    return builder_settings_lib.values_of(self.objective.settings)
+    return builder_settings_lib.values_of(self.algorithm_settings)
+
+  def _used(self, name):
+    """A value of run_config.json's groups (JSON_GROUPS): a train setting or, for
+    'algorithm' and 'constraints', the algorithm and the constraints it uses."""
+    if name in ('algorithm', 'constraints'):
+      return getattr(self, name)
+    return getattr(self.train, name)
 
   def to_json(self) -> dict:
     """The configuration as JSON-ready values (run_config.json, see the module doc)."""
     out = {'format_version': FORMAT_VERSION}
-    out.update({group: {f.name: _jsonable(getattr(getattr(self, group), f.name))
-                        for f in dataclasses.fields(getattr(self, group))
-                        if f.name != 'settings'}
-                for group, _ in _GROUPS})
-    out['optimizers'].update(critic_rate=self.optimizers.critic_rate,
-                             generator_rate=self.optimizers.generator_rate)
-    out['bindings'] = {s.name: {k: _jsonable(v)
-                                for k, v in sorted(getattr(self, field).kwargs().items())}
-                       for field, s in BUILDERS}
+    out.update({group: {name: _jsonable(self._used(name)) for name in names}
+                for group, names in JSON_GROUPS.items()})
+    out['optimizers'].update(critic_rate=self.critic_rate, generator_rate=self.generator_rate)
+    out['bindings'] = {s.name: {k: _jsonable(v) for k, v in sorted(
+        builder_settings_lib.values_of(getattr(self, s.name)).items())} for s in BUILDERS}
     out['bindings'][self.mode] = {k: _jsonable(v) for k, v in self.settings.items()}
-    out['train'] = {k: _jsonable(v) for k, v in sorted(self.train_bindings.items())}
+    out['train'] = {k: _jsonable(v)
+                    for k, v in sorted(builder_settings_lib.values_of(self.train).items())}
     return out
 
   @classmethod
@@ -453,10 +435,10 @@ class RunConfig:
     process has not registered."""
     bindings, settings = _bindings_of_record(record)
     algorithms.get_algorithm(bindings['mode'])  # A ConfigError for an unregistered one.
-    builders = {field: {k: _from_jsonable(v)
-                        for k, v in record.get('bindings', {}).get(s.name, {}).items()
-                        if k not in LEGACY_BUILDER_SETTINGS.get(s.name, ())}
-                for field, s in BUILDERS}
+    builders = {s.name: {k: _from_jsonable(v)
+                         for k, v in record.get('bindings', {}).get(s.name, {}).items()
+                         if k not in LEGACY_BUILDER_SETTINGS.get(s.name, ())}
+                for s in BUILDERS}
     return cls.from_bindings({k: _from_jsonable(v) for k, v in bindings.items()}, builders,
                              {k: _from_jsonable(v) for k, v in settings.items()},
                              gin_text=gin_text, operative_gin_text=operative_gin_text)
@@ -465,19 +447,12 @@ class RunConfig:
     """(gin name, this value, `other`'s value) of every setting in which `other` differs
     from this configuration (`train.seed`, `ssl.lambda_ce`, `build_critic.width`, ...; the
     values as run_config.json writes them)."""
+    named = [('train', builder_settings_lib.values_of(self.train), 'train',
+              builder_settings_lib.values_of(other.train)),
+             (self.mode, self.settings, other.mode, other.settings)]
+    named += [(s.name, builder_settings_lib.values_of(getattr(self, s.name)), s.name,
+               builder_settings_lib.values_of(getattr(other, s.name))) for s in BUILDERS]
     out = []
-    for group, group_cls in _GROUPS:
-      for f in dataclasses.fields(group_cls):
-        if f.name in ('settings', 'constraints'):  # Compared as the algorithm's settings.
-          continue
-        mine, theirs = getattr(getattr(self, group), f.name), getattr(getattr(other, group),
-                                                                     f.name)
-        if mine != theirs:
-          name = 'mode' if f.name == 'algorithm' else f.name
-          out.append((f'train.{name}', _jsonable(mine), _jsonable(theirs)))
-    named = [(self.mode, self.settings, other.mode, other.settings)]
-    named += [(s.name, getattr(self, field).kwargs(), s.name, getattr(other, field).kwargs())
-              for field, s in BUILDERS]
     for my_name, mine, their_name, theirs in named:
       mine = {f'{my_name}.{k}': v for k, v in mine.items()}
       theirs = {f'{their_name}.{k}': v for k, v in theirs.items()}
@@ -506,7 +481,7 @@ def _bindings_of_record(record):
     return bindings, dict(record['bindings'].get(bindings['mode'], {}))
   if version == 1:
     names = (set(default_bindings()) | set(LEGACY_TRAIN_SETTINGS)) - {'constraints'}
-    bindings = {name: value for group, _ in _GROUPS for name, value in record[group].items()
+    bindings = {name: value for group in JSON_GROUPS for name, value in record[group].items()
                 if name in names}
     bindings.update(mode=record['objective']['algorithm'])
     if 'bound_constraints' in record['objective']:

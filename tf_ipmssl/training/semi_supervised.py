@@ -124,7 +124,8 @@ class SemiSupervised(algorithms.Algorithm):
     self.noise_dim = int(run.generator.noise_dim)
     self.generator_loss = generator_objective.get_generator_loss(self.settings.generator_loss)
     self.critic_decays = weight_decay.critic_weight_decays(
-        run.critic, self.objective.weight_decay_phi_s, self.objective.weight_decay_v)
+        run.critic, self.run_config.train.weight_decay_phi_s,
+        self.run_config.train.weight_decay_v)
     # A replica's gradient computations, XLA-compiled when the run asks for it.
     self._critic_gradients = self.compile_piece(self._critic_gradients_impl)
     self._generator_gradients = self.compile_piece(self._generator_gradients_impl)
@@ -135,8 +136,8 @@ class SemiSupervised(algorithms.Algorithm):
     """N(0, I) noise of draw `counter` of `stream` (random_streams.py) for the whole global
     batch, and this replica's rows of it: the same numbers on any number of replicas."""
     noise = tf.random.stateless_normal(
-        [self.run_config.loop.batch_size, self.noise_dim],
-        seed=random_streams.stream_seed(self.run_config.numerics.seed, stream, counter),
+        [self.run_config.train.batch_size, self.noise_dim],
+        seed=random_streams.stream_seed(self.run_config.train.seed, stream, counter),
         alg='philox')
     context = tf.distribute.get_replica_context()
     replica_id = 0 if context is None else context.replica_id_in_sync_group
@@ -152,16 +153,16 @@ class SemiSupervised(algorithms.Algorithm):
     # The gradient penalties' α: a draw of this replica's own.
     context = tf.distribute.get_replica_context()
     alpha_seed = tf.random.experimental.stateless_fold_in(
-        random_streams.stream_seed(self.run_config.numerics.seed, random_streams.GP_ALPHA,
+        random_streams.stream_seed(self.run_config.train.seed, random_streams.GP_ALPHA,
                                    iteration),
         context.replica_id_in_sync_group if context else 0)
     variables = run.critic.trainable_variables
     with tf.GradientTape() as tape:
       result = critic_objective_lib.critic_objective(
           run.critic, x_labeled, y_labeled, x_real, x_fake,
-          formulation=settings.formulation, constraints=self.objective.constraints,
+          formulation=settings.formulation, constraints=self.run_config.constraints,
           multipliers=run.state.multipliers, lambda_ce=settings.lambda_ce,
-          global_batch_size=self.run_config.loop.batch_size,
+          global_batch_size=self.run_config.train.batch_size,
           reference_pairwise_f=settings.reference_pairwise_f, alpha_seed=alpha_seed,
           ipm_weight=ipm_rampup.rampup_weight(iteration, settings.ipm_rampup_updates),
           all_reduce_sum=global_moments.replica_all_reduce_sum, training=True,
@@ -189,10 +190,10 @@ class SemiSupervised(algorithms.Algorithm):
         self._critic_replica_step, args=(x_labeled, y_labeled, x_real, iteration))
     # Ω and the logged values come from all-reduced moments: identical on every replica.
     values, omegas = self.first_replica((per_replica_values, per_replica_omegas))
-    for constraint in self.objective.constraints:
+    for constraint in self.run_config.constraints:
       constraint.update_multiplier(state.multipliers.get(constraint.name),
                                    omegas.get(constraint.name))
-    for constraint in self.objective.constraints:  # E.g. weight clipping.
+    for constraint in self.run_config.constraints:  # E.g. weight clipping.
       constraint.after_update(self.run.critic)
     self.count_critic_update()
     # Each replica's own gradient norm: their mean.
@@ -212,7 +213,7 @@ class SemiSupervised(algorithms.Algorithm):
       # The logged value is summed back over replicas (generator_replica_step).
       surrogate, loss = self.generator_loss(
           run.critic, x_real, x_fake, formulation=self.settings.formulation,
-          global_batch_size=self.run_config.loop.batch_size,
+          global_batch_size=self.run_config.train.batch_size,
           num_replicas=self.strategy.num_replicas_in_sync,
           all_reduce_sum=global_moments.replica_all_reduce_sum)
     grads = self.gradients(tape, surrogate, variables, run.generator_optimizer)
@@ -220,7 +221,7 @@ class SemiSupervised(algorithms.Algorithm):
 
   def generator_replica_step(self, step, x_real):
     """One generator update in a replica's context (the benchmark times it alone)."""
-    local_b = self.run_config.loop.batch_size // self.strategy.num_replicas_in_sync
+    local_b = self.run_config.train.batch_size // self.strategy.num_replicas_in_sync
     grads, loss = self._generator_gradients(step, local_b, x_real)
     self.run.generator_optimizer.apply_gradients(
         zip(grads, self.run.generator.trainable_variables))

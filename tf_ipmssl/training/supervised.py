@@ -23,7 +23,7 @@ class Supervised(algorithms.Algorithm):
 
   def __init__(self, run, strategy=None, **changes):
     super().__init__(run, strategy, **changes)
-    self.decays = ([self.objective.weight_decay_phi_s] *
+    self.decays = ([self.run_config.train.weight_decay_phi_s] *
                    len(run.critic.phi_and_s_variables))
     self._gradients = self.compile_piece(self._gradients_impl)
 
@@ -34,7 +34,7 @@ class Supervised(algorithms.Algorithm):
     with tf.GradientTape() as tape:
       logits = tf.cast(critic.classify(x_labeled, training=True), tf.float32)
       ce, accuracy = critic_objective.labeled_cross_entropy(
-          logits, y_labeled, self.run_config.loop.batch_size)
+          logits, y_labeled, self.run_config.train.batch_size)
     grads = self.gradients(tape, ce, variables, self.run.critic_optimizer, self.decays)
     return grads, ce, accuracy
 

@@ -20,7 +20,6 @@ writes here feeds back into training. `session(...)` takes the same values direc
 runs known only from a results table.
 """
 import dataclasses
-import inspect
 import math
 import os
 import re
@@ -106,14 +105,13 @@ METRICS = (
 )
 
 
-def _defaults(builder, names):
-  return {name: p.default for name, p in inspect.signature(builder).parameters.items()
-          if name in names}
+def _defaults(settings, names):
+  return {name: getattr(settings, name) for name in names}
 
 
 # What a run records only where its gin files bind it: the builders' defaults.
-_DATA_DEFAULTS = _defaults(ssl_data.build_ssl_data, ('num_labeled', 'split_seed'))
-_CRITIC_DEFAULTS = _defaults(critic_lib.build_critic, ('normalization', 'width'))
+_DATA_DEFAULTS = _defaults(ssl_data.BuildSslData(), ('num_labeled', 'split_seed'))
+_CRITIC_DEFAULTS = _defaults(critic_lib.BuildCritic(), ('normalization', 'width'))
 # How the dashboard names each constraint type's IPM.
 _IPM_NAMES = {'Fisher': 'Fisher', 'Sobolev': 'Sobolev', 'GradientPenalty': 'WGAN-GP',
               'WeightClipping': 'WGAN clip'}
@@ -176,7 +174,7 @@ def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
       'critic_rate': optimizers.get('critic_rate'),
       'critic_ema_decay': numerics.get('critic_ema_decay'),
       'augmentation': augmentation_lib.describe(augmentation_lib.per_stream(
-          **bindings.get('augmentation', {}))),
+          augmentation_lib.Augmentations(**bindings.get('augmentation', {})))),
       **settings,
   }
 

@@ -48,9 +48,9 @@ def train(model_dir, config, started=None):
       wall_time.process_started); default: now.
   """
   started = time.time() if started is None else started
-  if config.numerics.deterministic_ops:
+  if config.train.deterministic_ops:
     _make_deterministic()
-  data = ssl_data.build_ssl_data(**config.data.kwargs())
+  data = ssl_data.build_ssl_data(config.build_ssl_data)
   length = training_length(data, config)
   _check_data(config, data)
   resuming = tf.train.latest_checkpoint(
@@ -60,10 +60,10 @@ def train(model_dir, config, started=None):
   # A finished run (its export complete) only reports: nothing is written, so this also
   # works on a read-only file system.
   metrics = run_files.read_metrics(model_dir) or {}
-  if _finished(metrics, length.total_steps, config.loop.export_classifier,
+  if _finished(metrics, length.total_steps, config.train.export_classifier,
                os.path.join(model_dir, run_files.EXPORT_DIR)):
     print(f'{model_dir} already finished ({metrics["step"]} steps); nothing to do.', flush=True)
-    print(reporting.final_line(metrics['step'], metrics, config.loop.baseline,
+    print(reporting.final_line(metrics['step'], metrics, config.train.baseline,
                                reporting.run_data(data)), flush=True)
     return metrics
   run_files.check_writable(model_dir)  # Before anything is repaired or written.
@@ -77,7 +77,7 @@ def train(model_dir, config, started=None):
   training_done = step >= length.total_steps or bool(metrics.get('stopped_early'))
   # The class train.mode names (semi_supervised.SemiSupervised for 'ssl'), updating `run`;
   # the loop calls its `iteration` on `streams` once per step.
-  algorithm = config.objective.algorithm(run, strategy)
+  algorithm = config.algorithm(run, strategy)
   streams = _training_streams(run, data, strategy)
   loop = loop_lib.Loop(model_dir, data, run, length, metrics, step, started)
   _print_start(config, data, length, strategy, model_dir)
@@ -89,18 +89,18 @@ def train(model_dir, config, started=None):
 def _check_data(config, data):
   """ConfigErrors for a configuration the data or this machine cannot train (before
   anything is written)."""
-  config.objective.algorithm.check_data(data)
-  precision.check_policy(config.numerics.mixed_precision)
-  if config.loop.early_stopping_patience is not None and not len(data.validation_labels):
+  config.algorithm.check_data(data)
+  precision.check_policy(config.train.mixed_precision)
+  if config.train.early_stopping_patience is not None and not len(data.validation_labels):
     raise errors.ConfigError('train.early_stopping_patience needs a validation split '
                              '(build_ssl_data.validation_size > 0)')
 
 
 def _build_run(config, data, model_dir):
   """Seeds, dtype policy and strategy set as the run's configuration says; the Run."""
-  keras.utils.set_random_seed(config.numerics.seed)
-  keras.mixed_precision.set_global_policy(config.numerics.mixed_precision or 'float32')
-  strategy = distribution.make_strategy(**config.distribution.kwargs())
+  keras.utils.set_random_seed(config.train.seed)
+  keras.mixed_precision.set_global_policy(config.train.mixed_precision or 'float32')
+  strategy = distribution.make_strategy(config.make_strategy)
   run = run_lib.Run.build(config, num_classes=data.num_classes, image_shape=data.image_shape,
                           strategy=strategy, model_dir=model_dir)
   return strategy, run
@@ -128,11 +128,11 @@ def _training_streams(run, data, strategy):
 
   def stream(name, images, labels, seed_offset):
     return iter(strategy.experimental_distribute_dataset(pipelines.training_stream(
-        images, labels, batch_size=config.loop.batch_size,
-        seed=config.numerics.seed + seed_offset, start_step=critic_iteration,
+        images, labels, batch_size=config.train.batch_size,
+        seed=config.train.seed + seed_offset, start_step=critic_iteration,
         augment=_augment_fn(config, name))))
 
-  return config.objective.algorithm.streams(data, stream)
+  return config.algorithm.streams(data, stream)
 
 
 def _augment_fn(config, stream):
@@ -143,28 +143,27 @@ def _augment_fn(config, stream):
   if not augment.active:
     return None
   return lambda x, t: augment(x, random_streams.stream_seed(
-      config.numerics.seed, random_streams.AUGMENTATION[stream], t))
+      config.train.seed, random_streams.AUGMENTATION[stream], t))
 
 
 def _print_start(config, data, length, strategy, model_dir):
   if not len(data.validation_labels):
     print('No validation split: no step is selected (selecting on the labeled images the run '
           "trains on would pick the most overfitted one); the last step's classifier is "
-          'reported' + (' and exported' if config.loop.export_classifier else ''), flush=True)
+          'reported' + (' and exported' if config.train.export_classifier else ''), flush=True)
   print(f'Training {config.mode} on {data.name} ({data.source}): {len(data.labeled_images)} '
         f'labeled, {len(data.unlabeled_images)} unlabeled, {len(data.validation_labels)} '
         f'validation, {len(data.test_labels)} test; {length.total_steps} steps '
         f'({length.iterations_per_step} critic iteration(s) each, batch '
-        f'{config.loop.batch_size}, {strategy.num_replicas_in_sync} replica(s)) -> '
+        f'{config.train.batch_size}, {strategy.num_replicas_in_sync} replica(s)) -> '
         f'{model_dir}', flush=True)
   augmented = augmentation.describe(config.augmentations)
   if augmented != 'none':
     print(f'Augmentation: {augmented} (docs/algorithm.md#augmentation)', flush=True)
-  o, objective = config.optimizers, config.objective
-  algorithm_scaled = objective.algorithm.scaled_settings(objective.settings)
-  if o.learning_rate_scale != 1.0 or algorithm_scaled:
-    print(f'Scaled settings: learning rates x{o.learning_rate_scale:g} (critic '
-          f'{o.critic_rate:g}, generator {o.generator_rate:g})' +
+  algorithm_scaled = config.algorithm.scaled_settings(config.algorithm_settings)
+  if config.train.learning_rate_scale != 1.0 or algorithm_scaled:
+    print(f'Scaled settings: learning rates x{config.train.learning_rate_scale:g} (critic '
+          f'{config.critic_rate:g}, generator {config.generator_rate:g})' +
           (f'; {algorithm_scaled}' if algorithm_scaled else ''), flush=True)
 
 
@@ -174,7 +173,7 @@ def _finish(loop, step):
   loop.split.switch('teardown')
   fault_injection.reach('training_done')
   exported = None
-  if config.loop.export_classifier:
+  if config.train.export_classifier:
     with loop.split.charged_to('export'):
       exported = _export_selected_classifier(run, loop.data, loop.model_dir, step)
   now = time.time()
@@ -187,7 +186,7 @@ def _finish(loop, step):
         f'time/{part}_seconds': seconds for part, seconds in metrics['wall_split'].items()})
   run_files.write_metrics(loop.model_dir, metrics)
   tensorboard.write_run(loop.model_dir)  # Summaries only, after training: no number changes.
-  print(reporting.final_line(step, metrics, config.loop.baseline,
+  print(reporting.final_line(step, metrics, config.train.baseline,
                              reporting.run_data(loop.data)), flush=True)
   return metrics
 
@@ -229,18 +228,18 @@ class Length:
 def training_length(data, config):
   """The Length of a run of `config` on `data`: train.steps, else train.critic_updates, else
   train.epochs (passes of the critic iterations over the algorithm's epoch set)."""
-  loop, algorithm = config.loop, config.objective.algorithm
+  train, algorithm = config.train, config.algorithm
   iterations_per_epoch = max(pipelines.steps_per_epoch(algorithm.epoch_size(data),
-                                                       loop.batch_size), 1)
-  iterations_per_step = algorithm.iterations_per_step(config.objective.settings)
-  if loop.steps is not None:
-    total_steps = loop.steps
-  elif loop.critic_updates is not None:
-    total_steps = -(-loop.critic_updates // iterations_per_step)
+                                                       train.batch_size), 1)
+  iterations_per_step = algorithm.iterations_per_step(config.algorithm_settings)
+  if train.steps is not None:
+    total_steps = train.steps
+  elif train.critic_updates is not None:
+    total_steps = -(-train.critic_updates // iterations_per_step)
   else:
-    total_steps = int(math.ceil(loop.epochs * iterations_per_epoch / iterations_per_step))
+    total_steps = int(math.ceil(train.epochs * iterations_per_epoch / iterations_per_step))
   return Length(total_steps, iterations_per_step, iterations_per_epoch,
-                loop.batch_size * iterations_per_step)
+                train.batch_size * iterations_per_step)
 
 
 def _record_start(model_dir, resuming, data, config):
