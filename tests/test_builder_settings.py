@@ -48,6 +48,6 @@ def test_a_run_configuration_holds_each_builders_declared_settings():
   config = run_config.RunConfig.create(steps=1, mode='supervised', critic={'width': 0.5})
   assert config.build_critic == critic_lib.BuildCritic(width=0.5)
   assert config.build_critic.normalization == 'none'  # The declared default.
-  assert config.to_json()['bindings']['build_critic'] == {
+  assert config.to_json()['build_critic'] == {
       k: (list(v) if isinstance(v, tuple) else v)
       for k, v in sorted(builder_settings.values_of(config.build_critic).items())}

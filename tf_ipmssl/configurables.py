@@ -18,7 +18,7 @@ import gin
 from tf_ipmssl import gin_settings
 from tf_ipmssl.objectives import constraint
 from tf_ipmssl.training import algorithms
-# train.*, and the library's algorithms and constraints, registered on import.
+# train.*, and the library's algorithms and constraints (run_config.ALGORITHMS, CONSTRAINTS).
 from tf_ipmssl.training import run_config
 
 for _settings in run_config.BUILDERS:

@@ -116,6 +116,6 @@ def critic_loss(model, x_l, y_l, x_p, x_q, *, formulation, constraints, multipli
     else:
       continue
     omegas[c.name] = omega
-    if c.rho is not None:
-      loss += multipliers[c.name] * omega + 0.5 * c.rho * omega**2
+    if c.has_multiplier:
+      loss += multipliers[c.name] * omega + 0.5 * c.penalty_weight * omega**2
   return loss, omegas

@@ -34,7 +34,7 @@ def test_pairwise_moments_give_the_all_pairs_mean():
 
 def test_fisher_constraint_defaults():
   constraint = fisher.Fisher()
-  assert (constraint.component, constraint.rho, constraint.name) == ('f', 1e-7, 'fisher_f')
+  assert (constraint.component, constraint.penalty_weight, constraint.name) == ('f', 1e-7, 'fisher_f')
   assert constraint.has_multiplier
   assert fisher.Fisher('f-').name == 'fisher_f_neg'
 

@@ -20,7 +20,7 @@ def _apply_multiplier_rule(multipliers, omegas, constraints):
   """λ_c ← λ_c + ρ_c·Ω_c for every multiplier constraint, in place on tf.Variables."""
   for constraint in constraints:
     if constraint.has_multiplier:
-      multipliers[constraint.name].assign_add(constraint.rho * omegas[constraint.name])
+      multipliers[constraint.name].assign_add(constraint.penalty_weight * omegas[constraint.name])
 
 
 def _constraints():
@@ -59,7 +59,7 @@ def test_multiplier_moves_with_the_sign_of_omega(scale, sign):
   for constraint in constraints[:2]:
     lam = multipliers[constraint.name].numpy()
     np.testing.assert_allclose(lam, before[constraint.name] +
-                               constraint.rho * expected[constraint.name], rtol=1e-12)
+                               constraint.penalty_weight * expected[constraint.name], rtol=1e-12)
     assert np.sign(lam - before[constraint.name]) == sign
 
 

@@ -30,7 +30,7 @@ def test_squared_gradient_norms_sum_over_all_but_the_batch_axis():
 def test_sobolev_omega_and_defaults():
   assert sobolev.sobolev_omega(3.0, 1.0) == pytest.approx(1.0)
   constraint = sobolev.Sobolev()
-  assert (constraint.component, constraint.rho, constraint.name) == ('f', 1e-8, 'sobolev_f')
+  assert (constraint.component, constraint.penalty_weight, constraint.name) == ('f', 1e-8, 'sobolev_f')
   assert constraint.needs_gradients_at_data and not constraint.needs_gradients_at_interpolates
 
 

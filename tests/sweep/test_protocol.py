@@ -69,7 +69,8 @@ def _record(root, cell_id, seed, error, validation=(), best_step=900, total_step
   with open(os.path.join(model_dir, 'metrics.json'), 'w') as f:
     json.dump(metrics, f)
   with open(os.path.join(model_dir, 'run_config.json'), 'w') as f:
-    json.dump({'objective': {'ipm_rampup_updates': 600}, 'loop': {'critic_updates': 1800}}, f)
+    json.dump({'format_version': 4, 'train': {'mode': 'ssl', 'critic_updates': 1800},
+               'ssl': {'ipm_rampup_updates': 600}}, f)
   with open(os.path.join(model_dir, 'versions.json'), 'w') as f:
     json.dump({'source': {'commit': commit}}, f)
   if validation:
@@ -115,7 +116,7 @@ def test_late_endpoint_rampup_mark_and_commit(tmp_path):
   supervised = _record(root, 'appendix_c/cifar10_none_4k', 0, 30.0, best_step=100)
   with open(os.path.join(supervised, 'run_config.json')) as f:
     config = json.load(f)
-  config['objective']['algorithm'] = 'supervised'
+  config['train']['mode'] = 'supervised'
   with open(os.path.join(supervised, 'run_config.json'), 'w') as f:
     json.dump(config, f)
   baseline = tables_lib.collect_cell(root, cells_lib.get_cell('appendix_c/cifar10_none_4k'))

@@ -43,12 +43,12 @@ def test_the_settings_are_recorded_and_read_back():
   assert augmentation.describe(config.augmentations) == (
       'labeled flip + translate 2; unlabeled flip')
   record = json.loads(json.dumps(config.to_json()))
-  assert record['bindings']['augmentation'] == {
+  assert record['augmentation'] == {
       'labeled_flip': True, 'labeled_translate': 2, 'unlabeled_flip': True,
       'unlabeled_translate': 0}
   assert run_config.RunConfig.from_json(record).augmentations == config.augmentations
   # A record written before augmentation existed reads as off.
-  del record['bindings']['augmentation']
+  del record['augmentation']
   old = run_config.RunConfig.from_json(record)
   assert augmentation.describe(old.augmentations) == 'none'
   assert ('augmentation.labeled_flip', True, False) in config.differing_settings(old)
@@ -126,4 +126,4 @@ def test_the_supervised_baseline_trains_on_augmented_labels(tmp_path):
   assert 'Training supervised' in result.stdout
   assert 'Augmentation: labeled flip + translate 2' in result.stdout
   with open(os.path.join(tmp_path, 'run', 'run_config.json')) as f:
-    assert json.load(f)['bindings']['augmentation']['labeled_translate'] == 2
+    assert json.load(f)['augmentation']['labeled_translate'] == 2

@@ -30,8 +30,7 @@ def test_registered_algorithm_is_a_mode_while_registered():
     config = run_config.RunConfig.create(mode=name, steps=2)
     assert config.algorithm is toy_algorithm.EntropyMinimization
     assert config.algorithm_settings.beta == 0.3  # Its default.
-    assert config.constraints == () and config.to_json()['objective'][
-        'algorithm'] == name
+    assert config.constraints == () and config.to_json()['train']['mode'] == name
     with pytest.raises(errors.ConfigError,
                        match=r'entropy_minimization.beta must be a number >= 0'):
       run_config.RunConfig.create(mode=name, steps=2, settings={'beta': -1.0})
@@ -138,8 +137,8 @@ def test_toy_algorithm_trains_through_bin_train(tmp_path):
   # The setting as bound, in run_config.json (and nothing of ssl's), and in the HParams the
   # run wrote.
   record = run_files.read_json(model_dir, run_files.RUN_CONFIG_FILE)
-  assert record['bindings']['entropy_minimization'] == {'beta': 0.7}
-  assert 'ssl' not in record['bindings']
+  assert record['entropy_minimization'] == {'beta': 0.7}
+  assert 'ssl' not in record
   assert _session_hparams(model_dir)['entropy_minimization.beta'] == 0.7
   assert tensorboard_lib.hparams_of(record, [])['entropy_minimization.beta'] == 0.7
   with algorithms.registered(toy_algorithm.EntropyMinimization):

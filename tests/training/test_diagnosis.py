@@ -88,7 +88,7 @@ def test_run_config_applies_the_constraint_penalty_scale():
     config = run_config.RunConfig.from_gin()
   finally:
     gin.clear_config()
-  assert [c.rho for c in config.constraints] == [1e-7 * 1000.0, 1e-8 * 1000.0]
+  assert [c.penalty_weight for c in config.constraints] == [1e-7 * 1000.0, 1e-8 * 1000.0]
 
 
 def test_bin_diagnose_reports_the_rampup_weight_of_each_checkpoint(tmp_path):

@@ -28,7 +28,7 @@ def sweep_root(tmp_path_factory):
   for name in (run_files.VERSIONS_FILE, run_files.METRICS_FILE):
     shutil.copy(os.path.join(trained, name), copied)
   run_config = run_files.read_json(trained, run_files.RUN_CONFIG_FILE)
-  run_config['numerics']['seed'] = 1
+  run_config['train']['seed'] = 1
   run_files.write_json(copied, run_files.RUN_CONFIG_FILE, run_config)
   tensorboard.write_run(copied)
   return str(root)

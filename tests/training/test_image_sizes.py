@@ -29,8 +29,8 @@ def test_the_size_is_the_datas_resolved_and_recorded():
   assert _config(dataset='cifar10').image_size == 32
   config = _config(dataset='fashion_mnist', image_size=96)
   record = config.to_json()
-  assert record['bindings']['build_ssl_data']['image_size'] == 96
-  assert 'image_size' not in record['bindings']['build_critic']
+  assert record['build_ssl_data']['image_size'] == 96
+  assert 'image_size' not in record['build_critic']
   assert run_config.RunConfig.from_json(record).image_size == 96
   with pytest.raises(errors.ConfigError, match='use one of 32, 64, 96'):
     _config(image_size=48)
@@ -38,6 +38,8 @@ def test_the_size_is_the_datas_resolved_and_recorded():
 
 def test_a_record_from_before_the_size_restores_as_32():
   record = _config(dataset='fashion_mnist').to_json()
+  record = {'format_version': 3, 'train': record['train'],
+            'bindings': {k: v for k, v in record.items() if k not in ('format_version', 'train')}}
   del record['bindings']['build_ssl_data']['image_size']
   record['bindings']['build_critic']['image_size'] = 32  # Where it was a critic setting.
   config = run_config.RunConfig.from_json(record)
@@ -88,7 +90,7 @@ def test_a_tiny_run_trains_resumes_and_exports_at_the_size(tmp_path, size):
   reference = runs.run_train(reference_dir, _bindings(data_dir, size))
   assert reference.returncode == 0, reference.stderr[-3000:]
   with open(os.path.join(reference_dir, 'run_config.json')) as f:
-    assert json.load(f)['bindings']['build_ssl_data']['image_size'] == size
+    assert json.load(f)['build_ssl_data']['image_size'] == size
   with open(os.path.join(reference_dir, 'dataset.json')) as f:
     dataset = json.load(f)
   assert dataset['image_shape'] == [size, size, 1]

@@ -22,6 +22,7 @@ from tf_ipmssl.objectives import constraint
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
+from tf_ipmssl.run_dir import config_formats
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import semi_supervised
@@ -74,7 +75,7 @@ def test_every_algorithm_setting_is_validated_by_its_gin_name(settings, fragment
   assert fragment in str(raised.value)
 
 
-@pytest.mark.parametrize('name', run_config.LEGACY_TRAIN_SETTINGS)
+@pytest.mark.parametrize('name', config_formats.SSL_SETTINGS_IN_TRAIN)
 def test_a_setting_bound_at_its_old_place_names_its_new_one(name):
   """Each semi-supervised setting that train held is refused there, in one line naming
   ssl.<name>, in Python and from gin."""
@@ -106,7 +107,7 @@ def test_another_algorithms_settings_are_not_read():
   finally:
     gin.clear_config()
   assert supervised.supervised == supervised.algorithm_settings == algorithms.NoSettings()
-  assert supervised.to_json()['bindings']['supervised'] == {}
+  assert supervised.to_json()['supervised'] == {}
   assert ssl.ssl.lambda_ce == 0.25 and ssl.ssl is ssl.algorithm_settings
   assert ssl.ssl.constraints == (fisher.Fisher(),)
   with pytest.raises(AttributeError):
@@ -125,13 +126,13 @@ def test_groups_scales_and_algorithm():
   assert config.critic_rate == 2e-4 * 5.0
   assert config.generator_rate == 1e-4 * 5.0
   # ρ of the augmented-Lagrangian constraints scaled; λ_GP not.
-  assert [c.rho for c in config.constraints[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
+  assert [c.penalty_weight for c in config.constraints[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
   assert config.constraints[2].weight == 10.0
   assert config.ssl.critic_iterations == 5
   assert config.algorithm.iterations_per_step(config.algorithm_settings) == 5
-  # The settings as bound, unscaled (recorded under bindings.ssl).
+  # The settings as bound, unscaled (recorded under 'ssl').
   assert config.algorithm_settings.constraints[0].penalty_weight == 1e-7
-  assert config.to_json()['bindings']['ssl']['constraints'][0]['penalty_weight'] == 1e-7
+  assert config.to_json()['ssl']['constraints'][0]['penalty_weight'] == 1e-7
   supervised = run_config.RunConfig.create(mode='supervised', steps=3)
   assert supervised.constraints == ()
   assert supervised.algorithm.iterations_per_step(supervised.algorithm_settings) == 1
@@ -148,29 +149,27 @@ def test_json_names_every_setting():
     record = json.loads(json.dumps(config.to_json()))
   finally:
     gin.clear_config()
-  assert record['objective']['algorithm'] == 'ssl'
-  assert record['objective']['constraints'] == [
-      {'type': 'Fisher', 'name': 'fisher_f', 'component': 'f', 'penalty_weight': 1e-7}]
-  assert record['optimizers']['critic_rate'] == 2e-4 * 2.0
-  assert record['loop']['steps'] == 3 and record['numerics']['seed'] == 0
+  # One object per gin name: train, the algorithm's (under train.mode) and each builder's.
+  assert set(record) == {'format_version', 'train', 'ssl', 'build_ssl_data', 'build_critic',
+                         'build_generator', 'make_strategy', 'augmentation'}
+  assert record['train']['mode'] == 'ssl'
+  assert record['train']['steps'] == 3 and record['train']['seed'] == 0
   # Every builder setting, at the builder's default where not given.
-  assert record['bindings']['build_critic']['width'] == 0.25
-  assert record['bindings']['build_critic']['normalization'] == 'none'
-  assert record['bindings']['build_ssl_data']['num_labeled'] == 100
-  assert record['bindings']['build_generator']['ngf'] == 64
-  assert record['bindings']['make_strategy'] == {'kind': 'auto', 'devices': None}
-  # Every setting of the algorithm, under its gin name, at its default where not given.
-  assert record['bindings']['ssl'] == {
+  assert record['build_critic']['width'] == 0.25
+  assert record['build_critic']['normalization'] == 'none'
+  assert record['build_ssl_data']['num_labeled'] == 100
+  assert record['build_generator']['ngf'] == 64
+  assert record['make_strategy'] == {'kind': 'auto', 'devices': None}
+  # Every setting of the algorithm, under its gin name, at its default where not given;
+  # the constraints as bound (the penalty weight stored once, unscaled).
+  assert record['ssl'] == {
       'formulation': 'kplus1', 'lambda_ce': 0.5, 'reference_pairwise_f': False,
       'critic_iterations': 2, 'generator_loss': 'ipm', 'ipm_rampup_updates': None,
       'constraint_penalty_scale': 1.0,
       'constraints': [{'type': 'Fisher', 'name': 'fisher_f', 'component': 'f',
                        'penalty_weight': 1e-7}]}
-  fields = {name for group in ('objective', 'optimizers', 'loop', 'numerics')
-            for name in record[group]}
-  assert set(run_config.default_bindings()) - {'mode'} <= fields
-  # What the run is rebuilt from: its format version and every train binding as given.
-  assert record['format_version'] == run_config.FORMAT_VERSION == 3
+  # Its format version and every train binding as given; nothing derived.
+  assert record['format_version'] == config_formats.FORMAT_VERSION == 4
   assert set(record['train']) == set(run_config.default_bindings())
   assert record['train']['learning_rate_scale'] == 2.0
   assert record['train']['critic_learning_rate'] == 2e-4
@@ -231,8 +230,8 @@ def test_a_record_of_an_unregistered_type_is_refused_naming_it(tmp_path):
     run_config.RunConfig.from_json(toy.to_json())
   with pytest.raises(errors.ConfigError, match="train.mode = 'entropy_minimization' is not"):
     run_config.RunConfig.from_json(entropy.to_json())
-  with pytest.raises(errors.ConfigError, match='format version 4'):
-    run_config.RunConfig.from_json({**toy.to_json(), 'format_version': 4})
+  with pytest.raises(errors.ConfigError, match='format version 5'):
+    run_config.RunConfig.from_json({**toy.to_json(), 'format_version': 5})
   # A program reading such a run says so in one line, naming the file and the type.
   (tmp_path / 'run_config.json').write_text(json.dumps(toy.to_json()))
   result = subprocess.run([sys.executable, str(runs.REPO_ROOT / 'bin' / 'evaluate'),
@@ -265,8 +264,8 @@ def test_invalid_configuration_leaves_the_model_dir_as_it_was(tmp_path):
   # The run records its configuration as used, and metrics.json has one key per number.
   with open(os.path.join(existing, 'run_config.json')) as f:
     recorded = json.load(f)
-  assert recorded['loop']['steps'] == 2 and recorded['loop']['batch_size'] == 16
-  assert recorded['bindings']['build_critic']['width'] == 0.0625
+  assert recorded['train']['steps'] == 2 and recorded['train']['batch_size'] == 16
+  assert recorded['build_critic']['width'] == 0.0625
   with open(os.path.join(existing, 'metrics.json')) as f:
     metrics = json.load(f)
   assert set(metrics) == {'step', 'total_steps', 'finished', 'final', 'best', 'multipliers',

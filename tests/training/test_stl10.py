@@ -30,7 +30,7 @@ def test_the_stl10_example_trains_at_96_pixels_on_a_fold(tmp_path):
   assert dataset['name'] == 'stl10' and dataset['image_shape'] == [96, 96, 3]
   assert dataset['resize'] is None  # At its own size: nothing resized.
   with open(os.path.join(model_dir, 'run_config.json')) as f:
-    data_settings = json.load(f)['bindings']['build_ssl_data']
+    data_settings = json.load(f)['build_ssl_data']
   assert data_settings['stl10_fold'] == 0 and data_settings['image_size'] == 96
   with open(os.path.join(model_dir, 'metrics.json')) as f:
     metrics = json.load(f)
@@ -59,5 +59,5 @@ def test_the_stl10_example_trains_on_tfds_mock_data(tmp_path):
     dataset = json.load(f)
   assert dataset['name'] == 'stl10' and dataset['image_shape'] == [96, 96, 3]
   with open(os.path.join(model_dir, 'run_config.json')) as f:
-    data_settings = json.load(f)['bindings']['build_ssl_data']
+    data_settings = json.load(f)['build_ssl_data']
   assert data_settings['source'] == 'tfds' and data_settings['stl10_fold'] is None

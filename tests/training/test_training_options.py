@@ -100,7 +100,7 @@ def test_scale_penalty_weights_keeps_ratios_and_leaves_other_constraints():
            sobolev.Sobolev(component='f-', penalty_weight=1e-8),
            gradient_penalty.GradientPenalty(component='f', weight=10.0))
   scaled = constraint.scale_penalty_weights(given, 1000.0)
-  assert [c.rho for c in scaled[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
+  assert [c.penalty_weight for c in scaled[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
   assert scaled[2] == given[2] and [c.component for c in scaled] == ['f', 'f_neg', 'f']
   assert constraint.scale_penalty_weights(given, 1.0) == given
 

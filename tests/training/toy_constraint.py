@@ -4,10 +4,10 @@ ToyCentering holds the critic component's mean under μ = (P + Q)/2 at zero,
 
   Ω = ½ E_P[h] + ½ E_Q[h],
 
-with a multiplier λ and penalty ρ (augmented Lagrangian, as Fisher and Sobolev), and after
-every critic update clips the fake direction v to [−v_bound, v_bound]. A library module
-decorates its class with `@constraint.register`; here the class is registered by the module
-a gin file imports (register_toy_constraint.py), so that this test process registers it only
+with a multiplier λ and penalty weight ρ (an AugmentedLagrangianConstraint, as Fisher and
+Sobolev: `penalty_weight`), and after every critic update clips the fake direction v to
+[−v_bound, v_bound]. The library's constraints are registered in one list
+(run_config.CONSTRAINTS); here the class is registered by the module a gin file imports (register_toy_constraint.py), so that this test process registers it only
 for the block that needs it (`constraint.registered`). A gin file uses it with
 
   import tests.training.register_toy_constraint
@@ -25,16 +25,12 @@ def centering_omega(mean_real, mean_fake):
 
 
 @dataclasses.dataclass(frozen=True)
-class ToyCentering(constraint.Constraint):
+class ToyCentering(constraint.AugmentedLagrangianConstraint):
   component: str = 'f'
   penalty_weight: float = 1e-2
   v_bound: float = 0.01
 
   kind = 'toy_centering'
-
-  @property
-  def rho(self):
-    return self.penalty_weight
 
   def local_moments(self, inputs):
     return {f'{self.name}/{side}': tf.reduce_sum(inputs.outputs[side].component(

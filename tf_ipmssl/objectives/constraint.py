@@ -71,6 +71,8 @@ class Constraint:
   needs_gradients_at_interpolates = False
   # How interpolation weights α are drawn for constraints at interpolates (one per example).
   per_example_alpha = True
+  # Whether it has a multiplier λ and a penalty weight ρ (AugmentedLagrangianConstraint).
+  has_multiplier = False
 
   def __post_init__(self):
     object.__setattr__(self, 'component', formulations.canonical_component(self.component))
@@ -79,14 +81,6 @@ class Constraint:
   def name(self) -> str:
     return f'{self.kind}_{self.component}'
 
-  @property
-  def rho(self) -> Optional[float]:
-    """Augmented-Lagrangian penalty weight; None for constraints without a multiplier."""
-    return None
-
-  @property
-  def has_multiplier(self) -> bool:
-    return self.rho is not None
 
   def gradient_rows(self) -> set:
     """The batches at which the objective must compute ∇_x of this constraint's component."""
@@ -111,13 +105,13 @@ class Constraint:
     """The term added to −L_D: λΩ + ρ/2·Ω² with the multiplier λ, or None."""
     if not self.has_multiplier:
       return None
-    return multiplier * omega + 0.5 * self.rho * tf.square(omega)
+    return multiplier * omega + 0.5 * self.penalty_weight * tf.square(omega)
 
   def update_multiplier(self, multiplier: tf.Variable, omega: tf.Tensor) -> None:
     """The multiplier step after a critic update, with that update's Ω (cross-replica
     context): λ ← λ + ρΩ for a multiplier constraint; nothing for the others."""
     if self.has_multiplier:
-      multiplier.assign_add(self.rho * omega)
+      multiplier.assign_add(self.penalty_weight * omega)
 
   def after_update(self, critic) -> None:
     """Runs after every critic update (cross-replica context); nothing by default."""
@@ -126,16 +120,15 @@ class Constraint:
 
 @dataclasses.dataclass(frozen=True)
 class AugmentedLagrangianConstraint(Constraint):
-  """A constraint with a multiplier λ (λ ← λ + ρ·Ω after each update) and penalty weight ρ."""
+  """A constraint with a multiplier λ (λ ← λ + ρ·Ω after each update) and penalty weight ρ,
+  the field `penalty_weight` (the paper's ρ_F, ρ_S; gin `Fisher.penalty_weight`)."""
   penalty_weight: float = 0.0
+
+  has_multiplier = True
 
   def __post_init__(self):
     super().__post_init__()
     errors.check_number(f'{type(self).__name__}.penalty_weight', self.penalty_weight, low=0.0)
-
-  @property
-  def rho(self) -> float:
-    return self.penalty_weight
 
 
 def scale_penalty_weights(constraints, scale):

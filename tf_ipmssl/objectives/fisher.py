@@ -36,7 +36,6 @@ def pairwise_second_moment(parts):
   return parts['pos2'] + parts['neg2'] - 2.0 * parts['pos'] * parts['neg']
 
 
-@constraint.register
 @dataclasses.dataclass(frozen=True)
 class Fisher(constraint.AugmentedLagrangianConstraint):
   """Fisher constraint on component h with multiplier λ_F and penalty ρ_F (paper: 1e-7)."""

@@ -35,7 +35,6 @@ def gradient_penalty_terms(input_gradients):
   return tf.square(tf.sqrt(sq_norm + NORM_EPSILON) - 1.0)
 
 
-@constraint.register
 @dataclasses.dataclass(frozen=True)
 class GradientPenalty(constraint.Constraint):
   """WGAN-GP on component h with fixed weight λ_GP (10) and α per example or per batch."""

@@ -20,7 +20,6 @@ def sobolev_omega(mean_sq_grad_real, mean_sq_grad_fake):
   return 0.5 * mean_sq_grad_real + 0.5 * mean_sq_grad_fake - 1.0
 
 
-@constraint.register
 @dataclasses.dataclass(frozen=True)
 class Sobolev(constraint.AugmentedLagrangianConstraint):
   """Sobolev constraint on component h with multiplier λ_S and penalty ρ_S (paper: 1e-8)."""

@@ -16,7 +16,6 @@ def clip_weights(variables, clip_value):
     variable.assign(tf.clip_by_value(variable, -clip_value, clip_value))
 
 
-@constraint.register
 @dataclasses.dataclass(frozen=True)
 class WeightClipping(constraint.Constraint):
   """Clipping of every critic weight to [−clip_value, clip_value] (c = 0.01) after each update.

@@ -6,6 +6,7 @@ comparison.
 - `run_lock`: one trainer per directory;
 - `checkpoint_integrity`: damaged checkpoints found, set aside and named;
 - `run_record`: config.gin, run_config.json, versions.json, dataset.json;
+- `config_formats`: run_config.json's formats, their history, and `upgrade` to today's;
 - `cpu_info`, `wall_time`: the CPU a run computes on, where a session's wall time goes;
 - `reporting`: metrics.json and the final line; `baseline`: what the final line compares with.
 

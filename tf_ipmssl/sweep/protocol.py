@@ -15,6 +15,7 @@ import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tf_ipmssl import errors
+from tf_ipmssl.run_dir import config_formats
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.sweep import claims
 from tf_ipmssl.sweep import paired_test
@@ -109,13 +110,13 @@ def _best_step_and_rampup(run: tables_lib.RunResult) -> Tuple[Optional[int], Opt
   step = (metrics.get('best') or {}).get('step')
   if step is None or step < 0:
     return None, None
-  config = run_files.read_json(run.model_dir, run_files.RUN_CONFIG_FILE,
-                               unreadable_ok=True) or {}
-  objective = config.get('objective') or {}
-  rampup = objective.get('ipm_rampup_updates')
-  updates = (config.get('loop') or {}).get('critic_updates')
+  config = run_files.read_json(run.model_dir, run_files.RUN_CONFIG_FILE, unreadable_ok=True)
+  config = config_formats.upgrade(config) if config else {}
+  train = config.get('train', {})
+  rampup = config.get('ssl', {}).get('ipm_rampup_updates')
+  updates = train.get('critic_updates')
   steps = metrics.get('total_steps')
-  if objective.get('algorithm', 'ssl') != 'ssl' or not rampup or not updates or not steps:
+  if train.get('mode', 'ssl') != 'ssl' or not rampup or not updates or not steps:
     return int(step), None
   return int(step), step * updates / steps < rampup
 

@@ -25,31 +25,12 @@ stream).
 
 `RunConfig.from_gin()` is the one way a program gets the configuration of the gin config
 it parsed (bin/train, before it touches the model dir); `RunConfig.create(...)` makes one
-without gin. `to_json()` is what the run records beside config.gin (run_config.json) and
-`from_json(...)` rebuilds the configuration from it, validated again, without gin
-(run.run_config_of: evaluate, export, diagnose, a resume's identity check).
-run_config.json (format version 3, `FORMAT_VERSION`) holds:
-
-- 'train': the train bindings as given, what `from_json` rebuilds the run from;
-- 'bindings': the algorithm's settings as given, under its name ('ssl': {...}; constraints
-  as {'type': class name, 'name', and their fields}, unscaled), and the builders' settings,
-  by gin name ('build_critic': {...}, ...), every one;
-- 'objective', 'optimizers', 'loop', 'numerics': the train settings grouped (`JSON_GROUPS`)
-  with the values derived from them (the scaled constraints, 'critic_rate' and
-  'generator_rate'), for readers (tensorboard.py, tables).
-
-A record written before the image size was bound in build_ssl_data holds none there (the run
-is at its dataset's own size, 32) and may hold `build_critic.image_size` (then always 32,
-the data's), which `from_json` drops (`LEGACY_BUILDER_SETTINGS`).
-
-Versions 1 and 2 held the semi-supervised settings among the train bindings
-(`LEGACY_TRAIN_SETTINGS`); `from_json` maps those onto the settings of the run's algorithm
-(those it has; a supervised run had them unused). Version 2 wrote 'train' (every train
-binding) and the builders' 'bindings'. A file without 'format_version' is of version 1
-(written before the version and 'train' existed): it is rebuilt from its groups, where every
-train binding is a field (mode is objective.algorithm, the constraints as bound
-objective.bound_constraints). Non-finite floats are written as their repr ('inf', '-inf',
-'nan') and tuples as lists.
+without gin. `to_json()` is what the run records beside config.gin (run_config.json: one
+object per gin name, `{"train": {...}, "ssl": {...}, "build_critic": {...}, ...}`, the
+settings as given) and `from_json(...)` rebuilds the configuration from a record of any
+format, validated again, without gin (run.run_config_of: evaluate, export, diagnose, a
+resume's identity check). The formats and their history are in
+tf_ipmssl/run_dir/config_formats.py, whose `upgrade` brings an older record to today's.
 """
 import dataclasses
 import difflib
@@ -68,21 +49,32 @@ from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import constraint as constraint_lib
-from tf_ipmssl.run_dir import baseline as baseline_lib
-from tf_ipmssl.training import algorithms
-from tf_ipmssl.training import distribution as distribution_lib
-from tf_ipmssl.training import optimizers as optimizers_lib
-# The library's algorithms and constraints, registered on import.
-# pylint: disable=unused-import,g-bad-import-order
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 from tf_ipmssl.objectives import weight_clipping
+from tf_ipmssl.run_dir import baseline as baseline_lib
+from tf_ipmssl.run_dir import config_formats
+from tf_ipmssl.training import algorithms
+from tf_ipmssl.training import distribution as distribution_lib
+from tf_ipmssl.training import optimizers as optimizers_lib
 from tf_ipmssl.training import semi_supervised
 from tf_ipmssl.training import supervised
-# pylint: enable=unused-import,g-bad-import-order
 
 MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
+
+# The library's algorithms (what train.mode names) and constraints (what a gin file names as
+# `@Fisher()`, and a record by type): the one place that registers them, on import of this
+# module, which every program, the API and a rebuilt run go through. An algorithm or
+# constraint of your own registers the same way from its own module (algorithms.register,
+# constraint.register; docs/algorithm.md).
+ALGORITHMS = (semi_supervised.SemiSupervised, supervised.Supervised)
+CONSTRAINTS = (gradient_penalty.GradientPenalty, fisher.Fisher, sobolev.Sobolev,
+               weight_clipping.WeightClipping)
+for _constraint in CONSTRAINTS:
+  constraint_lib.register(_constraint)
+for _algorithm in ALGORITHMS:
+  algorithms.register(_algorithm)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,37 +158,10 @@ class Train:
   # cell's rates and their ratios, gin/presets/).
   learning_rate_scale: float = 1.0
 
-# The layout of run_config.json that to_json writes (see the module doc).
-FORMAT_VERSION = 3
-# The train bindings of versions 1 and 2 that are now the semi-supervised algorithm's
-# settings (semi_supervised.SemiSupervised.Settings): a binding `train.<name>` is refused
-# with the algorithm's name for it, and an old record's are mapped onto its settings.
-LEGACY_TRAIN_SETTINGS = ('formulation', 'constraints', 'lambda_ce', 'reference_pairwise_f',
-                         'critic_iterations', 'generator_loss', 'ipm_rampup_updates',
-                         'constraint_penalty_scale')
-# Builder settings an older run_config.json may record that are no longer settings (the
-# critic's input size is the data's, build_ssl_data.image_size): dropped on reading.
-LEGACY_BUILDER_SETTINGS = {'build_critic': ('image_size',)}
 # The builders' settings a run holds besides train's, each a RunConfig field under its gin
 # name (builder_settings.Settings).
 BUILDERS = (ssl_data.SETTINGS, critic_lib.SETTINGS, generator_lib.SETTINGS,
             distribution_lib.SETTINGS, augmentation_lib.SETTINGS)
-# run_config.json's groups of the train settings (format version 3; 'mode' is
-# objective.algorithm), for its readers.
-JSON_GROUPS = {
-    'objective': ('algorithm', 'constraints', 'weight_decay_phi_s', 'weight_decay_v'),
-    'optimizers': ('optimizer', 'critic_learning_rate', 'generator_learning_rate',
-                   'learning_rate_scale', 'adam_beta1', 'adam_beta2', 'adam_epsilon',
-                   'adam_epsilon_placement', 'learning_rate_halving_epochs',
-                   'learning_rate_linear_decay_start'),
-    'loop': ('batch_size', 'epochs', 'steps', 'critic_updates', 'log_every', 'eval_every',
-             'checkpoint_every', 'sample_every', 'keep_checkpoints', 'eval_batch_size',
-             'early_stopping_patience', 'early_stopping_min_steps', 'export_classifier',
-             'baseline'),
-    'numerics': ('seed', 'jit_compile', 'mixed_precision', 'deterministic_ops',
-                 'critic_ema_decay'),
-}
-
 
 def _train_bindings(**bound):
   """The `train.*` bindings gin holds, by name (those of other names too, which `_check`
@@ -238,7 +203,7 @@ _NUMBERS = {
 def _check(b):
   """ConfigErrors for train's bindings `b` (a dict of every binding)."""
   unknown = set(b) - set(default_bindings())
-  moved = [name for name in LEGACY_TRAIN_SETTINGS if name in unknown]
+  moved = [name for name in config_formats.SSL_SETTINGS_IN_TRAIN if name in unknown]
   if moved:
     raise errors.ConfigError('; '.join(_moved_message(name) for name in moved))
   if unknown:
@@ -407,24 +372,15 @@ class RunConfig:
     """The algorithm's settings by name (as bound: constraints unscaled)."""
     return builder_settings_lib.values_of(self.algorithm_settings)
 
-  def _used(self, name):
-    """A value of run_config.json's groups (JSON_GROUPS): a train setting or, for
-    'algorithm' and 'constraints', the algorithm and the constraints it uses."""
-    if name in ('algorithm', 'constraints'):
-      return getattr(self, name)
-    return getattr(self.train, name)
-
   def to_json(self) -> dict:
-    """The configuration as JSON-ready values (run_config.json, see the module doc)."""
-    out = {'format_version': FORMAT_VERSION}
-    out.update({group: {name: _jsonable(self._used(name)) for name in names}
-                for group, names in JSON_GROUPS.items()})
-    out['optimizers'].update(critic_rate=self.critic_rate, generator_rate=self.generator_rate)
-    out['bindings'] = {s.name: {k: _jsonable(v) for k, v in sorted(
-        builder_settings_lib.values_of(getattr(self, s.name)).items())} for s in BUILDERS}
-    out['bindings'][self.mode] = {k: _jsonable(v) for k, v in self.settings.items()}
-    out['train'] = {k: _jsonable(v)
-                    for k, v in sorted(builder_settings_lib.values_of(self.train).items())}
+    """The configuration as JSON-ready values: run_config.json, one object per gin name
+    (config_formats.py)."""
+    groups = {'train': builder_settings_lib.values_of(self.train), self.mode: self.settings}
+    groups.update({s.name: builder_settings_lib.values_of(getattr(self, s.name))
+                   for s in BUILDERS})
+    out = {'format_version': config_formats.FORMAT_VERSION}
+    out.update({name: {k: _jsonable(v) for k, v in sorted(values.items())}
+                for name, values in groups.items()})
     return out
 
   @classmethod
@@ -433,15 +389,18 @@ class RunConfig:
     from, validated as `from_bindings` does; the gin texts are kept as given (config.gin,
     operative_config.gin). A ConfigError names a constraint type or algorithm this
     process has not registered."""
-    bindings, settings = _bindings_of_record(record)
+    try:
+      record = config_formats.upgrade(record)
+    except config_formats.FormatError as e:
+      raise errors.ConfigError(str(e)) from None
+    bindings = record['train']
     algorithms.get_algorithm(bindings['mode'])  # A ConfigError for an unregistered one.
-    builders = {s.name: {k: _from_jsonable(v)
-                         for k, v in record.get('bindings', {}).get(s.name, {}).items()
-                         if k not in LEGACY_BUILDER_SETTINGS.get(s.name, ())}
-                for s in BUILDERS}
-    return cls.from_bindings({k: _from_jsonable(v) for k, v in bindings.items()}, builders,
-                             {k: _from_jsonable(v) for k, v in settings.items()},
-                             gin_text=gin_text, operative_gin_text=operative_gin_text)
+    groups = {name: {k: _from_jsonable(v) for k, v in record.get(name, {}).items()}
+              for name in (bindings['mode'], *(s.name for s in BUILDERS))}
+    return cls.from_bindings(
+        {k: _from_jsonable(v) for k, v in bindings.items()},
+        {s.name: groups[s.name] for s in BUILDERS}, groups[bindings['mode']],
+        gin_text=gin_text, operative_gin_text=operative_gin_text)
 
   def differing_settings(self, other: 'RunConfig') -> list:
     """(gin name, this value, `other`'s value) of every setting in which `other` differs
@@ -466,41 +425,6 @@ def _with_image_size(data):
   """The data settings `data` with image_size resolved (ssl_data.image_size_of)."""
   return dataclasses.replace(data, image_size=ssl_data.image_size_of(data.dataset,
                                                                      data.image_size))
-
-
-def _bindings_of_record(record):
-  """(train bindings, the algorithm's settings as bound), JSON values, of a run_config.json
-  of any format version (see the module doc)."""
-  version = record.get('format_version', 1)
-  if version not in (1, 2, FORMAT_VERSION):
-    raise errors.ConfigError(f'run_config.json of format version {version!r}: this '
-                             f'tf_ipmssl reads versions 1 to {FORMAT_VERSION}; use the '
-                             'tf_ipmssl that wrote it')
-  if version == FORMAT_VERSION:
-    bindings = dict(record['train'])
-    return bindings, dict(record['bindings'].get(bindings['mode'], {}))
-  if version == 1:
-    names = (set(default_bindings()) | set(LEGACY_TRAIN_SETTINGS)) - {'constraints'}
-    bindings = {name: value for group in JSON_GROUPS for name, value in record[group].items()
-                if name in names}
-    bindings.update(mode=record['objective']['algorithm'])
-    if 'bound_constraints' in record['objective']:
-      bindings['constraints'] = record['objective']['bound_constraints']
-  else:
-    bindings = dict(record['train'])
-  legacy = {name: bindings.pop(name) for name in LEGACY_TRAIN_SETTINGS if name in bindings}
-  mode = bindings['mode']
-  kept = (_field_names(algorithms.get_algorithm(mode).Settings)
-          if mode in algorithms.registered_names() else ())
-  return bindings, {name: value for name, value in legacy.items() if name in kept}
-
-
-def algorithm_settings_of(record) -> dict:
-  """The algorithm's settings of a run_config.json of any format version as bound (JSON
-  values), by gin name (`ssl.lambda_ce`); an old record's of an algorithm this process has
-  not registered are not known (none)."""
-  bindings, settings = _bindings_of_record(record)
-  return {f'{bindings["mode"]}.{name}': value for name, value in settings.items()}
 
 
 _NON_FINITE = {repr(v): v for v in (math.inf, -math.inf, math.nan)}
@@ -528,9 +452,8 @@ def _from_jsonable(value):
 
 
 def _jsonable(value: Any):
-  """Algorithms, losses and constraints by their names and fields; tuples as lists."""
-  if isinstance(value, type) and issubclass(value, algorithms.Algorithm):
-    return value.name
+  """Constraints by their type, name and fields; tuples as lists; non-finite floats as their
+  repr."""
   if isinstance(value, constraint_lib.Constraint):
     return {'type': type(value).__name__, 'name': value.name,
             **{f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}}

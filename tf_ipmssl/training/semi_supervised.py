@@ -54,7 +54,6 @@ from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import random_streams
 
 
-@algorithms.register
 class SemiSupervised(algorithms.Algorithm):
   """The critic's n_c updates and the generator's one (see the module doc)."""
   name = 'ssl'
@@ -109,7 +108,7 @@ class SemiSupervised(algorithms.Algorithm):
     scale = settings.constraint_penalty_scale
     if scale == 1.0:
       return ''
-    rhos = ', '.join(f'{c.name} {c.rho:g}' for c in cls.constraints(settings)
+    rhos = ', '.join(f'{c.name} {c.penalty_weight:g}' for c in cls.constraints(settings)
                      if c.has_multiplier)
     return f'penalty weights x{scale:g}' + (f' (ρ: {rhos})' if rhos else '')
 

@@ -16,7 +16,6 @@ from tf_ipmssl.objectives import global_moments
 from tf_ipmssl.training import algorithms
 
 
-@algorithms.register
 class Supervised(algorithms.Algorithm):
   """The labeled cross-entropy on Φ and S (see the module doc)."""
   name = 'supervised'

@@ -32,6 +32,7 @@ from tensorboard.plugins.hparams import api as hp
 from tf_ipmssl.data import augmentation as augmentation_lib
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.run_dir import config_formats
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config as run_config_lib
@@ -119,11 +120,14 @@ _IPM_NAMES = {'Fisher': 'Fisher', 'Sobolev': 'Sobolev', 'GradientPenalty': 'WGAN
 
 def columns():
   """(name, description) of every hyperparameter: HPARAMS, then each setting of each
-  registered algorithm that holds one value (a sequence, such as ssl.constraints, is
-  shown by the 'ipm' and 'constraints' columns), by gin name."""
+  algorithm (the library's, run_config.ALGORITHMS, and those registered besides) that holds
+  one value (a sequence, such as ssl.constraints, is shown by the 'ipm' and 'constraints'
+  columns), by gin name."""
+  names = dict.fromkeys([*(a.name for a in run_config_lib.ALGORITHMS),
+                         *algorithms.registered_names()])
   return HPARAMS + tuple(
       (f'{name}.{f.name}', f"the {name} algorithm's setting {f.name} (gin {name}.{f.name})")
-      for name in algorithms.registered_names()
+      for name in names
       for f in dataclasses.fields(algorithms.get_algorithm(name).Settings)
       if not isinstance(f.default, (tuple, list)))
 
@@ -145,37 +149,37 @@ def cell_and_preset(gin_files: Sequence[str]):
 def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
   """The hyperparameters of a run from its run_config.json (any format version) and gin
   files (None: absent)."""
-  objective, numerics = run_config['objective'], run_config['numerics']
-  loop, optimizers = run_config['loop'], run_config['optimizers']
-  bindings = run_config.get('bindings', {})
-  data = {**_DATA_DEFAULTS, **bindings.get('build_ssl_data', {})}
-  critic = {**_CRITIC_DEFAULTS, **bindings.get('build_critic', {})}
-  constraints = objective.get('constraints', [])
+  record = config_formats.upgrade(run_config)
+  train = record['train']
+  settings = record.get(train['mode'], {})
+  data = {**_DATA_DEFAULTS, **record.get('build_ssl_data', {})}
+  critic = {**_CRITIC_DEFAULTS, **record.get('build_critic', {})}
+  constraints = settings.get('constraints', [])
   cell, preset = cell_and_preset(gin_files)
   ipms = [_IPM_NAMES.get(c['type'], c['type']) for c in constraints]
-  settings = {name: value
-              for name, value in run_config_lib.algorithm_settings_of(run_config).items()
-              if not isinstance(value, (list, dict))}
+  scale = train.get('learning_rate_scale', 1.0)
+  rate = train.get('critic_learning_rate')
   return {
       'cell': cell,
       'preset': preset,
       'dataset': data.get('dataset'),
       'labels': data['num_labeled'],
-      'algorithm': objective['algorithm'],
+      'algorithm': train['mode'],
       'ipm': ' + '.join(dict.fromkeys(ipms)) or 'none',
       'constraints': ' + '.join(f"{c['type']}({c['component']})" if 'component' in c
                                 else c['type'] for c in constraints) or 'none',
       'normalization': critic['normalization'],
-      'seed': numerics['seed'],
+      'seed': train['seed'],
       'split_seed': data['split_seed'],
-      'critic_updates': loop.get('critic_updates'),
+      'critic_updates': train.get('critic_updates'),
       'width': critic['width'],
-      'learning_rate_scale': optimizers.get('learning_rate_scale', 1.0),
-      'critic_rate': optimizers.get('critic_rate'),
-      'critic_ema_decay': numerics.get('critic_ema_decay'),
+      'learning_rate_scale': scale,
+      'critic_rate': None if rate is None else rate * scale,
+      'critic_ema_decay': train.get('critic_ema_decay'),
       'augmentation': augmentation_lib.describe(augmentation_lib.per_stream(
-          augmentation_lib.Augmentations(**bindings.get('augmentation', {})))),
-      **settings,
+          augmentation_lib.Augmentations(**record.get('augmentation', {})))),
+      **{f"{train['mode']}.{name}": value for name, value in settings.items()
+         if not isinstance(value, (list, dict))},
   }
 
 
