@@ -201,7 +201,8 @@ def test_forward_variant_sets_the_critic_passes():
     variant = configs.Variant(forward=forward)
     run = suite.build_networks(config, variant, options)
     steps = suite.build_algorithm(variant, run, critic_iterations=1)
-    assert steps.config.critic_forward == forward and steps.run is run
+    assert steps.critic_forward == forward and steps.run is run
+    assert steps.run_config is run.config and steps.settings.critic_iterations == 1
     sizes[forward] = _critic_input_batches(steps, batch)
   assert sizes == {'batched': [3 * batch], 'separate': [batch] * 3}
 

@@ -2,7 +2,6 @@
 before the model dir is touched, recorded as JSON; and one constructor (run.Run) for every
 program's networks."""
 import ast
-import dataclasses
 import json
 import math
 import os
@@ -309,22 +308,6 @@ def test_networks_and_optimizers_are_built_by_run_only():
   assert 'Run.from_model_dir' in pathlib.Path(root / 'tf_ipmssl/api.py').read_text()
   assert 'Run.from_model_dir' in pathlib.Path(root / 'tf_ipmssl/diagnosis.py').read_text()
   assert 'Run.build' in pathlib.Path(root / 'tf_ipmssl/benchmark/suite.py').read_text()
-
-
-def test_step_configuration_is_derived_with_no_defaults_of_its_own():
-  """The iterations read every run setting from the RunConfig: StepConfig restates none of
-  them and gives none of its fields a default."""
-  assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-             for f in dataclasses.fields(algorithms.StepConfig))
-  config = run_config.RunConfig.create(
-      settings=dict(constraints=FISHER, critic_iterations=4, lambda_ce=0.7), steps=3,
-      batch_size=12)
-  derived = algorithms.StepConfig.of(config)
-  assert derived.run_config is config and derived.settings is config.algorithm_settings
-  assert {f.name for f in dataclasses.fields(algorithms.StepConfig)} == {
-      'run_config', 'settings', 'critic_forward'}
-  one = dataclasses.replace(config.algorithm_settings, critic_iterations=1)
-  assert algorithms.StepConfig.of(config, settings=one).settings.critic_iterations == 1
 
 
 def test_the_algorithm_reports_its_schedule_and_scales():

@@ -45,7 +45,7 @@ duration of a `with` block only (tests).
 """
 import contextlib
 import dataclasses
-from typing import Any, Callable
+from typing import Callable
 
 import tensorflow as tf
 
@@ -64,34 +64,6 @@ _CALLBACKS = []
 def global_norm(gradients):
   """The global norm of `gradients` (those that are not None)."""
   return tf.linalg.global_norm([g for g in gradients if g is not None])
-
-
-@dataclasses.dataclass(frozen=True)
-class StepConfig:
-  """What a run's training iterations compute: its run_config.RunConfig, and how the
-  iterations are run. Every setting of the run is read from `run_config` or `settings`,
-  never restated here; `of` derives the configuration, the benchmark changes the last two
-  fields.
-
-  Attributes:
-    run_config: the RunConfig (batch, seed, weight decays, XLA, loss scaling, weight
-      average, the constraints the algorithm uses).
-    settings: the algorithm's settings (the run's `algorithm_settings`; the benchmark
-      changes ssl's critic_iterations).
-    critic_forward: how the critic objective passes the batches through the critic: 'auto'
-      (separate passes iff the critic has batch norm), 'batched' or 'separate'
-      (critic_objective.is_batched).
-  """
-  run_config: Any
-  settings: Any
-  critic_forward: str
-
-  @classmethod
-  def of(cls, run_config, **changes) -> 'StepConfig':
-    """The step configuration of RunConfig `run_config`; `changes`: settings or
-    critic_forward (the benchmark's variants)."""
-    return dataclasses.replace(cls(run_config, run_config.algorithm_settings, 'auto'),
-                               **changes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,18 +159,25 @@ class Algorithm:
 
   # ----- an instance: the run it updates -----
 
-  def __init__(self, run, strategy=None, **changes):
-    """Args:
+  def __init__(self, run, strategy=None, settings=None, critic_forward='auto'):
+    """Every setting is read from the run's RunConfig (`self.run_config`) and the
+    algorithm's settings (`self.settings`), never restated here.
+
+    Args:
       run: the run.Run it updates (networks, optimizers, multipliers and counters); its
         generator is None where the algorithm trains none.
       strategy: the tf.distribute strategy the run was built under (default: the current
         one).
-      changes: StepConfig fields to override (the benchmark's settings and critic_forward).
+      settings: the algorithm's settings; None: the run's (`algorithm_settings`). The
+        benchmark changes ssl's critic_iterations this way.
+      critic_forward: how the critic objective passes the batches through the critic:
+        'auto' (separate passes iff the critic has batch norm), 'batched' or 'separate'
+        (critic_objective.is_batched; the benchmark's variants).
     """
     self.run = run
-    self.config = StepConfig.of(run.config, **changes)
-    self.run_config = self.config.run_config
-    self.settings = self.config.settings
+    self.run_config = run.config
+    self.settings = run.config.algorithm_settings if settings is None else settings
+    self.critic_forward = critic_forward
     self.strategy = strategy or tf.distribute.get_strategy()
     replicas = self.strategy.num_replicas_in_sync
     if self.run_config.train.batch_size % replicas:
@@ -206,7 +185,7 @@ class Algorithm:
           f'the batch size {self.run_config.train.batch_size} does not split evenly over '
           f'{replicas} replicas; choose a multiple of the replica count')
     # A ValueError for a critic forward mode the critic cannot take.
-    critic_objective_lib.is_batched(run.critic, self.config.critic_forward)
+    critic_objective_lib.is_batched(run.critic, self.critic_forward)
     self.average_pairs = (weight_averaging.averaged_pairs(run.critic, run.averaged_critic)
                           if run.averaged_critic is not None else None)
     # XLA compiles the forward/backward computation of one replica. All-reduces (global

@@ -165,7 +165,7 @@ class SemiSupervised(algorithms.Algorithm):
           reference_pairwise_f=settings.reference_pairwise_f, alpha_seed=alpha_seed,
           ipm_weight=ipm_rampup.rampup_weight(iteration, settings.ipm_rampup_updates),
           all_reduce_sum=global_moments.replica_all_reduce_sum, training=True,
-          forward=self.config.critic_forward)
+          forward=self.critic_forward)
     grads = self.gradients(tape, result.surrogate_loss, variables, run.critic_optimizer,
                            self.critic_decays)
     return grads, result.values, result.omegas
