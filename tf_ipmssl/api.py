@@ -42,6 +42,7 @@ import numpy as np
 
 from tf_ipmssl import errors
 from tf_ipmssl.data import ssl_data
+from tf_ipmssl.run_dir import reporting
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.run_dir import run_lock
 from tf_ipmssl.serving import export as export_lib
@@ -201,6 +202,11 @@ def train(model_dir: PathLike, gin_files: Union[PathLike, Sequence[PathLike]] = 
       (metrics.json's wall_seconds and wall_split); default: now. bin/train passes its
       process's start.
 
+  A run with `train.deterministic_ops = True` leaves TensorFlow's op determinism on and, where
+  the runtime had not started yet, one thread per op, for the rest of the process:
+  TensorFlow cannot undo either. Train such runs in a process of their own (bin/train) where
+  later work should run at full speed.
+
   Returns:
     The run's TrainResult.
 
@@ -264,7 +270,7 @@ def evaluate(model_dir: PathLike, checkpoint: str = 'latest', weights: str = 'ev
   predicted = np.concatenate([classifier(images[i:i + batch_size])['labels']
                               for i in range(0, len(images), batch_size)])
   return Evaluation(export_dir, split, int(len(labels)),
-                    100.0 * float(np.mean(predicted != labels)))
+                    reporting.percent(int(np.sum(predicted != labels)), len(labels)))
 
 
 def export(model_dir: PathLike, export_dir: Optional[PathLike] = None,
