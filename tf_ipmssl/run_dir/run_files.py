@@ -3,8 +3,8 @@
 A run directory holds
 
 - config.gin: the gin configuration the run was started with (as text);
-- run_config.json: the validated run configuration, as given and as used (its identity,
-  training/run_config.py);
+- run_config.json: the validated run configuration, every setting by gin name (its
+  identity, training/run_config.py; its formats, config_formats.py);
 - operative_config.gin: the gin parameters actually used (after the first step);
 - versions.json: library versions and numerics of each start (run_record.py);
 - dataset.json: what a restored classifier needs to know of its data;

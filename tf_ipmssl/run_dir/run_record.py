@@ -3,8 +3,8 @@
 - config.gin: the full gin configuration the run was started with (as text; nothing parses
   it again).
 - run_config.json: the validated run configuration (run_config.RunConfig.to_json): every
-  train setting as given and as used (scaled learning rates and ρ included) and the data
-  and network bindings. The run's identity: `run.run_config_of` rebuilds the RunConfig from
+  setting as given, one object per gin name (train, the algorithm's, the builders'; the
+  format and its history: config_formats.py). The run's identity: `run.run_config_of` rebuilds the RunConfig from
   it alone, and resuming with a configuration that differs in a setting is refused
   (run.check_config), so an existing run is never silently mixed with another.
 - operative_config.gin: the gin parameters the run's configuration was read from, defaults
