@@ -30,31 +30,14 @@ case "${1:-}" in
   *) echo "usage: scripts/augmentation_effect.sh [--commit]" >&2; exit 2 ;;
 esac
 
+source scripts/sweep_common.sh
 SRC=$WORK/src
-if [ ! -f "$SRC/bin/train" ]; then
-  mkdir -p "$WORK"
-  git worktree prune
-  git worktree add --detach "$SRC" "$TRAIN_COMMIT" || exit 1
-fi
-if [ "$(git -C "$SRC" rev-parse HEAD)" != "$(git rev-parse "$TRAIN_COMMIT^{commit}")" ]; then
-  echo "error: $SRC is not at $TRAIN_COMMIT: remove it (git worktree remove $SRC)" >&2
-  exit 1
-fi
-
-commit_records() {
-  [ -d "$RECORDS" ] || return 0
-  git add -- "$RECORDS" 2>/dev/null || return 0
-  [ -n "$(git ls-files -- "$RECORDS" | head -1)" ] || return 0
-  if ! git diff --cached --quiet -- "$RECORDS"; then
-    git commit -q -m "Records: augmentation measurement, $(find "$RECORDS" -name metrics.json | wc -l) of 12 run(s) recorded" \
-        -- "$RECORDS" || true
-  fi
+use_train_worktree "$SRC" "$TRAIN_COMMIT"
+records_message() {
+  echo "Records: augmentation measurement, $(find "$RECORDS" -name metrics.json | wc -l) of 12" \
+       "run(s) recorded"
 }
-if [ "$COMMIT" = 1 ]; then
-  ( while sleep 300; do commit_records; done ) &
-  COMMITTER=$!
-  trap 'kill $COMMITTER 2>/dev/null; commit_records' EXIT
-fi
+[ "$COMMIT" = 1 ] && keep_committing records_message "$RECORDS"
 
 sweep() {  # sweep ARM CELL SEED PRESET...
   local arm=$1 cell=$2 seed=$3; shift 3

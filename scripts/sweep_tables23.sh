@@ -21,7 +21,6 @@
 # checkout: after a change that moves or renames its modules, stop and rerun this script.
 set -u
 cd "$(dirname "$0")/.."
-CHECKOUT=$(pwd)
 TRAIN_COMMIT=${TRAIN_COMMIT:-bbbb1c3ef15cfb12f13aed6dbb763cae4c938e8e}
 WORK=$(realpath -m "${WORK:-runs/tables23}")
 RECORDS=${RECORDS:-docs/results/tables23_records}
@@ -35,38 +34,14 @@ case "${1:-}" in
   *) echo "usage: scripts/sweep_tables23.sh [--commit]" >&2; exit 2 ;;
 esac
 
+source scripts/sweep_common.sh
 SRC=$WORK/src
-if [ ! -f "$SRC/bin/train" ]; then
-  mkdir -p "$WORK"
-  git worktree prune
-  git worktree add --detach "$SRC" "$TRAIN_COMMIT" || exit 1
-fi
-if [ "$(git -C "$SRC" rev-parse HEAD)" != "$(git rev-parse "$TRAIN_COMMIT^{commit}")" ]; then
-  echo "error: $SRC is not at $TRAIN_COMMIT: remove it (git worktree remove $SRC)" >&2
-  exit 1
-fi
-
-commit_records() {
-  local dirs=() d n m
-  for d in "$RECORDS" "$BROADCAST_RECORDS"; do
-    [ -d "$d" ] && git add -- "$d" 2>/dev/null || continue
-    # Only folders git knows: a pathspec naming nothing would refuse the whole commit.
-    [ -n "$(git ls-files -- "$d" | head -1)" ] && dirs+=("$d")
-  done
-  [ "${#dirs[@]}" -gt 0 ] || return 0
-  if ! git diff --cached --quiet -- "${dirs[@]}"; then
-    n=$(find "$RECORDS" -name metrics.json | wc -l)
-    m=$(find "$BROADCAST_RECORDS" -name metrics.json 2>/dev/null | wc -l)
-    git commit -q -m "Records: Tables 2 and 3 in miniature, $n run(s) recorded; broadcast f, $m" \
-        -- "${dirs[@]}" || true
-  fi
+use_train_worktree "$SRC" "$TRAIN_COMMIT"
+records_message() {
+  echo "Records: Tables 2 and 3 in miniature, $(find "$RECORDS" -name metrics.json | wc -l)" \
+       "run(s) recorded; broadcast f, $(find "$BROADCAST_RECORDS" -name metrics.json 2>/dev/null | wc -l)"
 }
-
-if [ "$COMMIT" = 1 ]; then
-  ( while sleep 300; do commit_records; done ) &
-  COMMITTER=$!
-  trap 'kill $COMMITTER 2>/dev/null; commit_records' EXIT
-fi
+[ "$COMMIT" = 1 ] && keep_committing records_message "$RECORDS" "$BROADCAST_RECORDS"
 
 sweep() {
   "$PYTHON" bin/sweep --root="$WORK/root" --archive="$RECORDS" --train_checkout="$SRC" \
