@@ -1,19 +1,23 @@
 """Run dirs of earlier layouts still restore, evaluate, export and resume.
 
-Both fixtures are tiny real runs (4 steps, checkpoints of a narrow critic) whose
-run_config.json has no format version (version 1, rebuilt from its groups):
+The fixtures are tiny real runs (4 steps, checkpoints of a narrow critic), one per earlier
+format of run_config.json:
 
-- previous_layout_supervised/: a supervised run written before a supervised run stopped
-  building a generator (its checkpoint holds a generator and its optimizer) and before
-  run_config.json recorded the distribution settings;
+- previous_layout_supervised/: a supervised run of format version 1 (no version named:
+  rebuilt from its groups), written before a supervised run stopped building a generator
+  (its checkpoint holds a generator and its optimizer) and before run_config.json recorded
+  the distribution settings;
 - version1_layout_ssl/: an SSL run (Fisher on f, Sobolev on f-, ρ scaled by 10) of the
   layout written until run_config.json carried a format version;
+- version2_layout_ssl/: the same SSL run of format version 2, written by the last
+  tf_ipmssl that wrote it;
 - version3_layout_ssl/: the same SSL run (with labeled-stream augmentation) of format
   version 3, written by the last tf_ipmssl that wrote it.
 
-Both held the semi-supervised settings among the train bindings (train.formulation, ...):
-they are rebuilt as the algorithm's settings (ssl.*), and their config.gin, which binds the
-old names, resumes once those bindings carry the names the error gives.
+Formats 1 and 2 held the semi-supervised settings among the train bindings
+(train.formulation, ...): they are rebuilt as the algorithm's settings (ssl.*), and their
+config.gin, which binds the old names, resumes once those bindings carry the names the error
+gives.
 
 version2_run_configs.json holds the run_config.json of an SSL and a supervised configuration
 as format version 2 wrote them (every train binding under 'train'), and
@@ -45,8 +49,9 @@ PREVIOUS = runs.REPO_ROOT / 'tests' / 'training' / 'previous_layout_supervised'
 VERSION_1 = runs.REPO_ROOT / 'tests' / 'training' / 'version1_layout_ssl'
 VERSION_2 = runs.REPO_ROOT / 'tests' / 'training' / 'version2_run_configs.json'
 VERSION_3 = runs.REPO_ROOT / 'tests' / 'training' / 'version3_run_configs.json'
+VERSION_2_RUN = runs.REPO_ROOT / 'tests' / 'training' / 'version2_layout_ssl'
 VERSION_3_RUN = runs.REPO_ROOT / 'tests' / 'training' / 'version3_layout_ssl'
-FIXTURES = (PREVIOUS, VERSION_1, VERSION_3_RUN)
+FIXTURES = (PREVIOUS, VERSION_1, VERSION_2_RUN, VERSION_3_RUN)
 # What format 1's groups held besides the train bindings: derived values and train.mode.
 DERIVED = ('algorithm', 'constraints', 'bound_constraints', 'critic_rate', 'generator_rate')
 
@@ -194,7 +199,7 @@ def test_version_3_records_rebuild_to_the_configuration_they_were_written_from()
 def test_earlier_run_restores_evaluates_exports_and_resumes(tmp_path, fixture):
   model_dir = copy_run(fixture, tmp_path)
   saved = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', 'ckpt-4'))
-  assert any(k.startswith('generator/') for k in saved)  # Both layouts kept a generator.
+  assert any(k.startswith('generator/') for k in saved)  # Every layout kept a generator.
 
   run = runs.restore_run(model_dir)
   assert (run.generator is None) == (fixture is PREVIOUS)
