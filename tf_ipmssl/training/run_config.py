@@ -372,15 +372,20 @@ class RunConfig:
     """The algorithm's settings by name (as bound: constraints unscaled)."""
     return builder_settings_lib.values_of(self.algorithm_settings)
 
-  def to_json(self) -> dict:
-    """The configuration as JSON-ready values: run_config.json, one object per gin name
-    (config_formats.py)."""
+  def _groups(self) -> dict:
+    """Every setting's value, grouped by gin name: 'train', the algorithm's name (its
+    settings as bound) and each builder's, in that order."""
     groups = {'train': builder_settings_lib.values_of(self.train), self.mode: self.settings}
     groups.update({s.name: builder_settings_lib.values_of(getattr(self, s.name))
                    for s in BUILDERS})
+    return groups
+
+  def to_json(self) -> dict:
+    """The configuration as JSON-ready values: run_config.json, one object per gin name
+    (config_formats.py)."""
     out = {'format_version': config_formats.FORMAT_VERSION}
     out.update({name: {k: _jsonable(v) for k, v in sorted(values.items())}
-                for name, values in groups.items()})
+                for name, values in self._groups().items()})
     return out
 
   @classmethod
@@ -406,13 +411,10 @@ class RunConfig:
     """(gin name, this value, `other`'s value) of every setting in which `other` differs
     from this configuration (`train.seed`, `ssl.lambda_ce`, `build_critic.width`, ...; the
     values as run_config.json writes them)."""
-    named = [('train', builder_settings_lib.values_of(self.train), 'train',
-              builder_settings_lib.values_of(other.train)),
-             (self.mode, self.settings, other.mode, other.settings)]
-    named += [(s.name, builder_settings_lib.values_of(getattr(self, s.name)), s.name,
-               builder_settings_lib.values_of(getattr(other, s.name))) for s in BUILDERS]
     out = []
-    for my_name, mine, their_name, theirs in named:
+    # Group by group, in the same order on both sides (the algorithm's may differ in name).
+    for (my_name, mine), (their_name, theirs) in zip(self._groups().items(),
+                                                     other._groups().items()):
       mine = {f'{my_name}.{k}': v for k, v in mine.items()}
       theirs = {f'{their_name}.{k}': v for k, v in theirs.items()}
       for name in sorted(set(mine) | set(theirs), key=lambda n: (n not in mine, n)):
