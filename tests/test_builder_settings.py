@@ -1,6 +1,7 @@
 """A builder's settings: the frozen dataclass declared beside the builder, completed with
 its defaults and checked under the builder's gin name."""
 import dataclasses
+import inspect
 
 import pytest
 
@@ -51,3 +52,18 @@ def test_a_run_configuration_holds_each_builders_declared_settings():
   assert config.to_json()['build_critic'] == {
       k: (list(v) if isinstance(v, tuple) else v)
       for k, v in sorted(builder_settings.values_of(config.build_critic).items())}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Required:
+  width: float
+  depth: int = 2
+
+
+def test_a_field_without_a_default_is_a_setting_to_bind():
+  required = builder_settings.Settings.of_dataclass('toy', _Required)
+  assert [(p.name, p.default) for p in required.parameters] == [
+      ('width', inspect.Parameter.empty), ('depth', 2)]
+  with pytest.raises(errors.ConfigError, match=r'^bind toy\.width$'):
+    required.make({})
+  assert required.make({'width': 0.5}) == _Required(width=0.5, depth=2)

@@ -22,7 +22,6 @@ from tf_ipmssl import errors
 class Settings:
   """The gin name and settings of one builder or algorithm (see the module doc)."""
   name: str
-  parameters: Tuple[inspect.Parameter, ...]
   # The frozen dataclass `make` makes.
   values_type: type
 
@@ -30,9 +29,16 @@ class Settings:
   def of_dataclass(cls, name, values_type) -> 'Settings':
     """The fields of frozen dataclass `values_type`, with their defaults, under `name`;
     `make` makes a `values_type`."""
-    return cls(name, tuple(
-        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
-        for f in dataclasses.fields(values_type)), values_type)
+    return cls(name, values_type)
+
+  @property
+  def parameters(self) -> Tuple[inspect.Parameter, ...]:
+    """One keyword parameter per field, with its default (none for a field without one:
+    then a required setting, which `complete` asks to bind)."""
+    return tuple(inspect.Parameter(
+        f.name, inspect.Parameter.KEYWORD_ONLY,
+        default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default)
+                 for f in dataclasses.fields(self.values_type))
 
   def complete(self, given) -> Mapping:
     """`given` settings with the defaults for the rest, frozen; a ConfigError for an
