@@ -2,13 +2,17 @@
 strategy do not import gin, and the builders and constraint classes are plain (a gin
 binding reaches them only through the run configuration read at a program's boundary)."""
 import ast
+import dataclasses
 import subprocess
 import sys
 
 import gin
+import pytest
 
 from tests.training import runs
+from tf_ipmssl import builder_settings
 from tf_ipmssl import configurables  # pylint: disable=unused-import
+from tf_ipmssl import errors
 from tf_ipmssl import gin_settings
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.objectives import fisher
@@ -67,5 +71,23 @@ def test_bindings_reach_the_run_configuration_not_the_classes():
     # The builder ignores gin: width 1.0, Φ of 4·4·384.
     critic = critic_lib.build_critic(critic_lib.BuildCritic(), 10, 1)
     assert critic.s_head.kernel.shape[0] == 4 * 4 * 384
+  finally:
+    gin.clear_config()
+
+
+def test_an_unbound_required_setting_is_a_config_error_naming_the_binding():
+  @dataclasses.dataclass(frozen=True)
+  class Needs:
+    size: int
+    scale: float = 2.0
+
+  settings = builder_settings.Settings.of_dataclass('test_needs_size', Needs)
+  gin_settings.register(settings)
+  gin.clear_config()
+  try:
+    with pytest.raises(errors.ConfigError, match=r'^bind test_needs_size\.size$'):
+      gin_settings.from_gin(settings)
+    gin.parse_config(['test_needs_size.size = 3'])
+    assert dict(gin_settings.from_gin(settings)) == {'size': 3, 'scale': 2.0}
   finally:
     gin.clear_config()
