@@ -9,11 +9,12 @@ is written by hand:
   table1_fashion_mnist_100.md: comparison, takeaways, rule;
   table2_fashion_mnist_100.md: status, comparison, takeaways, labeled, wall_times, rule;
   table3_fashion_mnist_100.md: status, comparison, takeaways, wall_times, rule;
-  conclusions.md: primary, conclusion1, conclusion2, conclusion3, rule, late;
+  conclusions.md: primary, broadcast, conclusion1, conclusion2, conclusion3, rule, late;
   README.md (where `write` is given its path): verdicts.
 The primary results are docs/results/protocol.md's (protocol.py): its pairs read from that
 page, the runs with the released code's broadcast f from its records folder
-(docs/results/broadcast_f_records).
+(docs/results/broadcast_f_records), whose every cell the broadcast part sets beside the
+per-example runs (broadcast_f.py).
 Table 3's page also shows the seeds run in two cells of one configuration
 (one_configuration.py), and a Table 3 cell that is a Table 2 cell has that cell's runs of
 the extra seeds.
@@ -23,6 +24,7 @@ import textwrap
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import broadcast_f
 from tf_ipmssl.sweep import claims
 from tf_ipmssl.sweep import one_configuration
 from tf_ipmssl.sweep import paper_claims
@@ -322,8 +324,10 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
   found['conclusions.md']['rule'] = rule_text
   found['conclusions.md']['late'] = late_collapses({**table1, **table23})
   pairs = protocol.read_pairs(os.path.join(results_dir, protocol.PAGE))
-  judged = protocol.judge(pairs, {**table1, **table23}, load_broadcast(results_dir))
+  broadcast = load_broadcast(results_dir)
+  judged = protocol.judge(pairs, {**table1, **table23}, broadcast)
   found['conclusions.md']['primary'] = primary(judged)
+  found['conclusions.md']['broadcast'] = broadcast_f.table(table23, broadcast)
   found[README] = {'verdicts': '\n'.join(
       f'- {protocol.verdict_line(title, k, judged)}'
       for k, title in enumerate(paper_claims.CONCLUSIONS, start=1))}

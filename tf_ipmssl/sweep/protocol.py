@@ -205,7 +205,7 @@ class PairResult:
       return f'{self.pair.name}: no seed with both runs yet (0 of {self.planned})'
     per_seed = ' / '.join(f'{d:+.1f}' + (claims.CPU_MARK if m else '')
                           for d, m in zip(self.diffs, self.across_cpus))
-    text = (f'{self.pair.name}: {per_seed} (seeds {_seed_range(self.seeds)}, n={self.n} of '
+    text = (f'{self.pair.name}: {per_seed} (seeds {seed_range(self.seeds)}, n={self.n} of '
             f'{self.planned}); Hodges–Lehmann {self.interval.text}; median '
             f'{statistics.median(self.diffs):+.1f}; sign rule: {self.sign_rule}')
     if self.in_rampup:
@@ -213,7 +213,8 @@ class PairResult:
     return text
 
 
-def _seed_range(seeds: Sequence[int]) -> str:
+def seed_range(seeds: Sequence[int]) -> str:
+  """'0–4' for three or more consecutive seeds, else '0, 2'."""
   if seeds and list(seeds) == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
     return f'{seeds[0]}–{seeds[-1]}'
   return ', '.join(map(str, seeds))
