@@ -19,7 +19,7 @@ def _run(seed, error, tag, cpu='A', labeled=None):
 
 
 def _rows(text):
-  return [line for line in text.splitlines()[2:]]
+  return text.splitlines()[2:]
 
 
 def test_one_row_per_broadcast_cell_on_the_shared_seeds():

@@ -6,7 +6,7 @@ the test error at the best validation step, its per-seed differences, the late v
 error (protocol.late_validation_error) and the labeled-set error at the last evaluation.
 """
 import statistics
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import claims
@@ -48,31 +48,32 @@ def table(per_example: Results, broadcast: Results,
           late: Callable[[tables_lib.RunResult], Optional[float]] = (
               protocol.late_validation_error)) -> str:
   """One row per cell with broadcast-f runs, in Table 2's order: the paper's CIFAR-10 error,
-  the seeds both fs have, each f's mean ± std over them, the per-seed differences (marked
-  claims.CPU_MARK where the two runs trained on different CPUs), each f's late validation
+  the seeds both fs have, each f's mean ± std over them, the per-seed differences
+  (claims.check_pair: marked claims.CPU_MARK where the two runs trained on different CPUs), each f's late validation
   error averaged over the seeds whose run keeps its curve (n where fewer), and each f's
   labeled-set error (%) at the last evaluation per seed ('–' where not recorded). '' where no
   cell has broadcast runs."""
   labels = _row_labels()
   lines = []
   for cell in cells_lib.select_cells(tables=['table2'], datasets=['cifar10']):
-    if cell.id not in broadcast or not broadcast[cell.id].runs:
+    if cell.id not in broadcast or cell.id not in per_example:
       continue
-    ours = {run.seed: run for run in broadcast[cell.id].runs}
-    theirs = {run.seed: run for run in per_example[cell.id].runs} if cell.id in per_example else {}
-    seeds = sorted(set(ours) & set(theirs))
-    if not seeds:
+    pair = claims.check_pair(broadcast[cell.id], per_example[cell.id])
+    if not pair.seeds:
       continue
-    mine, other = [ours[s] for s in seeds], [theirs[s] for s in seeds]
-    differences = ' / '.join(
-        f'{b.test_error - p.test_error:+.1f}'
-        + (claims.CPU_MARK if tables_lib.different_cpus(b, p) else '')
-        for b, p in zip(mine, other))
+    mine = _runs_of(broadcast[cell.id], pair.seeds)
+    other = _runs_of(per_example[cell.id], pair.seeds)
     lines.append(
-        f'| {labels[cell.row]} | {cell.paper_text} | {protocol.seed_range(seeds)} | '
+        f'| {labels[cell.row]} | {cell.paper_text} | {protocol.seed_range(pair.seeds)} | '
         f'{_mean_text([r.test_error for r in other])} | '
-        f'{_mean_text([r.test_error for r in mine])} | {differences} | '
-        f'{_late_text([late(r) for r in other], len(seeds))} | '
-        f'{_late_text([late(r) for r in mine], len(seeds))} | '
+        f'{_mean_text([r.test_error for r in mine])} | {pair.per_seed} | '
+        f'{_late_text([late(r) for r in other], pair.n)} | '
+        f'{_late_text([late(r) for r in mine], pair.n)} | '
         f'{_labeled_text(other)} | {_labeled_text(mine)} |')
   return HEADER + '\n' + '\n'.join(lines) if lines else ''
+
+
+def _runs_of(result: tables_lib.CellResult, seeds: Sequence[int]
+             ) -> List[tables_lib.RunResult]:
+  by_seed = {run.seed: run for run in result.runs}
+  return [by_seed[s] for s in seeds]
