@@ -49,10 +49,10 @@ def table(per_example: Results, broadcast: Results,
               protocol.late_validation_error)) -> str:
   """One row per cell with broadcast-f runs, in Table 2's order: the paper's CIFAR-10 error,
   the seeds both fs have, each f's mean ± std over them, the per-seed differences
-  (claims.check_pair: marked claims.CPU_MARK where the two runs trained on different CPUs), each f's late validation
-  error averaged over the seeds whose run keeps its curve (n where fewer), and each f's
-  labeled-set error (%) at the last evaluation per seed ('–' where not recorded). '' where no
-  cell has broadcast runs."""
+  (claims.check_pair: marked claims.CPU_MARK where the two runs trained on different
+  CPUs), each f's late validation error averaged over the seeds whose run keeps its curve
+  (n where fewer), and each f's labeled-set error (%) at the last evaluation per seed ('–'
+  where not recorded). '' where no cell has broadcast runs."""
   labels = _row_labels()
   lines = []
   for cell in cells_lib.select_cells(tables=['table2'], datasets=['cifar10']):
