@@ -27,7 +27,7 @@ from tf_ipmssl.sweep import paper_comparison
 LEVEL = 0.05
 
 
-def _rounded(d: float) -> float:
+def rounded(d: float) -> float:
   """Differences of errors printed to 2 decimals: equal up to float noise means tied."""
   return round(d, 9)
 
@@ -37,7 +37,7 @@ def scores(strata: Sequence[Sequence[float]]) -> List[List[fractions.Fraction]]:
   statistic adds it with the difference's sign."""
   found = []
   for diffs in strata:
-    sizes = [abs(_rounded(d)) for d in diffs]
+    sizes = [abs(rounded(d)) for d in diffs]
     found.append([fractions.Fraction(r).limit_denominator(2) / (len(diffs) + 1)
                   for r in paper_comparison.average_ranks(sizes)])
   return found
@@ -57,7 +57,7 @@ def sign_flip_test(strata: Sequence[Sequence[float]]) -> SignFlipResult:
   weights, signs = [], []
   for diffs, stratum_scores in zip(strata, scores(strata)):
     for d, w in zip(diffs, stratum_scores):
-      d = _rounded(d)
+      d = rounded(d)
       if d != 0:  # A zero difference counts 0 under every sign.
         weights.append(w)
         signs.append(1 if d > 0 else -1)
