@@ -37,7 +37,7 @@ def test_merge_replaces_a_seed_and_keeps_the_others():
 def _results_dir(tmp_path, table2_rows):
   """A results folder with the committed pages and Table 1's runs, and Table 2 rows."""
   results = tmp_path / 'results'
-  for page in PAGES + ('protocol.md',):
+  for page in PAGES + ('protocol.md', 'confirmation.md'):
     os.makedirs(results, exist_ok=True)
     shutil.copy(os.path.join(RESULTS, page), results / page)
   for table in ('table1', 'table2', 'table3'):
@@ -178,19 +178,27 @@ def test_the_script_regenerates_every_page(tmp_path):
     assert 'Trained on: no run finished yet.' in f.read()
   # README's three verdict lines, between its markers.
   verdicts = readme.read_text().split('<!-- begin verdicts -->\n')[1].split('<!--')[0]
-  # Family 1 on 9 differences of one sign (p = 1/512), Holm over it and family 3a's test on
-  # the seeds 0 and 1 that Table 2's rows give its two pairs: -0.57 / -0.65 and +1.55 /
-  # -4.63, T = -1 - 1/3, and only (-1) + (-1) of the 16 sign patterns lies below: p = 15/16.
+  # The confirmation has no runs here; the exploratory reading of (1) is Table 1's three
+  # splits, each plain above K+1 (p = 1/8); the rows keep no eval curve (no late reading of
+  # (2)) and there are no broadcast-f runs (no interaction).
   assert verdicts.splitlines() == [
-      '- The K+1 formulation works (Table 1): best step: **supported** (n=9, adjusted '
-      'p=0.0039); late: no runs with an eval curve',
-      '- Avoid batch normalization, also for Fisher (Table 3): best step: no runs yet; late: '
-      'no runs yet',
-      '- Gradient-norm constraints on f− only, not on the full critic (Table 2): per-example '
-      'f: best step: **not shown at this n** (n=4, adjusted p=0.938); late: no runs '
-      'with an eval curve — broadcast f: best step: no runs yet; late: no runs yet']
+      '- The K+1 formulation works (Table 1), as K+1 below plain (Fisher and Sobolev): '
+      'confirmation: 0 of 6 label splits trained; exploratory, the earlier splits 0–2 '
+      '(unadjusted): p=0.125 (n=3 splits, least possible 0.125)',
+      '- Avoid batch normalization, also for Fisher (Table 3), as Batch norm above no '
+      'normalization (Fisher): confirmation: 0 of 6 label splits trained; exploratory: no runs',
+      '- Gradient-norm constraints on f− only, not on the full critic (Table 2), as Sobolev on '
+      'f rather than f− costs more under the broadcast f: confirmation: 0 of 6 label splits '
+      'trained; exploratory: no runs']
   with open(os.path.join(results_dir, 'conclusions.md')) as f:
     conclusions = f.read()
+  # The earlier protocol's pair test: family 1 on 9 differences of one sign (p = 1/512),
+  # Holm over it and family 3a's test on the seeds 0 and 1 that Table 2's rows give its two
+  # pairs: -0.57 / -0.65 and +1.55 / -4.63, T = -1 - 1/3, and only (-1) + (-1) of the 16 sign
+  # patterns lies below: p = 15/16 (3 of 16 at or below, the other way: 0.188).
+  assert '| 1 | best step | 9 of 9 | +4.50 | 0.002 | 1.000 | 0.0039 | supported |' in conclusions
+  assert '| 3a | best step | 4 of 16 | -1.33 | 0.938 | 0.188 | 0.938 | not shown at this n |' \
+      in conclusions
   assert '<!-- begin conclusion1 -->\n**Verdict: holds.**' in conclusions
   assert 'fisher_plain − fisher_kplus1: +66.1 / +7.0 / +5.3 (n=3, mean +26.1): holds' in \
       conclusions

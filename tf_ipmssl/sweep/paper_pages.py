@@ -9,10 +9,13 @@ is written by hand:
   table1_fashion_mnist_100.md: comparison, takeaways, rule;
   table2_fashion_mnist_100.md: status, comparison, takeaways, labeled, wall_times, rule;
   table3_fashion_mnist_100.md: status, comparison, takeaways, wall_times, rule;
-  conclusions.md: primary, broadcast, conclusion1, conclusion2, conclusion3, rule, late;
+  conclusions.md: confirmation, exploratory, primary, broadcast, conclusion1, conclusion2,
+  conclusion3, rule, late;
   README.md (where `write` is given its path): verdicts.
-The primary results are docs/results/protocol.md's (protocol.py): its pairs read from that
-page, the runs with the released code's broadcast f from its records folder
+The decisions are docs/results/confirmation.md's (confirmation.py): its cells and splits read
+from that page, its runs from confirmation_records. The earlier runs are re-read with the
+split as the unit (split_reading.py, exploratory); the earlier protocol's pair test stays as
+the `primary` part (protocol.py): its pairs read from docs/results/protocol.md, the runs with the released code's broadcast f from its records folder
 (docs/results/broadcast_f_records), whose every cell the broadcast part sets beside the
 per-example runs (broadcast_f.py).
 Table 3's page also shows the seeds run in two cells of one configuration
@@ -26,11 +29,13 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import broadcast_f
 from tf_ipmssl.sweep import claims
+from tf_ipmssl.sweep import confirmation
 from tf_ipmssl.sweep import one_configuration
 from tf_ipmssl.sweep import paper_claims
 from tf_ipmssl.sweep import paper_comparison
 from tf_ipmssl.sweep import protocol
 from tf_ipmssl.sweep import results_page
+from tf_ipmssl.sweep import split_reading
 from tf_ipmssl.sweep import tables as tables_lib
 
 Results = Dict[str, tables_lib.CellResult]
@@ -328,8 +333,17 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
   judged = protocol.judge(pairs, {**table1, **table23}, broadcast)
   found['conclusions.md']['primary'] = primary(judged)
   found['conclusions.md']['broadcast'] = broadcast_f.table(table23, broadcast)
+  plan = confirmation.read_plan(os.path.join(results_dir, confirmation.PAGE))
+  confirmed = confirmation.judge(plan, confirmation.load(
+      os.path.join(results_dir, confirmation.RECORDS), plan))
+  exploratory = split_reading.read(split_reading.observations({**table1, **table23},
+                                                              broadcast))
+  found['conclusions.md']['confirmation'] = confirmation.part(confirmed)
+  found['conclusions.md']['exploratory'] = split_reading.part(exploratory)
   found[README] = {'verdicts': '\n'.join(
-      f'- {protocol.verdict_line(title, k, judged)}'
+      f'- {title}, as {confirmation.TITLES[str(k)]}: '
+      f'{confirmation.verdict_text(confirmed, str(k))}; '
+      f'{split_reading.verdict_text(exploratory, str(k))}'
       for k, title in enumerate(paper_claims.CONCLUSIONS, start=1))}
   return found
 

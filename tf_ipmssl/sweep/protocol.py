@@ -58,7 +58,7 @@ class PrimaryPair:
     return f'{side(self.higher, self.higher_f)} − {side(self.lower, self.lower_f)}'
 
 
-def _seeds(text: str) -> Tuple[int, ...]:
+def seed_list(text: str) -> Tuple[int, ...]:
   first, _, last = text.partition('-')
   return tuple(range(int(first), int(last or first) + 1))
 
@@ -77,7 +77,7 @@ def read_pairs(page_path: str) -> Tuple[PrimaryPair, ...]:
     if family not in FAMILIES or {higher_f, lower_f} - {PER_EXAMPLE, BROADCAST}:
       raise errors.ConfigError(f'{page_path}: a primary pair the protocol does not define: '
                                f'{line.strip()}')
-    pairs.append(PrimaryPair(family, higher, higher_f, lower, lower_f, _seeds(seeds)))
+    pairs.append(PrimaryPair(family, higher, higher_f, lower, lower_f, seed_list(seeds)))
   return tuple(pairs)
 
 
@@ -279,11 +279,11 @@ class FamilyResult:
     """'supported (adjusted p = 0.016; p = 0.002, n = 9 of 9)'."""
     if self.test is None:
       return f'no runs at this endpoint (0 of {self.planned} differences)'
-    return (f'{self.word} (adjusted p = {_p(self.adjusted_p)}; p = {_p(self.test.p_value)}, '
-            f'the other way {_p(self.test.p_other)}; n = {self.n} of {self.planned})')
+    return (f'{self.word} (adjusted p = {p_text(self.adjusted_p)}; p = {p_text(self.test.p_value)}, '
+            f'the other way {p_text(self.test.p_other)}; n = {self.n} of {self.planned})')
 
 
-def _p(value: float) -> str:
+def p_text(value: float) -> str:
   return f'{value:.2g}' if value < 0.01 else f'{value:.3f}'
 
 
@@ -347,7 +347,7 @@ def tests_table(judged: Dict[Tuple[str, str], FamilyResult]) -> str:
       lines.append(f'| {family} | {endpoint} | 0 of {r.planned} | – | – | – | – | no runs |')
       continue
     lines.append(f'| {family} | {endpoint} | {r.n} of {r.planned} | {r.test.statistic:+.2f} | '
-                 f'{_p(r.test.p_value)} | {_p(r.test.p_other)} | {_p(r.adjusted_p)} | '
+                 f'{p_text(r.test.p_value)} | {p_text(r.test.p_other)} | {p_text(r.adjusted_p)} | '
                  f'{r.word} |')
   return '\n'.join(lines)
 
@@ -365,7 +365,7 @@ def verdict_line(title: str, conclusion: int,
       per_endpoint.append(
           f'{endpoint}: no runs with an eval curve' if r.test is None and any_runs
           else f'{endpoint}: no runs yet' if r.test is None
-          else f'{endpoint}: **{r.word}** (n={r.n}, adjusted p={_p(r.adjusted_p)})')
+          else f'{endpoint}: **{r.word}** (n={r.n}, adjusted p={p_text(r.adjusted_p)})')
     label = {'3a': 'per-example f: ', '3b': 'broadcast f: '}.get(family, '')
     parts.append(label + '; '.join(per_endpoint))
   return f'{title}: ' + ' — '.join(parts)

@@ -1,0 +1,239 @@
+"""The confirmation of docs/results/confirmation.md: the paper's three conclusions on new
+label splits, one contrast per family and split, decided by a fixed sequence of split-level
+tests (split_test.py).
+
+The page holds three tables the code reads (`read_plan`), so the pages judge exactly the
+splits, cells, weights and endpoints it fixed: `confirmation splits` (the seeds),
+`confirmation families` (order, primary and secondary endpoint, question) and
+`confirmation cells` (each family's cells, their critic f and their weights). The runs' records
+lie in confirmation_records/per_example and confirmation_records/broadcast beside the page.
+"""
+import dataclasses
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl import errors
+from tf_ipmssl.sweep import paired_test
+from tf_ipmssl.sweep import protocol
+from tf_ipmssl.sweep import results_page
+from tf_ipmssl.sweep import split_test
+from tf_ipmssl.sweep import tables as tables_lib
+
+PAGE = 'confirmation.md'
+RECORDS = 'confirmation_records'  # Beside the pages, under docs/results.
+F_FOLDERS = {protocol.PER_EXAMPLE: 'per_example', protocol.BROADCAST: 'broadcast'}
+SPLITS_PART, FAMILIES_PART, CELLS_PART = (
+    'confirmation splits', 'confirmation families', 'confirmation cells')
+TITLES = {'1': 'K+1 below plain (Fisher and Sobolev)',
+          '2': 'Batch norm above no normalization (Fisher)',
+          '3': 'Sobolev on f rather than f− costs more under the broadcast f'}
+
+Key = Tuple[str, str]  # (cell id, critic f).
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyPlan:
+  family: str
+  order: int
+  primary: str  # protocol.BEST or protocol.LATE.
+  secondary: str
+  question: str
+  weights: Tuple[Tuple[Key, float], ...]
+
+  @property
+  def title(self) -> str:
+    return TITLES.get(self.family, self.question)
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+  seeds: Tuple[int, ...]
+  families: Tuple[FamilyPlan, ...]  # In the order of the sequence.
+
+  @property
+  def keys(self) -> Tuple[Key, ...]:
+    return tuple(dict.fromkeys(key for f in self.families for key, _ in f.weights))
+
+
+def _rows(body: str, columns: int, page: str) -> List[List[str]]:
+  rows = []
+  for line in body.splitlines():
+    cells = [c.strip() for c in line.strip().strip('|').split('|')]
+    if not line.strip() or set(cells[0]) <= set('-') or cells[0] == 'family':
+      continue
+    if len(cells) != columns:
+      raise errors.ConfigError(f'{page}: a row of {len(cells)} columns, not {columns}: '
+                               f'{line.strip()}')
+    rows.append(cells)
+  return rows
+
+
+def read_plan(page_path: str) -> Plan:
+  """The confirmation's splits, families and cells, from its page."""
+  with open(page_path) as f:
+    text = f.read()
+  splits = results_page.part(text, SPLITS_PART, page_path).strip()
+  if not splits.startswith('seeds:'):
+    raise errors.ConfigError(f'{page_path}: its splits part must read "seeds: FIRST-LAST"')
+  seeds = protocol.seed_list(splits.split(':', 1)[1].strip())
+  weights: Dict[str, List[Tuple[Key, float]]] = {}
+  for family, cell, f, weight in _rows(results_page.part(text, CELLS_PART, page_path), 4,
+                                       page_path):
+    if f not in F_FOLDERS:
+      raise errors.ConfigError(f'{page_path}: unknown critic f {f!r} (per-example, broadcast)')
+    cells_lib.get_cell(cell)  # An unknown cell id is the page's mistake: say so.
+    weights.setdefault(family, []).append(((cell, f), float(weight)))
+  families = []
+  for family, order, primary, secondary, question in _rows(
+      results_page.part(text, FAMILIES_PART, page_path), 5, page_path):
+    if {primary, secondary} - set(protocol.ENDPOINTS) or family not in weights:
+      raise errors.ConfigError(f'{page_path}: family {family}: endpoints must be '
+                               f'{protocol.ENDPOINTS} and it needs cells')
+    families.append(FamilyPlan(family, int(order), primary, secondary, question,
+                               tuple(weights[family])))
+  return Plan(seeds, tuple(sorted(families, key=lambda f: f.order)))
+
+
+Observations = Dict[Key, Dict[int, protocol.Observation]]
+
+
+def load(records: str, plan: Plan) -> Observations:
+  """{(cell id, f): {seed: Observation}} of the plan's cells from the records folder (its
+  per_example/ and broadcast/ subfolders); only the plan's seeds."""
+  found: Observations = {}
+  for cell, f in plan.keys:
+    folder = os.path.join(records, F_FOLDERS[f])
+    result = (tables_lib.collect_cell(folder, cells_lib.get_cell(cell), plan.seeds)
+              if os.path.isdir(folder) else tables_lib.CellResult(cells_lib.get_cell(cell)))
+    found[(cell, f)] = protocol.observe(result)
+  return found
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyResult:
+  plan: FamilyPlan
+  endpoint: str
+  seeds: Tuple[int, ...]  # Splits with every cell's value at this endpoint.
+  contrasts: Tuple[float, ...]
+  mixed_cpus: Tuple[int, ...]  # Splits whose runs trained on more than one CPU.
+  planned: int
+
+  @property
+  def n(self) -> int:
+    return len(self.contrasts)
+
+  @property
+  def test(self) -> Optional[split_test.SplitTestResult]:
+    return split_test.signed_rank_over_splits(self.contrasts) if self.contrasts else None
+
+  @property
+  def interval(self) -> Optional[paired_test.Interval]:
+    return paired_test.hodges_lehmann(self.contrasts) if self.contrasts else None
+
+  def without_mixed_cpus(self) -> 'FamilyResult':
+    kept = [(s, d) for s, d in zip(self.seeds, self.contrasts) if s not in self.mixed_cpus]
+    return dataclasses.replace(self, seeds=tuple(s for s, _ in kept),
+                               contrasts=tuple(d for _, d in kept), mixed_cpus=())
+
+  @property
+  def per_split(self) -> str:
+    """'+14.0 (20) / +9.1† (21) / …', † where the split's runs trained on several CPUs."""
+    return ' / '.join(f'{d:+.1f}{"†" if s in self.mixed_cpus else ""} ({s})'
+                      for s, d in zip(self.seeds, self.contrasts))
+
+
+def family_result(plan: FamilyPlan, endpoint: str, seeds: Sequence[int],
+                  observations: Observations) -> FamilyResult:
+  kept, contrasts, mixed = [], [], []
+  for seed in seeds:
+    runs = {key: observations.get(key, {}).get(seed) for key, _ in plan.weights}
+    values = {key: run.value(endpoint) if run else None for key, run in runs.items()}
+    d = split_test.contrast(dict(plan.weights), values)
+    if d is None:
+      continue
+    kept.append(seed)
+    contrasts.append(d)
+    if len({run.run.cpu for run in runs.values() if run.run.cpu is not None}) > 1:
+      mixed.append(seed)
+  return FamilyResult(plan, endpoint, tuple(kept), tuple(contrasts), tuple(mixed), len(seeds))
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+  primary: Tuple[FamilyResult, ...]  # In the sequence's order.
+  steps: Tuple[split_test.SequenceStep, ...]
+  secondary: Tuple[FamilyResult, ...]
+
+
+def judge(plan: Plan, observations: Observations) -> Judgement:
+  """Every family at its primary endpoint in the fixed sequence, and at its secondary one.
+  The sequence waits for every planned split: a family is tested once all its splits are in."""
+  primary = tuple(family_result(f, f.primary, plan.seeds, observations) for f in plan.families)
+  secondary = tuple(family_result(f, f.secondary, plan.seeds, observations)
+                    for f in plan.families)
+  steps = split_test.fixed_sequence([(r.plan.family, r.test if r.n == r.planned else None)
+                                     for r in primary])
+  return Judgement(primary, steps, secondary)
+
+
+def _p(value: Optional[float]) -> str:
+  return '–' if value is None else protocol.p_text(value)
+
+
+def results_table(judgement: Judgement) -> str:
+  """The primary tests in the sequence's order, one row each."""
+  lines = ['| order | family | endpoint | splits | contrast per split (seed) | '
+           'Hodges–Lehmann [interval] | p | the other way | word |',
+           '|---:|---|---|---:|---|---|---:|---:|---|']
+  for result, step in zip(judgement.primary, judgement.steps):
+    test, interval = result.test, result.interval
+    word = step.word if result.n == result.planned else (
+        f'waiting for its runs ({result.n} of {result.planned} splits)')
+    lines.append(
+        f'| {result.plan.order} | ({result.plan.family}) {result.plan.title} | '
+        f'{result.endpoint} | {result.n} of {result.planned} | {result.per_split or "–"} | '
+        f'{interval.text if interval else "–"} | {_p(test and test.p_value)} | '
+        f'{_p(test and test.p_other)} | **{word}** |')
+  return '\n'.join(lines)
+
+
+def _reading(result: FamilyResult) -> str:
+  if not result.n:
+    return f'no split with every run yet (0 of {result.planned})'
+  test = result.test
+  return (f'{result.per_split}; Hodges–Lehmann {result.interval.text}; p = '
+          f'{_p(test.p_value)}, the other way {_p(test.p_other)} (n = {result.n} splits)')
+
+
+def readings(judgement: Judgement) -> List[str]:
+  """Markdown items: per family the secondary endpoint and, where splits mix CPUs, the
+  primary result without them."""
+  lines = []
+  for primary, secondary in zip(judgement.primary, judgement.secondary):
+    head = f'({primary.plan.family}) {primary.plan.title}'
+    lines.append(f'- {head}, {secondary.endpoint} (secondary): {_reading(secondary)}.')
+    if primary.mixed_cpus:
+      lines.append(f'- {head}, {primary.endpoint}, without the splits whose runs mix CPUs '
+                   f'({", ".join(map(str, primary.mixed_cpus))}): '
+                   f'{_reading(primary.without_mixed_cpus())}.')
+  return lines
+
+
+def part(judgement: Judgement) -> str:
+  """conclusions.md's confirmation part."""
+  return results_table(judgement) + '\n\n' + '\n'.join(
+      results_page.wrapped(item) for item in readings(judgement))
+
+
+def verdict_text(judgement: Judgement, family: str) -> str:
+  """README's words for one family: 'confirmation (splits 20–25): **supported** (n=6 splits,
+  p=0.016; +9.1 [+6.8, +14.0] (96.9%))', or how many splits are in."""
+  for result, step in zip(judgement.primary, judgement.steps):
+    if result.plan.family != family:
+      continue
+    if result.n < result.planned:
+      return f'confirmation: {result.n} of {result.planned} label splits trained'
+    return (f'confirmation ({result.endpoint}): **{step.word}** (n={result.n} splits, '
+            f'p={_p(result.test.p_value)}; {result.interval.text})')
+  raise KeyError(family)
