@@ -199,7 +199,7 @@ def test_the_script_regenerates_every_page(tmp_path):
   assert '| 1 | best step | 9 of 9 | +4.50 | 0.002 | 1.000 | 0.0039 | supported |' in conclusions
   assert '| 3a | best step | 4 of 16 | -1.33 | 0.938 | 0.188 | 0.938 | not shown at this n |' \
       in conclusions
-  assert '<!-- begin conclusion1 -->\n**Verdict: holds.**' in conclusions
+  assert '<!-- begin conclusion1 -->\n**The sign rule (secondary): holds.**' in conclusions
   assert 'fisher_plain − fisher_kplus1: +66.1 / +7.0 / +5.3 (n=3, mean +26.1): holds' in \
       conclusions
   assert 'K+1 vs plain, fisher: within noise' in conclusions  # The replaced rule's line.

@@ -324,7 +324,7 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
             paper_claims.claim_items(table23, paper_claims.CONCLUSION3_CLAIMS)
             + [mechanism.text])
   found['conclusions.md'] = {
-      f'conclusion{k}': f'**Verdict: {verdict}.**\n\n' + _items(body)
+      f'conclusion{k}': f'**The sign rule (secondary): {verdict}.**\n\n' + _items(body)
       for k, (verdict, body) in enumerate(zip(verdicts, bodies), start=1)}
   found['conclusions.md']['rule'] = rule_text
   found['conclusions.md']['late'] = late_collapses({**table1, **table23})
