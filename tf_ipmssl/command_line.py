@@ -4,6 +4,13 @@ A `UserError` (bad gin binding, missing dataset, impossible split, wrong input) 
 as one line `error: ...` on stderr with exit status 1 — no traceback; so are a full disk
 and a directory that cannot be written. Ctrl-C prints one line and exits with 130. Anything
 else is a bug and keeps its traceback.
+
+TensorFlow's settings: importing this module, before TensorFlow is imported, sets the
+programs' defaults (`TENSORFLOW_DEFAULTS`) where the user has not set them; after, it sets
+none, so the environment, which child processes inherit and versions.json records, never
+names settings this process does not compute with. A program's start-up (`run`) keeps
+TensorFlow's C++ start-up lines off the terminal (quiet_import.py) unless --verbosity=1 or
+more asks for them, which also lets TensorFlow's C++ INFO lines through.
 """
 import errno
 import logging as std_logging
@@ -12,19 +19,41 @@ import pathlib
 import re
 import sys
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-# TensorFlow turns its oneDNN CPU kernels on by itself only on AVX-512 CPUs; on AVX2 CPUs
-# they make a training iteration about 25% faster (docs/performance.md). Numbers then differ
-# from oneDNN-off runs in float round-off only. A user's own TF_ENABLE_ONEDNN_OPTS wins; every
-# run records the value in its versions.json.
-os.environ.setdefault('TF_ENABLE_ONEDNN_OPTS', '1')
-
-from absl import app  # pylint: disable=g-import-not-at-top
+from absl import app
 from absl import flags
 from absl import logging
 import gin
 
 from tf_ipmssl import errors
+from tf_ipmssl import quiet_import
+
+# TensorFlow's settings for the programs, read by TensorFlow when it is imported.
+# TF_CPP_MIN_LOG_LEVEL 2: no C++ INFO or WARNING lines. TF_ENABLE_ONEDNN_OPTS 1: TensorFlow
+# turns its oneDNN CPU kernels on by itself only on AVX-512 CPUs; on AVX2 CPUs they make a
+# training iteration about 25% faster (docs/performance.md). Numbers then differ from
+# oneDNN-off runs in float round-off only. A user's own value wins; every run records
+# TF_ENABLE_ONEDNN_OPTS in its versions.json.
+TENSORFLOW_DEFAULTS = {'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '1'}
+# The log level a program run with --verbosity=1 or more gives TensorFlow: every C++ line.
+_VERBOSE_LOG_LEVEL = '0'
+# The variables of TENSORFLOW_DEFAULTS this module set (the user had not).
+_DEFAULTED = set()
+
+
+def set_tensorflow_defaults():
+  """Sets TENSORFLOW_DEFAULTS where unset, only while TensorFlow is not imported: TensorFlow
+  reads them when it loads, so set later they would change nothing here yet tell child
+  processes (and versions.json) that this process computes with them (oneDNN on in a child
+  whose parent has it off)."""
+  if 'tensorflow' in sys.modules:
+    return
+  for name, value in TENSORFLOW_DEFAULTS.items():
+    if name not in os.environ:
+      os.environ[name] = value
+      _DEFAULTED.add(name)
+
+
+set_tensorflow_defaults()
 
 REPO_GIN_DIR = pathlib.Path(__file__).resolve().parents[1] / 'gin'
 
@@ -113,10 +142,37 @@ def _storage_error(e):
   return None
 
 
+def _verbose() -> bool:
+  """Whether the user asked for absl's --verbosity of 1 (DEBUG) or more."""
+  return flags.FLAGS['verbosity'].present and flags.FLAGS.verbosity >= 1
+
+
+def _start_tensorflow_quietly_unless_verbose():
+  """A program's start, after its flags are parsed and before TensorFlow is imported: by
+  default only the program's own lines (Python INFO logs off: they drown the progress lines;
+  TensorFlow's C++ start-up lines dropped); with --verbosity=1 or more, TensorFlow's C++ log
+  lines too, unless the user set TF_CPP_MIN_LOG_LEVEL."""
+  if _verbose():
+    if 'TF_CPP_MIN_LOG_LEVEL' in _DEFAULTED and 'tensorflow' not in sys.modules:
+      os.environ['TF_CPP_MIN_LOG_LEVEL'] = _VERBOSE_LOG_LEVEL
+    return
+  logging.set_verbosity(logging.WARNING)
+  if _tensorflow_log_level() >= 2:  # The user's level, or ours, asks for no INFO or WARNING.
+    quiet_import.drop_startup_lines()
+
+
+def _tensorflow_log_level() -> int:
+  """TF_CPP_MIN_LOG_LEVEL as TensorFlow reads it (0, every line, where unset or not a number)."""
+  try:
+    return int(os.environ.get('TF_CPP_MIN_LOG_LEVEL', '0'))
+  except ValueError:
+    return 0
+
+
 def run(main):
   """absl app.run with user errors reported in one line and exit status 1 (Ctrl-C: 130)."""
   def wrapped(argv):
-    logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines drown the progress lines.
+    _start_tensorflow_quietly_unless_verbose()
     try:
       return main(argv)
     except errors.UserError as e:

@@ -1,4 +1,5 @@
-"""The bin/ programs turn TensorFlow's oneDNN CPU kernels on unless the user chose."""
+"""The bin/ programs turn TensorFlow's oneDNN CPU kernels on unless the user chose, and only
+before TensorFlow is imported."""
 import os
 import subprocess
 import sys
@@ -18,3 +19,12 @@ def test_command_line_sets_onednn_only_by_default(user_value, expected):
   out = subprocess.run([sys.executable, '-c', _PRINT], cwd=_REPO, env=env, check=True,
                        capture_output=True, text=True).stdout
   assert out.strip() == expected
+
+
+def test_command_line_sets_nothing_once_tensorflow_is_imported():
+  """TensorFlow reads TF_ENABLE_ONEDNN_OPTS as it loads: set afterwards it would not change
+  this process's kernels, yet a child process would inherit it and compute with others."""
+  env = {k: v for k, v in os.environ.items() if k != 'TF_ENABLE_ONEDNN_OPTS'}
+  out = subprocess.run([sys.executable, '-c', 'import tensorflow; ' + _PRINT], cwd=_REPO,
+                       env=env, check=True, capture_output=True, text=True).stdout
+  assert out.strip() == 'None'
