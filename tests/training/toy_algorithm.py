@@ -39,9 +39,8 @@ class EntropyMinimization(algorithms.Algorithm):
   class Settings:
     beta: float = 0.3  # β, the weight of the entropy term.
 
-  @classmethod
-  def check_settings(cls, settings):
-    errors.check_number(f'{cls.name}.beta', settings.beta, low=0.0)
+    def __post_init__(self):
+      errors.check_number('entropy_minimization.beta', self.beta, low=0.0)
 
   def __init__(self, run, strategy=None, **changes):
     super().__init__(run, strategy, **changes)

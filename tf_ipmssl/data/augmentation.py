@@ -108,20 +108,24 @@ class Augmentations:
   unlabeled_flip: bool = False
   unlabeled_translate: int = 0
 
+  def __post_init__(self):
+    """A ConfigError for a flip that is not a bool or a translation that is not a
+    non-negative integer."""
+    for stream in STREAMS:
+      flip = getattr(self, f'{stream}_flip')
+      if not isinstance(flip, bool):
+        raise errors.ConfigError(f'augmentation.{stream}_flip must be True or False, got '
+                                 f'{flip!r}')
+      errors.check_number(f'augmentation.{stream}_translate',
+                          getattr(self, f'{stream}_translate'), integer=True, low=0)
+
 
 def per_stream(settings: Augmentations) -> dict:
   """The augmentation of each stream ({'labeled': Augmentation, 'unlabeled': ...}) of
-  `settings`; a ConfigError for a value that is not a bool or a non-negative integer."""
-  given = {'labeled': (settings.labeled_flip, settings.labeled_translate),
-           'unlabeled': (settings.unlabeled_flip, settings.unlabeled_translate)}
-  out = {}
-  for stream, (flip, translate) in given.items():
-    if not isinstance(flip, bool):
-      raise errors.ConfigError(f'augmentation.{stream}_flip must be True or False, got '
-                               f'{flip!r}')
-    errors.check_number(f'augmentation.{stream}_translate', translate, integer=True, low=0)
-    out[stream] = Augmentation(flip, translate)
-  return out
+  `settings`."""
+  return {stream: Augmentation(getattr(settings, f'{stream}_flip'),
+                               getattr(settings, f'{stream}_translate'))
+          for stream in STREAMS}
 
 
 def describe(streams: dict) -> str:

@@ -144,6 +144,28 @@ class BuildSslData:
   # none) the labels come from; None: the whole train split, as for the other datasets.
   stl10_fold: Optional[int] = None
 
+  def __post_init__(self):
+    """A ConfigError naming the binding for a value of the wrong type, range or choice (the
+    dataset may be left unbound here: building the data asks for it)."""
+    errors.check_number('build_ssl_data.validation_size', self.validation_size, integer=True,
+                        low=0)
+    errors.check_number('build_ssl_data.split_seed', self.split_seed, integer=True, low=0)
+    if self.num_labeled is not None:
+      errors.check_number('build_ssl_data.num_labeled', self.num_labeled, integer=True, low=1)
+    _check_max_examples('max_train_examples', self.max_train_examples)
+    _check_max_examples('max_test_examples', self.max_test_examples)
+    if self.dataset is None:
+      return
+    errors.check_choice(self.dataset, datasets.DATASETS + (dataset_specs.IMAGE_FOLDER,),
+                        'dataset', 'valid names')
+    image_size_of(self.dataset, self.image_size)
+    _check_fold(self.dataset, self.stl10_fold)
+    if self.dataset == dataset_specs.IMAGE_FOLDER:
+      _check_folder_settings(self)
+    elif self.channels is not None:
+      raise errors.ConfigError(f'build_ssl_data.channels applies to image folders only; '
+                               f'{self.dataset!r} has its own: leave it unbound')
+
 
 def build_ssl_data(settings: BuildSslData) -> SSLData:
   """Loads `settings.dataset` and splits its training set for semi-supervised learning.
@@ -155,36 +177,22 @@ def build_ssl_data(settings: BuildSslData) -> SSLData:
     SSLData.
 
   Raises:
-    ConfigError: unknown dataset or source, bad max_*_examples, include_extra,
-      image_size or stl10_fold (also a fold of a copy without folds: TFDS's).
+    ConfigError: no dataset bound, an unknown source, include_extra where the dataset has
+      no extra split, a fold of a copy without folds (TFDS's); the settings' own values
+      were checked when they were made.
     SplitError: impossible num_labeled / validation_size.
     DatasetNotFoundError: the dataset is nowhere to be found.
     UserError: an image folder that cannot be read as image_folder.py says.
   """
   if settings.dataset is None:
     raise errors.ConfigError("bind build_ssl_data.dataset, e.g. to 'fashion_mnist'")
-  errors.check_number('build_ssl_data.validation_size', settings.validation_size, integer=True,
-                      low=0)
-  errors.check_number('build_ssl_data.split_seed', settings.split_seed, integer=True, low=0)
-  if settings.num_labeled is not None:
-    errors.check_number('build_ssl_data.num_labeled', settings.num_labeled, integer=True,
-                        low=1)
-  _check_max_examples('max_train_examples', settings.max_train_examples)
-  _check_max_examples('max_test_examples', settings.max_test_examples)
-  errors.check_choice(settings.dataset, datasets.DATASETS + (dataset_specs.IMAGE_FOLDER,),
-                      'dataset', 'valid names')
   image_size = image_size_of(settings.dataset, settings.image_size)
-  _check_fold(settings.dataset, settings.stl10_fold)
   if settings.dataset == dataset_specs.IMAGE_FOLDER:
     # Imported here: it imports TensorFlow, which this module does not need otherwise.
     from tf_ipmssl.data import image_folder  # pylint: disable=g-import-not-at-top
-    _check_folder_settings(settings)
     return _folder_data(
         image_folder.read_image_folder(settings.data_dir, settings.channels, image_size),
         settings.split_seed)
-  if settings.channels is not None:
-    raise errors.ConfigError(f'build_ssl_data.channels applies to image folders only; '
-                             f'{settings.dataset!r} has its own: leave it unbound')
   data = datasets.load_dataset(settings.dataset, source=settings.source,
                                data_dir=settings.data_dir,
                                include_extra=settings.include_extra, download=settings.download)

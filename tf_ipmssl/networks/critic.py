@@ -207,28 +207,31 @@ class BuildCritic:
   # released code keeps) or 'zeros'.
   bias_init: str = 'pytorch_uniform'
 
+  def __post_init__(self):
+    """A ConfigError naming the binding for a value of the wrong type, range or choice."""
+    if self.normalization not in normalization_lib.NORMALIZATIONS:
+      raise errors.ConfigError(
+          f'Unknown critic normalization {self.normalization!r}; valid: '
+          f'{", ".join(normalization_lib.NORMALIZATIONS)}.')
+    errors.check_number('build_critic.width', self.width, low=0.0, low_inclusive=False)
+    errors.check_number('build_critic.input_dropout', self.input_dropout, low=0.0, high=1.0)
+    errors.check_number('build_critic.dropout', self.dropout, low=0.0, high=1.0)
+    errors.check_number('build_critic.leaky_relu_slope', self.leaky_relu_slope)
+    errors.check_number('build_critic.init_stddev', self.init_stddev, low=0.0,
+                        low_inclusive=False)
+    if self.bias_init not in BIAS_INITS:
+      raise errors.ConfigError(f'build_critic.bias_init = {self.bias_init!r} is not one of '
+                               f'{list(BIAS_INITS)}')
 
-def _check_arguments(settings, num_classes, input_channels, image_size):
-  """A ConfigError for a setting or argument of build_critic of the wrong type, range or
-  choice."""
-  if settings.normalization not in normalization_lib.NORMALIZATIONS:
-    raise errors.ConfigError(
-        f'Unknown critic normalization {settings.normalization!r}; valid: '
-        f'{", ".join(normalization_lib.NORMALIZATIONS)}.')
-  errors.check_number('build_critic.width', settings.width, low=0.0, low_inclusive=False)
-  errors.check_number('build_critic.input_dropout', settings.input_dropout, low=0.0, high=1.0)
-  errors.check_number('build_critic.dropout', settings.dropout, low=0.0, high=1.0)
-  errors.check_number('build_critic.leaky_relu_slope', settings.leaky_relu_slope)
-  errors.check_number('build_critic.init_stddev', settings.init_stddev, low=0.0,
-                      low_inclusive=False)
+
+def _check_arguments(num_classes, input_channels, image_size):
+  """A ConfigError for an argument of build_critic the run supplies (its settings checked
+  themselves when made)."""
   dataset_specs.check_image_size('build_critic image_size', image_size)
   if num_classes < 1 or input_channels < 1:
     raise errors.ConfigError(
         f'build_critic needs num_classes >= 1 and input_channels >= 1; got '
         f'{num_classes}, {input_channels}.')
-  if settings.bias_init not in BIAS_INITS:
-    raise errors.ConfigError(f'build_critic.bias_init = {settings.bias_init!r} is not one of '
-                             f'{list(BIAS_INITS)}')
 
 
 def build_critic(settings: BuildCritic, num_classes: int, input_channels: int,
@@ -247,10 +250,10 @@ def build_critic(settings: BuildCritic, num_classes: int, input_channels: int,
     A built Critic.
 
   Raises:
-    errors.ConfigError: unknown normalization, a value of the wrong type or range, an
-      image_size not in dataset_specs.IMAGE_SIZES.
+    errors.ConfigError: an image_size not in dataset_specs.IMAGE_SIZES, no classes or
+      channels.
   """
-  _check_arguments(settings, num_classes, input_channels, image_size)
+  _check_arguments(num_classes, input_channels, image_size)
   # One seed per kernel initializer, batch-norm gamma and dropout layer; 32 is enough.
   # The bias seeds come from their own stream so the other draws keep their seeds.
   seeds = iter(derive_seeds(seed, 32, stream=CRITIC_SEED_STREAM))

@@ -68,6 +68,13 @@ class BuildGenerator:
   # Stddev of the N(0, ·) kernel init.
   init_stddev: float = 0.02
 
+  def __post_init__(self):
+    """A ConfigError naming the binding for a value of the wrong type or range."""
+    errors.check_number('build_generator.noise_dim', self.noise_dim, integer=True, low=1)
+    errors.check_number('build_generator.ngf', self.ngf, integer=True, low=1)
+    errors.check_number('build_generator.init_stddev', self.init_stddev, low=0.0,
+                        low_inclusive=False)
+
 
 def build_generator(settings: BuildGenerator, output_channels: int, image_size: int = 32,
                     seed: Optional[int] = None):
@@ -83,10 +90,6 @@ def build_generator(settings: BuildGenerator, output_channels: int, image_size: 
   Returns:
     A built Generator.
   """
-  errors.check_number('build_generator.noise_dim', settings.noise_dim, integer=True, low=1)
-  errors.check_number('build_generator.ngf', settings.ngf, integer=True, low=1)
-  errors.check_number('build_generator.init_stddev', settings.init_stddev, low=0.0,
-                      low_inclusive=False)
   dataset_specs.check_image_size('build_generator image_size', image_size)
   seed_side, upsamplings = SIZE_LAYOUTS[image_size]
   seeds = iter(critic_lib.derive_seeds(seed, 16, stream=critic_lib.GENERATOR_SEED_STREAM))

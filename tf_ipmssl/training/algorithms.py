@@ -15,8 +15,9 @@ and so on. The library's two:
 An algorithm's settings are its own: a frozen dataclass `Settings` (by default without
 fields), each field a setting with its default, bound in gin under the algorithm's name
 (`ssl.lambda_ce = 1.5`, registered by the gin boundary, tf_ipmssl/configurables.py, through
-`when_registered`). `make_settings` completes and validates the bound values (`check_settings`:
-a ConfigError naming `<name>.<setting>` and the fix); the run configuration holds the result
+`when_registered`). The dataclass validates itself when made (its `__post_init__`: a
+ConfigError naming `<name>.<setting>` and the fix); `make_settings` completes the bound
+values with the defaults and makes it; the run configuration holds the result
 (run_config.RunConfig.algorithm_settings, also under the algorithm's name: `config.ssl`) and
 writes it to run_config.json and the HParams.
 
@@ -101,20 +102,13 @@ class Algorithm:
   @classmethod
   def make_settings(cls, given) -> 'Settings':
     """The Settings of the bound values `given` (a mapping; the defaults for the rest),
-    validated; a ConfigError for an unknown name or a bad value."""
-    settings = cls.settings_spec().make(given)
-    cls.check_settings(settings)
-    return settings
-
-  @classmethod
-  def check_settings(cls, settings) -> None:
-    """A ConfigError naming `<name>.<setting>` and the fix for a bad value (the constraints
-    are checked by `constraints`)."""
-    del settings
+    which validate themselves when made; a ConfigError for an unknown name or a bad
+    value."""
+    return cls.settings_spec().make(given)
 
   @classmethod
   def constraints(cls, settings) -> tuple:
-    """The validated critic constraints the run uses, from its settings (by default none:
+    """The critic constraints the run uses, from its (validated) settings (by default none:
     the critic is not an IPM critic)."""
     del settings
     return ()

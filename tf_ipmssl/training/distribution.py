@@ -34,12 +34,15 @@ class MakeStrategy:
   # The devices of 'mirrored' (None: every GPU).
   devices: Optional[Tuple[str, ...]] = None
 
+  def __post_init__(self):
+    if self.kind not in STRATEGIES:
+      raise errors.ConfigError(f"unknown distribution '{self.kind}'; use one of "
+                               f'{list(STRATEGIES)}')
+
 
 def make_strategy(settings: MakeStrategy):
   """Returns the tf.distribute.Strategy for this run."""
   kind = settings.kind
-  if kind not in STRATEGIES:
-    raise errors.ConfigError(f"unknown distribution '{kind}'; use one of {list(STRATEGIES)}")
   if kind == 'auto':
     if _tf_config_workers() > 1:
       kind = 'multi_worker'

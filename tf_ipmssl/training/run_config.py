@@ -77,6 +77,12 @@ for _algorithm in ALGORITHMS:
   algorithms.register(_algorithm)
 
 
+def _number(default, *, integer=False, optional=False, low=0.0):
+  """A numeric train setting: its default, and the range Train checks (an integer or a
+  float, None allowed where optional, at least `low`)."""
+  return dataclasses.field(default=default, metadata={'number': (integer, optional, low)})
+
+
 @dataclasses.dataclass(frozen=True)
 class Train:
   """The run's own settings, `train.*` in gin: `config.train.<name>` is `train.<name>`."""
@@ -86,51 +92,51 @@ class Train:
   # (algorithms.py).
   mode: str = 'ssl'
   # Global batch of each of the labeled, unlabeled and generated batches.
-  batch_size: int = 64
+  batch_size: int = _number(64, integer=True, low=1)
   # Passes of the critic iterations over the unlabeled set (supervised: over the labeled set).
   # `critic_updates` overrides it, and `steps` (generator iterations; supervised: updates)
   # overrides both.
-  epochs: Optional[float] = None
+  epochs: Optional[float] = _number(None, optional=True)
   # The training length in steps (generator iterations; supervised: updates).
-  steps: Optional[int] = None
+  steps: Optional[int] = _number(None, integer=True, optional=True, low=1)
   # The training length in critic updates (SSL: steps = critic_updates / n_c, rounded up;
   # supervised: steps = critic_updates), so that cells with different n_c train on the same number
   # of batches, as with `epochs`.
-  critic_updates: Optional[int] = None
+  critic_updates: Optional[int] = _number(None, integer=True, optional=True, low=1)
   # The optimizer of both networks: optimizers.OPTIMIZERS ('adam', PyTorch's as the
   # released code computes it, or 'rmsprop').
   optimizer: str = 'adam'
   # The optimizers' learning rates (the generator's where the algorithm trains one).
-  critic_learning_rate: float = 2e-4
-  generator_learning_rate: float = 2e-4
+  critic_learning_rate: float = _number(2e-4)
+  generator_learning_rate: float = _number(2e-4)
   # Adam's β1 and β2.
-  adam_beta1: float = 0.5
-  adam_beta2: float = 0.999
+  adam_beta1: float = _number(0.5)
+  adam_beta2: float = _number(0.999)
   # Adam's ε and where it is added: 'bias_corrected' (PyTorch's Adam, the released code; the
   # default) or 'keras' (keras.optimizers.Adam, ε on the uncorrected √v).
-  adam_epsilon: float = 1e-8
+  adam_epsilon: float = _number(1e-8)
   adam_epsilon_placement: str = 'bias_corrected'
   # Halve both learning rates every this many epochs.
-  learning_rate_halving_epochs: Optional[float] = None
+  learning_rate_halving_epochs: Optional[float] = _number(None, optional=True)
   # None (the paper), or a fraction in [0, 1) of the run's steps after which both learning rates
   # fall linearly to 0 at the last step (optimizers.py).
-  learning_rate_linear_decay_start: Optional[float] = None
+  learning_rate_linear_decay_start: Optional[float] = _number(None, optional=True)
   # The coupled weight decay of the critic's body and classifier head (Φ, S) and of its fake-logit
   # vector V (where the algorithm trains V).
-  weight_decay_phi_s: float = 1e-6
-  weight_decay_v: float = 1e-3
+  weight_decay_phi_s: float = _number(1e-6)
+  weight_decay_v: float = _number(1e-3)
   # Init, shuffling, noise and dropout seed (the label split has its own,
   # build_ssl_data.split_seed).
-  seed: int = 0
+  seed: int = _number(0, integer=True, low=0)
   # The periods of the log line, the evaluations, the checkpoints and the samples, in steps.
-  log_every: int = 50
-  eval_every: int = 1000
-  checkpoint_every: int = 500
-  sample_every: int = 1000
+  log_every: int = _number(50, integer=True, low=1)
+  eval_every: int = _number(1000, integer=True, low=1)
+  checkpoint_every: int = _number(500, integer=True, low=1)
+  sample_every: int = _number(1000, integer=True, low=1)
   # Checkpoints kept besides the best one.
-  keep_checkpoints: int = 2
+  keep_checkpoints: int = _number(2, integer=True, low=1)
   # Batch of the evaluations (it changes no result).
-  eval_batch_size: int = 256
+  eval_batch_size: int = _number(256, integer=True, low=1)
   # XLA-compile each replica's forward/backward computation (its random draws differ from a run
   # without XLA: see random_streams).
   jit_compile: bool = False
@@ -147,16 +153,44 @@ class Train:
   # None (train all the steps), or stop once the validation error has not improved for this many
   # steps (checked at evaluations; needs a validation split), but not before
   # `early_stopping_min_steps`. `steps`/`epochs` is then the maximum.
-  early_stopping_patience: Optional[int] = None
+  early_stopping_patience: Optional[int] = _number(None, integer=True, optional=True, low=1)
   # The step before which early stopping never stops the run.
-  early_stopping_min_steps: int = 0
+  early_stopping_min_steps: int = _number(0, integer=True, low=0)
   # None, or (runs.csv of a bin/sweep results table, baseline cell id[, recipe cell id]): the
   # final line shows the baseline's run on the same labels and the cells' means beside this run's
   # result (baseline.py).
   baseline: Optional[Tuple[str, ...]] = None
   # Multiplies both learning rates (1 in the paper's cells; a short-budget preset keeps each
   # cell's rates and their ratios, gin/presets/).
-  learning_rate_scale: float = 1.0
+  learning_rate_scale: float = _number(1.0)
+
+  def __post_init__(self):
+    """ConfigErrors naming the binding: a run without a length, a number of the wrong type
+    or range (each field's `_number`), an unknown choice."""
+    if self.epochs is None and self.steps is None and self.critic_updates is None:
+      raise errors.ConfigError('set the training length: train.epochs, train.critic_updates '
+                               'or train.steps')
+    for field in dataclasses.fields(self):
+      if 'number' in field.metadata:
+        integer, optional, low = field.metadata['number']
+        errors.check_number(f'train.{field.name}', getattr(self, field.name),
+                            integer=integer, low=low, optional=optional)
+    if self.mixed_precision not in MIXED_PRECISION_POLICIES:
+      raise errors.ConfigError(f'train.mixed_precision = {self.mixed_precision!r} is not one '
+                               f'of {list(MIXED_PRECISION_POLICIES)}')
+    optimizers_lib.check_optimizer(self.optimizer, self.adam_epsilon_placement)
+    baseline_lib.check_spec(self.baseline)
+    if isinstance(self.baseline, list):
+      object.__setattr__(self, 'baseline', tuple(self.baseline))
+    decay_start = self.learning_rate_linear_decay_start
+    if decay_start is not None and not decay_start < 1.0:
+      raise errors.ConfigError('train.learning_rate_linear_decay_start is a fraction of the '
+                               f'run in [0, 1), got {decay_start!r}')
+    ema = self.critic_ema_decay
+    if ema is not None and not (isinstance(ema, float) and 0.0 < ema < 1.0):
+      raise errors.ConfigError(f'train.critic_ema_decay must be None or a float in (0, 1), '
+                               f'got {ema!r}')
+
 
 # The builders' settings a run holds besides train's, each a RunConfig field under its gin
 # name (builder_settings.Settings).
@@ -181,27 +215,9 @@ def default_bindings():
   return {f.name: f.default for f in dataclasses.fields(Train)}
 
 
-# (integer, optional, lowest value) of the numeric bindings.
-_NUMBERS = {
-    'steps': (True, True, 1), 'epochs': (False, True, 0.0), 'critic_updates': (True, True, 1),
-    'learning_rate_scale': (False, False, 0.0),
-    'critic_learning_rate': (False, False, 0.0), 'generator_learning_rate': (False, False, 0.0),
-    'adam_beta1': (False, False, 0.0),
-    'adam_beta2': (False, False, 0.0), 'adam_epsilon': (False, False, 0.0),
-    'weight_decay_phi_s': (False, False, 0.0), 'weight_decay_v': (False, False, 0.0),
-    'seed': (True, False, 0), 'eval_batch_size': (True, False, 1),
-    'keep_checkpoints': (True, False, 1), 'learning_rate_halving_epochs': (False, True, 0.0),
-    'learning_rate_linear_decay_start': (False, True, 0.0),
-    'early_stopping_patience': (True, True, 1),
-    'early_stopping_min_steps': (True, False, 0), 'batch_size': (True, False, 1),
-    'log_every': (True, False, 1),
-    'eval_every': (True, False, 1), 'checkpoint_every': (True, False, 1),
-    'sample_every': (True, False, 1),
-}
-
-
-def _check(b):
-  """ConfigErrors for train's bindings `b` (a dict of every binding)."""
+def _check_names(b):
+  """ConfigErrors for train bindings `b` (a dict) of names that are not train settings: an
+  algorithm's setting bound at its old place gets the name it has now."""
   unknown = set(b) - set(default_bindings())
   moved = [name for name in config_formats.SSL_SETTINGS_IN_TRAIN if name in unknown]
   if moved:
@@ -213,25 +229,6 @@ def _check(b):
         (f' (did you mean {" or ".join(f"train.{g}" for g in sorted(guesses))}?)'
          if guesses else '') + '; the train settings are documented in '
         'tf_ipmssl/training/run_config.py')
-  if b['epochs'] is None and b['steps'] is None and b['critic_updates'] is None:
-    raise errors.ConfigError('set the training length: train.epochs, train.critic_updates '
-                             'or train.steps')
-  for name, (integer, optional, lowest) in _NUMBERS.items():
-    errors.check_number(f'train.{name}', b[name], integer=integer, low=lowest,
-                        optional=optional)
-  if b['mixed_precision'] not in MIXED_PRECISION_POLICIES:
-    raise errors.ConfigError(f'train.mixed_precision = {b["mixed_precision"]!r} is not one '
-                             f'of {list(MIXED_PRECISION_POLICIES)}')
-  optimizers_lib.check_optimizer(b['optimizer'], b['adam_epsilon_placement'])
-  baseline_lib.check_spec(b['baseline'])
-  decay_start = b['learning_rate_linear_decay_start']
-  if decay_start is not None and not decay_start < 1.0:
-    raise errors.ConfigError('train.learning_rate_linear_decay_start is a fraction of the '
-                             f'run in [0, 1), got {decay_start!r}')
-  ema = b['critic_ema_decay']
-  if ema is not None and not (isinstance(ema, float) and 0.0 < ema < 1.0):
-    raise errors.ConfigError(f'train.critic_ema_decay must be None or a float in (0, 1), got '
-                             f'{ema!r}')
 
 
 def _moved_message(name):
@@ -265,6 +262,19 @@ class RunConfig:
   gin_text: str = dataclasses.field(default='', repr=False, compare=False)
   operative_gin_text: str = dataclasses.field(default='', repr=False, compare=False)
 
+  def __post_init__(self):
+    """The checks across groups, each group having checked itself when made: the
+    algorithm train.mode names and its settings, the image size resolved (held as
+    `build_ssl_data.image_size`), the augmentation of the streams the algorithm reads."""
+    algorithm = algorithms.get_algorithm(self.train.mode)
+    if not isinstance(self.algorithm_settings, algorithm.Settings):
+      raise errors.ConfigError(f'the settings of train.mode = {self.train.mode!r} are '
+                               f'{algorithm.Settings.__qualname__}, got '
+                               f'{type(self.algorithm_settings).__qualname__}')
+    object.__setattr__(self, 'build_ssl_data', _with_image_size(self.build_ssl_data))
+    augmentation_lib.check(augmentation_lib.per_stream(self.augmentation),
+                           self.build_ssl_data.image_size, algorithm.reads)
+
   def __getattr__(self, name):
     """`config.<train.mode>`: the algorithm's settings under its name (`config.ssl`)."""
     fields = self.__dict__
@@ -286,16 +296,12 @@ class RunConfig:
       raise errors.ConfigError(f'unknown builder settings {sorted(unknown)}')
     made = {s.name: s.make({k: _tuples(v) for k, v in builders.get(s.name, {}).items()})
             for s in BUILDERS}
-    made['build_ssl_data'] = _with_image_size(made['build_ssl_data'])
     b = {**default_bindings(), **bindings}
-    _check(b)
-    algorithm = algorithms.get_algorithm(b['mode'])
+    _check_names(b)
+    train = Train(**b)
+    algorithm = algorithms.get_algorithm(train.mode)
     given = {k: _tuples(v) for k, v in (settings or {}).items()}
     algorithm_settings = algorithm.make_settings(given)
-    algorithm.constraints(algorithm_settings)  # ConfigErrors for constraints it cannot use.
-    augmentation_lib.check(augmentation_lib.per_stream(made['augmentation']),
-                           made['build_ssl_data'].image_size, algorithm.reads)
-    train = Train(**dict(b, baseline=None if b['baseline'] is None else tuple(b['baseline'])))
     return cls(train=train, **made, algorithm_settings=algorithm_settings, **gin_texts)
 
   @classmethod

@@ -74,25 +74,26 @@ class SemiSupervised(algorithms.Algorithm):
     ipm_rampup_updates: Optional[int] = None
     constraint_penalty_scale: float = 1.0
 
-  @classmethod
-  def check_settings(cls, settings):
-    if settings.formulation not in formulations.FORMULATIONS:
-      raise errors.ConfigError(f'{cls.name}.formulation = {settings.formulation!r} is not '
-                               f'one of {list(formulations.FORMULATIONS)}')
-    for name, integer, optional, lowest in (
-        ('lambda_ce', False, False, 0.0), ('critic_iterations', True, False, 1),
-        ('ipm_rampup_updates', True, True, 1), ('constraint_penalty_scale', False, False, 0.0)):
-      errors.check_number(f'{cls.name}.{name}', getattr(settings, name), integer=integer,
-                          low=lowest, optional=optional)
-    generator_objective.get_generator_loss(settings.generator_loss)
+    def __post_init__(self):
+      """A ConfigError naming `ssl.<setting>` and the fix for a bad value or constraint set."""
+      name = SemiSupervised.name
+      if self.formulation not in formulations.FORMULATIONS:
+        raise errors.ConfigError(f'{name}.formulation = {self.formulation!r} is not '
+                                 f'one of {list(formulations.FORMULATIONS)}')
+      for setting, integer, optional, lowest in (
+          ('lambda_ce', False, False, 0.0), ('critic_iterations', True, False, 1),
+          ('ipm_rampup_updates', True, True, 1), ('constraint_penalty_scale', False, False, 0.0)):
+        errors.check_number(f'{name}.{setting}', getattr(self, setting), integer=integer,
+                            low=lowest, optional=optional)
+      generator_objective.get_generator_loss(self.generator_loss)
+      constraint_lib.validate_constraints(self.formulation, self.constraints)
 
   @classmethod
   def constraints(cls, settings):
-    """The constraints as bound, validated for the formulation, their penalty weights ρ
-    scaled by constraint_penalty_scale."""
-    return constraint_lib.scale_penalty_weights(
-        constraint_lib.validate_constraints(settings.formulation, settings.constraints),
-        settings.constraint_penalty_scale)
+    """The constraints as bound (validated for the formulation when the settings were
+    made), their penalty weights ρ scaled by constraint_penalty_scale."""
+    return constraint_lib.scale_penalty_weights(tuple(settings.constraints),
+                                                settings.constraint_penalty_scale)
 
   @classmethod
   def iterations_per_step(cls, settings):
