@@ -45,5 +45,11 @@ setuptools.setup(
         "plots": ["matplotlib>=3.7"],
         # bin/sweep --backend=ray (docs/cluster.md).
         "ray": ["ray>=2.9"],
+        # bin/export --format=onnx (tf2onnx converts, onnx writes) and bin/predict on an ONNX
+        # export (onnxruntime serves it without TensorFlow).
+        "onnx": ["tf2onnx>=1.16", "onnx>=1.16", "onnxruntime>=1.17"],
+        # bin/predict on a LiteRT export (its interpreter serves it without TensorFlow);
+        # TensorFlow's own converter writes it.
+        "litert": ["ai-edge-litert>=1.2"],
     },
 )

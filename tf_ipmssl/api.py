@@ -46,7 +46,9 @@ from tf_ipmssl.run_dir import reporting
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.run_dir import run_lock
 from tf_ipmssl.serving import export as export_lib
+from tf_ipmssl.serving import formats as formats_lib
 from tf_ipmssl.serving import prediction
+from tf_ipmssl.serving import runtimes
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import run as run_lib
@@ -114,10 +116,18 @@ class Evaluation:
 
 @dataclasses.dataclass(frozen=True)
 class ExportedClassifier:
-  """Where `export` wrote the classifier (a SavedModel: README, "The classifier"), and from
-  which checkpoint."""
+  """Where `export` wrote the classifier (README, "The classifier"), and from which
+  checkpoint.
+
+  Attributes:
+    export_dir: the directory of the first format written (the SavedModel's by default).
+    checkpoint: the checkpoint exported.
+    directories: each format written -> its directory (formats.directory); not compared
+      (export_dir names the export).
+  """
   export_dir: str
   checkpoint: str
+  directories: dict = dataclasses.field(default_factory=dict, compare=False)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -265,7 +275,7 @@ def evaluate(model_dir: PathLike, checkpoint: str = 'latest', weights: str = 'ev
     return load(model_dir, checkpoint, weights).evaluate(split, batch_size)
   export_dir = os.fspath(export_dir)
   config = run_lib.run_config_of(os.fspath(model_dir))
-  classifier = export_lib.LoadedClassifier(export_dir)
+  classifier = runtimes.open_classifier(export_dir)
   images, labels = _split(ssl_data.build_ssl_data(config.build_ssl_data), split)
   predicted = np.concatenate([classifier(images[i:i + batch_size])['labels']
                               for i in range(0, len(images), batch_size)])
@@ -274,33 +284,61 @@ def evaluate(model_dir: PathLike, checkpoint: str = 'latest', weights: str = 'ev
 
 
 def export(model_dir: PathLike, export_dir: Optional[PathLike] = None,
-           checkpoint: str = 'best') -> ExportedClassifier:
-  """Exports the classifier (Φ + S) of a run's checkpoint as a SavedModel taking uint8
-  images, as bin/export does (serving/export.py).
+           checkpoint: str = 'best',
+           formats: Union[str, Sequence[str]] = formats_lib.DEFAULT_FORMATS
+           ) -> ExportedClassifier:
+  """Exports the classifier (Φ + S) of a run's checkpoint, taking uint8 images, in each of
+  `formats`, as bin/export does (serving/export.py, onnx_export.py, litert_export.py).
 
   Args:
     model_dir: the run directory.
-    export_dir: where to write; default MODEL_DIR/export_best or MODEL_DIR/export_latest, so
-      that the trainer's export/ is replaced only when named. Only an earlier export is ever
-      replaced (export.check_export_dir).
+    export_dir: where to write the SavedModel; default MODEL_DIR/export_best or
+      MODEL_DIR/export_latest, so that the trainer's export/ is replaced only when named.
+      The other formats go beside it, to EXPORT_DIR_onnx, EXPORT_DIR_litert and
+      EXPORT_DIR_litert_int8 (formats.py). Only an earlier export is ever replaced
+      (export.check_export_dir).
     checkpoint: 'best' or 'latest' (see `load`).
+    formats: 'saved_model', 'onnx', 'litert', 'litert_int8' (int8 weights): a name, a comma
+      list or a sequence.
+
+  Raises:
+    errors.UserError: a format whose extra is not installed, a run or checkpoint that is not
+      there, an export directory holding anything but an earlier export; raised before
+      anything is written.
   """
+  names = formats_lib.parse(formats)
+  formats_lib.check_available(names)
+  model_dir = os.fspath(model_dir)
+  base = os.fspath(export_dir) if export_dir else os.path.join(model_dir,
+                                                               f'export_{checkpoint}')
+  directories = {name: formats_lib.directory(base, name) for name in names}
+  for directory in directories.values():
+    export_lib.check_export_dir(directory)
   loaded = load(model_dir, checkpoint)
-  export_dir = (os.fspath(export_dir) if export_dir
-                else os.path.join(loaded.model_dir, f'export_{checkpoint}'))
   dataset = loaded.dataset
-  export_lib.export_classifier(loaded.critic, dataset['image_shape'], export_dir,
-                               dataset['num_classes'], dataset['name'],
-                               dataset['class_names'], dataset['resize'])
-  return ExportedClassifier(export_dir, loaded.checkpoint)
+  arguments = (dataset['num_classes'], dataset['name'], dataset['class_names'],
+               dataset['resize'])
+  for name, directory in directories.items():
+    if name == formats_lib.SAVED_MODEL:
+      export_lib.export_classifier(loaded.critic, dataset['image_shape'], directory,
+                                   *arguments)
+    elif name == formats_lib.ONNX:
+      from tf_ipmssl.serving import onnx_export  # pylint: disable=g-import-not-at-top
+      onnx_export.export_onnx(loaded.critic, dataset['image_shape'], directory, *arguments)
+    else:
+      from tf_ipmssl.serving import litert_export  # pylint: disable=g-import-not-at-top
+      litert_export.export_litert(loaded.critic, dataset['image_shape'], directory,
+                                  *arguments, quantize=name == formats_lib.LITERT_INT8)
+  return ExportedClassifier(directories[names[0]], loaded.checkpoint, directories)
 
 
 def predict(export_dir: PathLike, images) -> Predictions:
-  """Classifies images with an exported classifier (a run's export/ folder, or bin/export's),
-  as bin/predict does; needs only the export.
+  """Classifies images with an exported classifier (a run's export/ folder, or bin/export's
+  of any format), as bin/predict does; needs only the export, served by its own runtime
+  (runtimes.py: TensorFlow, onnxruntime or LiteRT).
 
   Args:
-    export_dir: the exported classifier.
+    export_dir: the exported classifier (a SavedModel, ONNX or LiteRT export directory).
     images: uint8 images [N, H, W, C] (a numpy array or anything np.asarray takes) in the
       size the export takes (the dataset's native size, 28x28x1 for Fashion-MNIST; an image
       folder's export: any one size); or image files and folders (a path or a list of paths;
@@ -333,21 +371,18 @@ def _predict_files(export_dir, paths):
 
 
 def _predict_arrays(export_dir, images):
-  """Through the serving signature in bin/predict's batches (export.LoadedClassifier checks
-  the dtype and shape)."""
-  classifier = export_lib.LoadedClassifier(export_dir)
-  if images.ndim != 4:
-    classifier(images)  # Raises the UserError that names the shape it takes.
+  """Through the export's runtime in bin/predict's batches (runtimes.Classifier checks the
+  dtype and shape)."""
+  classifier = runtimes.open_classifier(export_dir)
+  images = classifier.check(images)  # The UserError that names the shape it takes.
   outputs = [classifier(images[i:i + prediction.BATCH])
              for i in range(0, max(len(images), 1), prediction.BATCH)]
-  probabilities = np.concatenate([o['probabilities'] for o in outputs])
-  classes = classifier.metadata.get('class_names') or [
-      str(label) for label in range(probabilities.shape[-1])]
+  labels = np.concatenate([o['labels'] for o in outputs])
+  classes = classifier.class_names
   return Predictions(
-      labels=np.concatenate([o['labels'] for o in outputs]),
-      class_names=tuple(name.decode('utf-8')
-                        for o in outputs for name in o['class_names']),
-      probabilities=probabilities, classes=tuple(classes))
+      labels=labels, class_names=tuple(classes[label] for label in labels),
+      probabilities=np.concatenate([o['probabilities'] for o in outputs]),
+      classes=tuple(classes))
 
 
 def _split(data, split):

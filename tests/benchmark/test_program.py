@@ -84,3 +84,29 @@ def test_a_bad_image_size_is_a_one_line_error_before_tensorflow_loads():
                           env=runs.environment(), cwd=str(runs.REPO_ROOT))
   assert result.returncode == 1 and 'Traceback' not in result.stderr
   assert '--image_sizes = 48 is not a size the networks are built for' in result.stderr
+
+
+def test_the_export_config_times_every_runtime(tmp_path, capsys):
+  """--configs=export times the SavedModel, onnxruntime and LiteRT (float and int8 weights)
+  at batch 1 and the eval batch, and reports each model's size (tiny settings; no timing is
+  checked)."""
+  out = tmp_path / 'bench.json'
+  program = _load_program()
+  argv = ['bin/benchmark', '--configs=export', '--width=0.0625', '--eval_batch_size=3',
+          '--repeats=1', '--warmup=0', '--matmul_size=64', f'--json_out={out}']
+  program.FLAGS(argv)
+  try:
+    program.main(argv[:1])
+  finally:
+    program.FLAGS.unparse_flags()
+  stdout = capsys.readouterr().out
+  (export,) = json.loads(out.read_text())['results']
+  formats = ('onnx', 'litert', 'litert_int8')
+  assert set(export['timings_seconds']) == {
+      f'{prefix}batch_{n}' for prefix in ('', *(f'{f}_' for f in formats)) for n in (1, 3)}
+  assert export['images_per_call']['litert_int8_batch_3'] == 3
+  sizes = export['file_bytes']
+  assert set(sizes) == {'saved_model', *formats} and sizes['litert_int8'] < sizes['litert']
+  for label in ('export ', 'export onnx ', 'export litert ', 'export litert_int8 '):
+    assert label in stdout
+  assert 'export [float32/noxla/batched] model size: saved_model ' in stdout

@@ -31,6 +31,8 @@ class Result:
   flops: name -> {'executed': FLOPs, 'required': FLOPs} per call (none for the pipeline).
   images_per_call: name -> images one call processes (SSL: unlabeled images, B per critic
     step, as the trainer's images/s).
+  file_bytes: export: each format timed -> its model's size in bytes (the export config's
+    timings are batch_<n> for the SavedModel, <format>_batch_<n> for the others).
   """
   config: str
   kind: str
@@ -40,6 +42,7 @@ class Result:
   timings: dict
   flops: dict
   images_per_call: dict
+  file_bytes: dict = dataclasses.field(default_factory=dict)
 
   def images_per_second(self, name):
     return self.images_per_call[name] / self.timings[name].median
@@ -63,7 +66,8 @@ class Result:
             'variant': dataclasses.asdict(self.variant), 'variant_label': self.variant.label,
             'critic_iterations': self.critic_iterations,
             'timings_seconds': {k: v.to_json() for k, v in self.timings.items()},
-            'flops': self.flops, 'images_per_call': self.images_per_call, 'rates': rates}
+            'flops': self.flops, 'images_per_call': self.images_per_call, 'rates': rates,
+            **({'file_bytes': self.file_bytes} if self.file_bytes else {})}
 
   @classmethod
   def from_json(cls, value):
@@ -72,7 +76,8 @@ class Result:
                critic_iterations=value['critic_iterations'],
                timings={k: timing_lib.Timing.from_json(v)
                         for k, v in value['timings_seconds'].items()},
-               flops=value['flops'], images_per_call=value['images_per_call'])
+               flops=value['flops'], images_per_call=value['images_per_call'],
+               file_bytes=value.get('file_bytes', {}))
 
 
 @dataclasses.dataclass
@@ -224,7 +229,9 @@ def _inference_rows(run):
     if r.kind in (configs_lib.EVAL, configs_lib.EXPORT):
       for name in r.timings:
         rate = r.gflops_per_second(name)
-        rows.append([r.config, r.variant.label, r.images_per_call[name],
+        runtime = name.rsplit('batch_', 1)[0].rstrip('_')  # export: the format, if not SavedModel.
+        rows.append([f'{r.config} {runtime}' if runtime else r.config, r.variant.label,
+                     r.images_per_call[name],
                      format_timing(r.timings[name], scale=1e3),
                      f'{r.images_per_second(name):.1f}', f'{rate:.1f}',
                      _percent(rate, run.matmul_gflops)])
@@ -263,6 +270,10 @@ def format_run(run: BenchmarkRun) -> str:
     lines += ['', 'Inference (milliseconds per batch)',
               _table(['config', 'variant', 'batch', 'ms/batch', 'img/s', 'GFLOP/s', 'matmul'],
                      inference)]
+  for r in run.results:
+    if r.file_bytes:
+      lines.append(f'{r.config} [{r.variant.label}] model size: ' + ', '.join(
+          f'{name} {size / 1e6:.2f} MB' for name, size in r.file_bytes.items()))
   for r in run.results:
     if r.kind == configs_lib.PIPELINE:
       t = r.timings['batch']

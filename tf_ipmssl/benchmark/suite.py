@@ -3,7 +3,8 @@
 Everything timed is the code a training run executes: networks from tf_ipmssl.networks,
 optimizers and run state from tf_ipmssl.training.run.Run.build, the compiled
 iteration of the algorithm (`iteration` of semi_supervised / supervised), `evaluation.make_predict_fn`, the
-SavedModel of `export.export_classifier` and `pipelines.training_stream`. The data are random
+SavedModel of `export.export_classifier` (and its ONNX and LiteRT exports, each in its own
+runtime) and `pipelines.training_stream`. The data are random
 uint8 images (no dataset is read) of the variant's image size, at which the networks are built
 (build_ssl_data.image_size: docs/algorithm.md#networks).
 
@@ -34,7 +35,13 @@ from tf_ipmssl.benchmark import flops
 from tf_ipmssl.benchmark import report
 from tf_ipmssl.benchmark import timing
 from tf_ipmssl.data import pipelines
+from tf_ipmssl import errors
 from tf_ipmssl.serving import export
+from tf_ipmssl.serving import formats
+from tf_ipmssl.serving import litert_export
+from tf_ipmssl.serving import metadata
+from tf_ipmssl.serving import onnx_export
+from tf_ipmssl.serving import runtimes
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config as run_config_lib
@@ -58,6 +65,8 @@ class Options:
   repeats: int = 3
   time_own_nc: bool = False
   seed: int = 0
+  # The formats the export config times besides the SavedModel (those installed).
+  export_formats: tuple = (formats.ONNX, formats.LITERT, formats.LITERT_INT8)
 
 
 @contextlib.contextmanager
@@ -207,20 +216,52 @@ def _prepare_eval(config, variant, options, data, stack):
 
 
 def _prepare_export(config, variant, options, data, stack):
+  """The classifier exported in every format whose extra is installed (the SavedModel always;
+  ONNX, LiteRT and LiteRT with int8 weights), each served by its own runtime
+  (runtimes.py), at batch 1 and the eval batch: timings `batch_<n>` for the SavedModel,
+  `<format>_batch_<n>` for the others; each export's model file size in file_bytes."""
   run = build_networks(config, variant, options)
   critic_cost, _ = _costs(run)
   directory = stack.enter_context(tempfile.TemporaryDirectory())
-  export_dir = export.export_classifier(run.critic, image_shape(variant),
-                                        os.path.join(directory, 'export'), NUM_CLASSES,
-                                        'synthetic')
-  classifier = export.LoadedClassifier(export_dir)
+  base = os.path.join(directory, 'export')
+  available = [formats.SAVED_MODEL]
+  for name in options.export_formats:
+    try:
+      formats.check_available([name])
+      available.append(name)
+    except errors.UserError:
+      pass  # Not installed: not timed (the report lists the formats it timed).
+  file_bytes = {}
+  for name in available:
+    export_dir = formats.directory(base, name)
+    arguments = (run.critic, image_shape(variant), export_dir, NUM_CLASSES, 'synthetic')
+    if name == formats.SAVED_MODEL:
+      export.export_classifier(*arguments)
+    elif name == formats.ONNX:
+      onnx_export.export_onnx(*arguments)
+    else:
+      litert_export.export_litert(*arguments, quantize=name == formats.LITERT_INT8)
+    file_bytes[name] = _model_bytes(export_dir, name)
   fns, counts, images = {}, {}, {}
-  for size in dict.fromkeys((1, options.eval_batch_size)):
-    batch = data[0][:size]
-    fns[f'batch_{size}'] = lambda batch=batch: classifier(batch)
-    counts[f'batch_{size}'] = _both(flops.forward_flops(critic_cost, size))
-    images[f'batch_{size}'] = size
-  return fns, lambda timings: (timings, counts, images, 1)
+  for name in available:
+    classifier = runtimes.open_classifier(formats.directory(base, name))
+    prefix = '' if name == formats.SAVED_MODEL else f'{name}_'
+    for size in dict.fromkeys((1, options.eval_batch_size)):
+      batch = data[0][:size]
+      key = f'{prefix}batch_{size}'
+      fns[key] = lambda batch=batch, classifier=classifier: classifier(batch)
+      counts[key] = _both(flops.forward_flops(critic_cost, size))
+      images[key] = size
+  return fns, lambda timings: (timings, counts, images, 1, file_bytes)
+
+
+def _model_bytes(export_dir, name):
+  """The bytes of an export's model: its model file, with a SavedModel's variables."""
+  if name != formats.SAVED_MODEL:
+    return os.path.getsize(os.path.join(export_dir, formats.FORMATS[name].model_file))
+  return sum(os.path.getsize(os.path.join(root, f))
+             for root, _, files in os.walk(export_dir) for f in files
+             if f != metadata.METADATA_FILE)
 
 
 def _prepare_pipeline(config, variant, options, data, stack):
@@ -240,10 +281,10 @@ _PREPARE = {
 
 
 def _result(config, variant, finished):
-  timings, counts, images, n_c = finished
+  timings, counts, images, n_c, *file_bytes = finished
   return report.Result(config=config.name, kind=config.kind, description=config.description,
                        variant=variant, critic_iterations=n_c, timings=timings, flops=counts,
-                       images_per_call=images)
+                       images_per_call=images, file_bytes=file_bytes[0] if file_bytes else {})
 
 
 def _key(config, variant, name):

@@ -14,7 +14,9 @@ leaves directories that the next export recognizes as its own: the export is wri
 `<dir>.tmp` (marked as partial before anything else goes in), an earlier export is marked
 the same way before its files are removed, and the temporary one is then renamed into
 place. A directory is an export's own when it is empty, carries the partial-export marker,
-or holds a complete export and nothing besides the files that export wrote.
+or holds a complete export and nothing besides the files that export wrote. The ONNX and
+LiteRT exports (onnx_export.py, litert_export.py) are written by the same rules
+(write_export).
 """
 import json
 import os
@@ -27,10 +29,12 @@ from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.data import pipelines
+from tf_ipmssl.serving import formats
+from tf_ipmssl.serving import metadata as metadata_lib
 
 SIGNATURE_KEY = 'serving_default'
 CLASS_NAMES_KEY = 'class_names'
-METADATA_FILE = 'tf_ipmssl_classifier.json'
+METADATA_FILE = metadata_lib.METADATA_FILE
 
 
 def _serving_function(critic, image_shape, class_names, resize):
@@ -204,13 +208,23 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
   archive.add_endpoint(
       name=CLASS_NAMES_KEY,
       fn=lambda: {'class_names': tf.constant(class_names, tf.string)}, input_signature=[])
+  return write_export(
+      export_dir, lambda tmp_dir: archive.write_out(tmp_dir, verbose=False),
+      metadata_lib.describe(formats.SAVED_MODEL, 'saved_model.pb', image_shape, num_classes,
+                            dataset, class_names, resize))
+
+
+def write_export(export_dir, write, metadata):
+  """Writes an export by the module doc's rules: `write(tmp_dir)` puts the model's files into
+  a fresh temporary directory, `metadata` (a dict) goes beside them as METADATA_FILE with
+  the list of the files written, and the directory is then renamed into place, replacing
+  only an earlier export (check_export_dir)."""
+  check_export_dir(export_dir)
   tmp_dir = _fresh_temporary_dir(export_dir)
-  archive.write_out(tmp_dir, verbose=False)
+  write(tmp_dir)
   entries = sorted(e.rstrip('/') for e in tf.io.gfile.listdir(tmp_dir) if e != PARTIAL_MARKER)
   with tf.io.gfile.GFile(os.path.join(tmp_dir, METADATA_FILE), 'w') as f:
-    json.dump({'image_shape': list(image_shape), 'num_classes': int(num_classes),
-               'dataset': dataset, 'input_dtype': 'uint8', 'class_names': class_names,
-               'resize': resize, 'entries': entries}, f, indent=2)
+    json.dump(dict(metadata, entries=entries), f, indent=2)
   tf.io.gfile.remove(os.path.join(tmp_dir, PARTIAL_MARKER))
   fault_injection.reach('export_written')
   if tf.io.gfile.exists(export_dir):  # An earlier export (or an empty directory).
@@ -222,9 +236,9 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
 
 
 def export_is_complete(export_dir):
-  """True when export_dir holds a finished export (the rename is its last act), not one
-  being replaced (marked partial)."""
-  return (tf.io.gfile.exists(os.path.join(export_dir, 'saved_model.pb'))
+  """True when export_dir holds a finished export of any format (the rename is its last act),
+  not one being replaced (marked partial)."""
+  return (any(tf.io.gfile.exists(os.path.join(export_dir, m)) for m in formats.MODEL_FILES)
           and tf.io.gfile.exists(os.path.join(export_dir, METADATA_FILE))
           and not tf.io.gfile.exists(os.path.join(export_dir, PARTIAL_MARKER)))
 

@@ -1,9 +1,12 @@
-"""Classifying image files with an exported classifier (bin/predict), from the SavedModel alone.
+"""Classifying image files with an exported classifier (bin/predict), from the export alone.
 
-`Predictor(export_dir)` loads the export with tf.saved_model.load and learns what it needs from
-its signatures: the input's size and channels (any size for an image folder's export, which
-resizes in its graph) and the class names (the `class_names` signature; an export written before
-it existed answers '0', '1', ...). Files are decoded by TensorFlow (PNG, JPEG, BMP, GIF, WebP),
+`Predictor(export_dir)` serves an ONNX or LiteRT export in its own runtime (runtimes.py:
+onnxruntime, ai-edge-litert), learning its input size and class names from its metadata; a
+SavedModel it loads with tf.saved_model.load and learns what it needs from its signatures
+(an export written before the metadata file existed has them too): the input's size and
+channels (any size for an image folder's export, which resizes in its graph) and the class
+names (the `class_names` signature; an export written before it existed answers '0', '1',
+...). Files are decoded by TensorFlow (PNG, JPEG, BMP, GIF, WebP) whatever the format,
 brought to the export's channel count (image_folder.to_channels) and classified in batches of
 one size. A file that cannot be classified (unreadable, not an image, an animated WebP, another
 size than a fixed-size export takes) is reported with its reason; the others are classified.
@@ -20,6 +23,7 @@ import tensorflow as tf
 from tf_ipmssl import errors
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.serving import export
+from tf_ipmssl.serving import runtimes
 # Files decoded and classified at a time, and the largest batch sent to the signature.
 CHUNK = 256
 BATCH = 64
@@ -51,8 +55,11 @@ class Predictor:
 
   def __init__(self, export_dir):
     if not tf.io.gfile.exists(os.path.join(export_dir, 'saved_model.pb')):
-      raise errors.UserError(f'{export_dir} holds no SavedModel (saved_model.pb); pass the '
-                             "export/ folder of a run (bin/train's, or bin/export's)")
+      classifier = runtimes.open_classifier(export_dir)  # ONNX or LiteRT (or a UserError).
+      self.input_shape = classifier.input_shape
+      self.class_names = classifier.class_names
+      self._serve = lambda images: classifier(images.numpy())
+      return
     module = tf.saved_model.load(export_dir)
     if export.SIGNATURE_KEY not in module.signatures:
       raise errors.UserError(f'{export_dir} has no {export.SIGNATURE_KEY!r} signature; it is not a '
@@ -94,7 +101,7 @@ class Predictor:
   def _classify(self, images):
     """probabilities [N, K] of uint8 images [N, H, W, C] of one size."""
     return np.concatenate([
-        self._serve(images=tf.constant(images[i:i + BATCH]))['probabilities'].numpy()
+        np.asarray(self._serve(images=tf.constant(images[i:i + BATCH]))['probabilities'])
         for i in range(0, len(images), BATCH)])
 
   def predict(self, paths: Sequence[str]) -> Iterator[Prediction]:

@@ -1,0 +1,123 @@
+"""An exported classifier of any format, served by its own runtime.
+
+`open_classifier(export_dir)` recognizes the format by the model file and metadata in the
+directory (formats.py) and serves it: a SavedModel with TensorFlow (imported only then), an
+ONNX model with onnxruntime, a LiteRT model with ai-edge-litert's interpreter. ONNX and LiteRT
+exports are served without importing TensorFlow, so that a machine or process that has only
+the runtime can classify. Every format answers the same call on uint8 images [N, H, W, C]:
+`probabilities` [N, K] float32 and `labels` [N] int32, with the dtype and shape checked here in
+one line (the ONNX and LiteRT graphs hold no asserts) and an empty batch answered without
+running the model.
+"""
+import os
+
+import numpy as np
+
+from tf_ipmssl import errors
+from tf_ipmssl.serving import formats
+from tf_ipmssl.serving import metadata as metadata_lib
+
+SIGNATURE_KEY = 'serving_default'
+
+
+def _saved_model(export_dir):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (only for this format)
+  serve = tf.saved_model.load(export_dir).signatures[SIGNATURE_KEY]
+
+  def run(images):
+    out = serve(images=tf.constant(images))
+    return out['probabilities'].numpy(), out['labels'].numpy()
+  return run
+
+
+def _onnx(export_dir, model_file):
+  import onnxruntime  # pylint: disable=g-import-not-at-top  (the `onnx` extra)
+  session = onnxruntime.InferenceSession(os.path.join(export_dir, model_file),
+                                         providers=['CPUExecutionProvider'])
+
+  def run(images):
+    probabilities, labels = session.run(['probabilities', 'labels'], {'images': images})
+    return probabilities, labels
+  return run
+
+
+def _litert(export_dir, model_file):
+  from ai_edge_litert import interpreter  # pylint: disable=g-import-not-at-top  (`litert`)
+  model = interpreter.Interpreter(model_path=os.path.join(export_dir, model_file),
+                                  num_threads=os.cpu_count())
+  runner = model.get_signature_runner(SIGNATURE_KEY)
+
+  def run(images):
+    out = runner(images=images)  # The runner resizes its input to each batch's shape.
+    return out['probabilities'], out['labels']
+  return run
+
+
+class Classifier:
+  """An export reloaded in its runtime (the module doc).
+
+  Attributes:
+    export_dir: its directory.
+    format: its format's name (formats.FORMATS).
+    metadata: its metadata file (metadata.py).
+    image_shape: the model's (H, W, C).
+    input_shape: the (H, W, C) it takes; H and W None where it resizes images of any size.
+    class_names: every class's name, by label.
+  """
+
+  def __init__(self, export_dir):
+    export_dir = os.fspath(export_dir)
+    self.export_dir = export_dir
+    self.format = formats.of_directory(export_dir)
+    if not self.format:
+      raise errors.UserError(
+          f'{export_dir} holds no exported classifier (none of '
+          f'{", ".join(formats.MODEL_FILES)}); pass the export directory of bin/train or '
+          'bin/export')
+    self.metadata = metadata_lib.read(export_dir)
+    if self.metadata is None:
+      raise errors.UserError(
+          f'{export_dir} is not a tf_ipmssl classifier export (no '
+          f'{metadata_lib.METADATA_FILE}); export one with `bin/export --model_dir=RUN_DIR`')
+    formats.check_available([self.format], serving=True)
+    self.image_shape = tuple(self.metadata['image_shape'])
+    self.resize = self.metadata.get('resize')
+    self.input_shape = ((None, None, self.image_shape[-1]) if self.resize
+                        else self.image_shape)
+    self.class_names = tuple(self.metadata.get('class_names')
+                             or (str(k) for k in range(self.metadata['num_classes'])))
+    model_file = formats.FORMATS[self.format].model_file
+    self._run = (_saved_model(export_dir) if self.format == formats.SAVED_MODEL
+                 else _onnx(export_dir, model_file) if self.format == formats.ONNX
+                 else _litert(export_dir, model_file))
+
+  def check(self, images):
+    """images as a uint8 array, or a UserError naming the dtype or shape the model takes."""
+    images = np.asarray(images)
+    if images.dtype != np.uint8:
+      raise errors.UserError(
+          f'the classifier takes uint8 images (0..255), got dtype {images.dtype}; convert with '
+          'np.asarray(images, np.uint8) before scaling')
+    checked = self.image_shape[-1:] if self.resize else self.image_shape
+    if images.ndim != 4 or tuple(images.shape[4 - len(checked):]) != checked:
+      expected = ', '.join(map(str, checked))
+      if len(checked) == 1:
+        expected = f'H, W, {expected}'
+      raise errors.UserError(
+          f'the classifier takes images of shape [N, {expected}], got {list(images.shape)}')
+    return images
+
+  def __call__(self, images):
+    """{'probabilities': float32 [N, K], 'labels': int32 [N]} of uint8 images [N, H, W, C]."""
+    images = self.check(images)
+    if not len(images):
+      return {'probabilities': np.zeros([0, len(self.class_names)], np.float32),
+              'labels': np.zeros([0], np.int32)}
+    probabilities, labels = self._run(np.ascontiguousarray(images))
+    return {'probabilities': np.asarray(probabilities, np.float32),
+            'labels': np.asarray(labels, np.int32)}
+
+
+def open_classifier(export_dir) -> Classifier:
+  """The export in export_dir, in its runtime (the module doc)."""
+  return Classifier(export_dir)
