@@ -97,6 +97,7 @@ def test_evaluate_recomputes_the_recorded_errors(trained):
   assert exported.error == best.error
 
 
+@pytest.mark.numerics
 def test_predict_on_arrays_is_the_classifier_computed_independently(trained):
   data_dir, model_dir, result = trained
   loaded = api.load(model_dir)
@@ -125,6 +126,7 @@ def test_predict_on_arrays_is_the_classifier_computed_independently(trained):
   assert data_dir in data.source
 
 
+@pytest.mark.numerics
 def test_predict_on_files_as_bin_predict_does(trained, tmp_path):
   _, model_dir, result = trained
   images = api.load(model_dir).data().test_images[:5]

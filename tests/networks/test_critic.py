@@ -224,6 +224,7 @@ def inference_batch_norm(h, gamma, beta, mean, variance):
   return gamma * (h - mean) / np.sqrt(variance + 1e-5) + beta
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize('name,norm', [
     ('none', lambda h: h),
     ('layer_norm_singleton_per_pixel', per_pixel_singleton_layer_norm),

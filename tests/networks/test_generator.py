@@ -97,6 +97,7 @@ def test_init_statistics(generators):
   assert bn.epsilon == 1e-5 and bn.momentum == pytest.approx(0.9)
 
 
+@pytest.mark.numerics
 def test_forward_matches_numpy_in_inference():
   """tanh of ConvT / BN / ReLU written out in NumPy (PyTorch ConvTranspose2d semantics)."""
   ngf = 4
@@ -150,6 +151,7 @@ def test_forward_matches_numpy_in_inference():
   np.testing.assert_allclose(got, expected, atol=1e-6, rtol=1e-4)
 
 
+@pytest.mark.numerics
 def test_training_mode_uses_batch_statistics():
   generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=4), 1, seed=5)
   z = np.random.default_rng(6).normal(size=(16, 100)).astype(np.float32)

@@ -7,6 +7,8 @@ import tensorflow as tf
 from tf_ipmssl import errors
 from tf_ipmssl.networks import normalization
 
+pytestmark = pytest.mark.numerics
+
 EPS = 1e-5
 # Non-square spatial size so that an H/W mix-up shows.
 SHAPE = (3, 5, 6, 4)

@@ -17,6 +17,8 @@ from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 
+pytestmark = pytest.mark.numerics
+
 _ALPHA_SEED = tf.constant([4, 2], tf.int32)
 
 # name: (formulation, constraints, multipliers, has_batch_norm, reference_pairwise_f)

@@ -9,6 +9,8 @@ from tests.objectives import tiny_critics
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import sobolev
 
+pytestmark = pytest.mark.numerics
+
 
 def test_fisher_omega_known_values():
   assert fisher.fisher_omega(2.0, 4.0) == pytest.approx(2.0)

@@ -7,6 +7,8 @@ from tests.objectives import numpy_reference
 from tf_ipmssl import errors
 from tf_ipmssl.objectives import formulations
 
+pytestmark = pytest.mark.numerics
+
 
 def _logits(seed=0, batch=5, classes=4, scale=3.0):
   rng = np.random.default_rng(seed)

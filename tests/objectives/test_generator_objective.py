@@ -7,6 +7,8 @@ from tests.objectives import numpy_reference
 from tests.objectives import tiny_critics
 from tf_ipmssl.objectives import generator_objective
 
+pytestmark = pytest.mark.numerics
+
 
 @pytest.mark.parametrize('formulation', ['plain', 'kplus1', 'kplus1_entropy'])
 def test_generator_loss_is_minus_mean_f(formulation):

@@ -16,6 +16,8 @@ from tf_ipmssl.objectives import global_moments
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 
+pytestmark = pytest.mark.numerics
+
 
 def test_surrogate_gradients_sum_to_the_gradient_of_a_nonlinear_objective():
   """L(m) = m_a² · m_b + sin(m_a) with m = (1/N)Σ over two replicas' data."""

@@ -8,6 +8,8 @@ from tests.objectives import numpy_reference
 from tests.objectives import tiny_critics
 from tf_ipmssl.objectives import gradient_penalty
 
+pytestmark = pytest.mark.numerics
+
 _SEED = tf.constant([3, 7], tf.int32)
 
 

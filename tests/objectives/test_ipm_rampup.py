@@ -11,6 +11,8 @@ from tests.objectives import tiny_critics
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import ipm_rampup
 
+pytestmark = pytest.mark.numerics
+
 
 def test_schedule():
   t = np.array([0, 25, 50, 99, 100, 1000])

@@ -15,6 +15,8 @@ from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 
+pytestmark = pytest.mark.numerics
+
 
 def _apply_multiplier_rule(multipliers, omegas, constraints):
   """λ_c ← λ_c + ρ_c·Ω_c for every multiplier constraint, in place on tf.Variables."""

@@ -16,6 +16,8 @@ from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 
+pytestmark = pytest.mark.numerics
+
 _SEED = tf.constant([9, 1], tf.int32)
 
 

@@ -13,6 +13,8 @@ from tests.objectives import tiny_critics
 from tf_ipmssl.objectives import formulations
 from tf_ipmssl.objectives import sobolev
 
+pytestmark = pytest.mark.numerics
+
 
 def _component_fn(critic, formulation, component):
   def fn(x):

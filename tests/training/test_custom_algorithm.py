@@ -60,6 +60,7 @@ def test_settings_must_be_a_frozen_dataclass_with_defaults():
     assert cls.name not in algorithms.registered_names()
 
 
+@pytest.mark.numerics
 def test_the_setting_weights_the_entropy_term():
   """β is what the toy's update uses: its critic gradient is CE's plus β times the entropy's
   (linear in β, and not the same for β = 0 and 1), on one batch with the same dropout."""

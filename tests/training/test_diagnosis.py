@@ -14,6 +14,8 @@ from tf_ipmssl.objectives import fisher
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
 
+pytestmark = pytest.mark.numerics
+
 B = 8
 
 

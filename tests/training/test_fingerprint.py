@@ -31,6 +31,8 @@ if __name__ == '__main__':  # Run as a script: the repository root on sys.path.
 from tests.training import runs  # pylint: disable=g-import-not-at-top,wrong-import-position
 from tf_ipmssl.run_dir import cpu_info  # pylint: disable=g-import-not-at-top,wrong-import-position
 
+pytestmark = pytest.mark.numerics
+
 FASHION_DIR = '/usr/share/datasets/fashion-mnist'
 FINGERPRINTS = pathlib.Path(__file__).with_name('fingerprints.json')
 # The study's K+1 Fisher(f) recipe (the quickstart until it took the entropy formulation).

@@ -50,6 +50,7 @@ def test_a_record_from_before_the_size_restores_as_32():
     assert run_config.RunConfig.from_json(json.load(f)).image_size == 32
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize('size', [64, 96])
 def test_the_run_builds_both_networks_at_the_size(size):
   config = run_config.RunConfig.create(

@@ -2,7 +2,11 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.training import runs
+
+pytestmark = pytest.mark.numerics
 
 _SCRIPT = r'''
 import sys

@@ -8,6 +8,7 @@ import types
 
 import gin
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests import numerics
@@ -117,6 +118,7 @@ print(json.dumps({'fake_logit': fake_logit.numpy().tolist(),
 """
 
 
+@pytest.mark.numerics
 def test_a_run_reads_the_same_in_a_process_with_other_gin_bindings(tmp_path):
   """A run (SSL, Fisher + Sobolev) read by Run.from_model_dir in a process that parsed
   another gin configuration is the run as built: the same configuration, the same weights bit

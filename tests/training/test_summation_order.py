@@ -15,6 +15,8 @@ import tensorflow as tf
 from tests.training import runs
 from tf_ipmssl.run_dir import run_files
 
+pytestmark = pytest.mark.numerics
+
 PROCESSES = 3
 # Full width: at build_critic.width 0.25 the processes agreed even with the rewrite on.
 BINDINGS = {'ssl.constraints': '[@Fisher(), @Sobolev()]', 'Sobolev.component': "'f_neg'",

@@ -20,6 +20,8 @@ from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import semi_supervised
 
+pytestmark = pytest.mark.numerics
+
 
 @pytest.fixture
 def pinned_random_draws(monkeypatch):
