@@ -143,6 +143,7 @@ def served(exported, tmp_path_factory):
   return out
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize('fmt', ['onnx', 'litert'])
 def test_the_runtime_answers_as_the_saved_model(exported, served, fmt):
   name, _, batches = exported
@@ -166,6 +167,7 @@ def test_the_runs_answers_depend_on_the_image(exported, served):
   assert probabilities.std(axis=0).max() > 1e-4
 
 
+@pytest.mark.numerics
 def test_int8_weights_mostly_keep_the_labels(exported, served):
   _, _, batches = exported
   agree = [served['litert_int8'][b][1] == served['saved_model'][b][1] for b in batches]
@@ -228,6 +230,7 @@ def _png_files(name, directory):
   return paths
 
 
+@pytest.mark.numerics
 def test_bin_predict_and_the_api_serve_every_format(exported, tmp_path):
   """bin/predict and tf_ipmssl.predict take any format's directory: the same classes, and
   probabilities within the tolerances above, as the SavedModel's."""
