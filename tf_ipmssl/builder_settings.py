@@ -8,7 +8,7 @@ fields of `cls` as `name`, the gin name (`build_critic`); `complete(given)` fill
 defaults and `make(given)` makes the `cls` instance, which the run configuration
 (training/run_config.py) holds and passes to the builder. An algorithm's settings are named
 the same way. This module does not import gin: the programs' gin boundary
-(gin_settings.py, configurables.py) registers the names.
+(configurables.py) registers the names.
 """
 import dataclasses
 import inspect

@@ -1,28 +1,108 @@
-"""The programs' gin boundary: every gin name of the library is registered here.
+"""The one module that speaks to gin: every gin name of the library, parsing, reading.
 
-A program that parses gin imports this module first (command_line.parse_gin does). It
-registers the builders' settings (`build_ssl_data.*`, `build_critic.*`,
-`build_generator.*`, `make_strategy.*`: gin_settings.py), `train.*` (run_config.py), each
-registered algorithm's settings under its name (`ssl.lambda_ce`: algorithms.py, read like
-a builder's) and each registered constraint under its class name
-(`ssl.constraints = [@Fisher()]`), including the algorithms and constraints a module
-registers later (a gin file's `import`). The data, networks,
-objectives and the distribution strategy do not import gin: the builders and constraint
-classes stay plain, and gin is read only into the run configuration
-(run_config.RunConfig.from_gin).
+Every group of settings is a frozen dataclass that validates itself when made, declared in
+the module that reads it; this module gives each one to gin under its name, from the
+dataclass's fields (their defaults gin's):
+
+- `train.*`: run_config.Train (with the algorithms' settings that were once train's, so that
+  such a binding is refused naming its new place);
+- `build_ssl_data.*`, `build_critic.*`, `build_generator.*`, `make_strategy.*`,
+  `augmentation.*`: the builders' settings (run_config.BUILDERS);
+- `<algorithm>.*` (`ssl.lambda_ce`): each registered algorithm's Settings, under its name;
+- `@<Constraint>()` (`ssl.constraints = [@Fisher()]`, `Fisher.penalty_weight`): each
+  registered constraint class, which gin calls to make one.
+
+The algorithms and constraints a module registers later (a gin file's `import`) get their
+names as they are registered (the registries' `follow`). Nothing else in the library imports
+gin: the builders and constraint classes stay plain, and a binding reaches them only through
+`run_config()`, the RunConfig of what gin holds, validated (outside gin's calls, so that its
+errors reach the caller as raised). `parse(...)` reads gin files and bindings into gin;
+`isolated()` holds a configuration for one block.
 """
+import contextlib
 import inspect
+from typing import Mapping, Sequence
 
 import gin
 
-from tf_ipmssl import gin_settings
+from tf_ipmssl import builder_settings
+from tf_ipmssl import errors
 from tf_ipmssl.objectives import constraint
 from tf_ipmssl.training import algorithms
-# train.*, and the library's algorithms and constraints (run_config.ALGORITHMS, CONSTRAINTS).
-from tf_ipmssl.training import run_config
+from tf_ipmssl.training import run_config as run_config_lib
 
-for _settings in run_config.BUILDERS:
-  gin_settings.register(_settings)
+
+def register(settings: builder_settings.Settings, other_names: bool = False) -> None:
+  """Gives gin the group `settings` (its name and dataclass) as a configurable that returns
+  what is bound, by name; with `other_names` it takes names besides its fields too, which
+  the RunConfig refuses with a better message than gin's (train: a setting that moved to the
+  algorithm, a misspelt one)."""
+  def read(**values):
+    return values
+
+  read.__name__ = read.__qualname__ = settings.name
+  read.__signature__ = inspect.Signature(
+      list(settings.parameters) +
+      ([inspect.Parameter('others', inspect.Parameter.VAR_KEYWORD)] if other_names else []))
+  gin.configurable(settings.name)(read)
+
+
+def bound(settings: builder_settings.Settings) -> Mapping:
+  """The group `settings` as this process's gin configuration binds it: every field, its
+  default where it is not bound (and any other name bound, for a group registered with
+  other_names); a ConfigError for a required one that is not bound."""
+  try:
+    read = gin.get_configurable(settings.name)
+  except ValueError:
+    raise errors.ConfigError(f'{settings.name} is not registered with gin: import '
+                             'tf_ipmssl.configurables before parsing gin') from None
+  values = read()
+  if any(value is gin.REQUIRED for value in values.values()):
+    missing = [name for name, value in values.items() if value is gin.REQUIRED]
+    raise errors.ConfigError(f'bind {", ".join(f"{settings.name}.{m}" for m in missing)}')
+  fields = {p.name for p in settings.parameters}
+  others = {k: v for k, v in values.items() if k not in fields}
+  return {**settings.complete({k: v for k, v in values.items() if k in fields}), **others}
+
+
+def run_config() -> run_config_lib.RunConfig:
+  """The configuration of the gin bindings parsed in this process, validated: the
+  programs' boundary (bin/train, before it touches the model dir)."""
+  train = bound(run_config_lib.TRAIN)
+  builders = {s.name: dict(bound(s)) for s in run_config_lib.BUILDERS}
+  algorithm = algorithms.get_algorithm(train.get('mode', run_config_lib.Train.mode))
+  settings = dict(bound(algorithm.settings_spec()))
+  return run_config_lib.RunConfig.from_bindings(
+      train, builders, settings, gin_text=gin.config_str(),
+      operative_gin_text=gin.operative_config_str())
+
+
+def parse(gin_files: Sequence[str], gin_bindings: Sequence[str],
+          search_paths: Sequence[str] = ()) -> None:
+  """Parses `gin_files` then `gin_bindings` into gin (not finalized), `include`s resolved
+  in `search_paths` besides the working directory; gin's own errors propagate."""
+  for path in search_paths:
+    gin.add_config_file_search_path(path)
+  gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
+
+
+@contextlib.contextmanager
+def isolated():
+  """gin's global configuration empty for the block and cleared after it, with gin's search
+  paths for `include` put back as they were before (the Python API's train)."""
+  # gin keeps the search paths in a module list that clear_config() leaves alone.
+  search_paths = list(gin.config._LOCATION_PREFIXES)  # pylint: disable=protected-access
+  gin.clear_config()
+  try:
+    yield
+  finally:
+    gin.clear_config()
+    gin.config._LOCATION_PREFIXES[:] = search_paths  # pylint: disable=protected-access
+
+
+register(run_config_lib.TRAIN, other_names=True)
+for _settings in run_config_lib.BUILDERS:
+  register(_settings)
 
 # Algorithm names given to gin in this process (gin cannot forget one: an algorithm
 # registered again under a name keeps the settings gin first registered under it).
@@ -30,10 +110,9 @@ _ALGORITHM_NAMES = set()
 
 
 def _register_algorithm(cls):
-  """`<name>.<setting>` in gin: the settings of algorithm `cls`, read by
-  gin_settings.from_gin (run_config.RunConfig.from_gin)."""
+  """`<name>.<setting>` in gin: the settings of algorithm `cls`, read by `bound`."""
   if cls.name not in _ALGORITHM_NAMES:
-    gin_settings.register(cls.settings_spec())
+    register(cls.settings_spec())
     _ALGORITHM_NAMES.add(cls.name)
 
 

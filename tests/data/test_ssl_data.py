@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 from tests import fixtures
-from tf_ipmssl import configurables  # pylint: disable=unused-import
 from tf_ipmssl import errors
-from tf_ipmssl import gin_settings
+from tf_ipmssl import configurables
 from tf_ipmssl.data import splits
 from tf_ipmssl.data import ssl_data
 
@@ -91,7 +90,7 @@ def test_gin_bindings_are_the_builders_settings(tmp_path):
         'build_ssl_data.num_labeled = 10',
         'build_ssl_data.validation_size = 10',
     ])
-    settings = gin_settings.from_gin(ssl_data.SETTINGS)
+    settings = configurables.bound(ssl_data.SETTINGS)
     with pytest.raises(errors.ConfigError, match='bind build_ssl_data.dataset'):
       ssl_data.build_ssl_data(ssl_data.BuildSslData())
   finally:

@@ -44,7 +44,7 @@ def test_a_second_class_of_a_registered_name_is_refused():
   class Fisher(constraint.Constraint):  # pylint: disable=redefined-outer-name
     kind = 'impostor'
 
-  with pytest.raises(ValueError, match='constraint named Fisher is already registered'):
+  with pytest.raises(ValueError, match="constraint named 'Fisher' is already registered"):
     constraint.register(Fisher)
   assert constraint.registered_names().count('Fisher') == 1
 

@@ -179,7 +179,7 @@ def test_version_3_records_rebuild_to_the_configuration_they_were_written_from()
   assert config.build_critic.width == 0.0625 and config.build_generator.noise_dim == 2
   assert config.build_ssl_data.num_labeled == 100 and config.image_size == 32
   assert config.augmentations['labeled'].translate == 2
-  settings = config.ssl
+  settings = config.algorithm_settings
   assert settings.lambda_ce == 0.5 and settings.critic_iterations == 3
   assert settings.generator_loss == 'feature_matching'
   assert [(c.name, c.penalty_weight) for c in settings.constraints] == [

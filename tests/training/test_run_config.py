@@ -6,6 +6,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -15,14 +16,19 @@ import pytest
 from tests.training import runs
 from tests.training import toy_algorithm
 from tests.training import toy_constraint
-from tf_ipmssl import configurables  # pylint: disable=unused-import
+from tf_ipmssl import configurables
 from tf_ipmssl import errors
+from tf_ipmssl.data import augmentation
+from tf_ipmssl.data import ssl_data
+from tf_ipmssl.networks import critic as critic_lib
+from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import constraint
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 from tf_ipmssl.run_dir import config_formats
 from tf_ipmssl.training import algorithms
+from tf_ipmssl.training import distribution
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import semi_supervised
 
@@ -87,7 +93,7 @@ def test_a_setting_bound_at_its_old_place_names_its_new_one(name):
   try:
     gin.parse_config([f'train.{name} = 1', 'ssl.constraints = [@Fisher()]', 'train.steps = 2'])
     with pytest.raises(errors.ConfigError, match=rf'bind ssl\.{name} instead'):
-      run_config.RunConfig.from_gin()
+      configurables.run_config()
   finally:
     gin.clear_config()
 
@@ -99,18 +105,17 @@ def test_another_algorithms_settings_are_not_read():
   try:
     gin.parse_config(["train.mode = 'supervised'", 'ssl.lambda_ce = -1.0',
                       'ssl.constraints = []', 'train.steps = 2'])
-    supervised = run_config.RunConfig.from_gin()
+    supervised = configurables.run_config()
     gin.parse_config(["train.mode = 'ssl'", 'ssl.lambda_ce = 0.25',
                       'ssl.constraints = [@Fisher()]'])
-    ssl = run_config.RunConfig.from_gin()
+    ssl = configurables.run_config()
   finally:
     gin.clear_config()
-  assert supervised.supervised == supervised.algorithm_settings == algorithms.NoSettings()
+  assert supervised.algorithm_settings == algorithms.NoSettings()
   assert supervised.to_json()['supervised'] == {}
-  assert ssl.ssl.lambda_ce == 0.25 and ssl.ssl is ssl.algorithm_settings
-  assert ssl.ssl.constraints == (fisher.Fisher(),)
-  with pytest.raises(AttributeError):
-    ssl.supervised  # pylint: disable=pointless-statement
+  assert ssl.algorithm_settings.lambda_ce == 0.25
+  assert ssl.algorithm_settings.constraints == (fisher.Fisher(),)
+  assert ssl.to_json()['ssl']['lambda_ce'] == 0.25
 
 
 def test_groups_scales_and_algorithm():
@@ -127,7 +132,7 @@ def test_groups_scales_and_algorithm():
   # ρ of the augmented-Lagrangian constraints scaled; λ_GP not.
   assert [c.penalty_weight for c in config.constraints[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
   assert config.constraints[2].weight == 10.0
-  assert config.ssl.critic_iterations == 5
+  assert config.algorithm_settings.critic_iterations == 5
   assert config.algorithm.iterations_per_step(config.algorithm_settings) == 5
   # The settings as bound, unscaled (recorded under 'ssl').
   assert config.algorithm_settings.constraints[0].penalty_weight == 1e-7
@@ -325,3 +330,41 @@ def test_the_algorithm_reports_its_schedule_and_scales():
   supervised = run_config.RunConfig.create(mode='supervised', steps=1)
   assert supervised.algorithm.state_scalars(supervised.algorithm_settings, 5) == {}
   assert supervised.algorithm.scaled_settings(supervised.algorithm_settings) == ''
+
+
+@pytest.mark.parametrize('make, message', [
+    (lambda: run_config.Train(steps=0), 'train.steps'),
+    (lambda: run_config.Train(steps=1, optimizer='sgd'), 'sgd'),
+    (lambda: run_config.Train(), 'set the training length'),
+    (lambda: ssl_data.BuildSslData(validation_size=-1), 'build_ssl_data.validation_size'),
+    (lambda: ssl_data.BuildSslData(dataset='mnist'), 'mnist'),
+    (lambda: critic_lib.BuildCritic(width=0), 'build_critic.width'),
+    (lambda: critic_lib.BuildCritic(bias_init='ones'), 'build_critic.bias_init'),
+    (lambda: generator_lib.BuildGenerator(ngf=0), 'build_generator.ngf'),
+    (lambda: distribution.MakeStrategy(kind='tpu'), "unknown distribution 'tpu'"),
+    (lambda: augmentation.Augmentations(labeled_translate=-1),
+     'augmentation.labeled_translate'),
+    (lambda: augmentation.Augmentations(unlabeled_flip=1), 'augmentation.unlabeled_flip'),
+    (lambda: semi_supervised.SemiSupervised.Settings(constraints=(fisher.Fisher(),),
+                                                     lambda_ce=-1.0), 'ssl.lambda_ce'),
+    (lambda: semi_supervised.SemiSupervised.Settings(), 'the critic has no constraint'),
+    (lambda: fisher.Fisher(penalty_weight=-1.0), 'Fisher.penalty_weight'),
+    (lambda: fisher.Fisher(component='g'), 'g'),
+])
+def test_each_settings_group_refuses_a_bad_value_when_made(make, message):
+  """A group of settings exists only valid: each checks itself when made (so a RunConfig,
+  made of them, is valid before any data is read or file written)."""
+  with pytest.raises(errors.ConfigError, match=re.escape(message)):
+    make()
+
+
+def test_a_bad_builder_setting_from_gin_is_refused_by_the_run_configuration():
+  gin.clear_config()
+  try:
+    gin.parse_config(['train.steps = 2', 'ssl.constraints = [@Fisher()]',
+                      'build_critic.width = 0'])
+    with pytest.raises(errors.ConfigError,
+                       match=r'^build_critic\.width must be a number > 0\.0, got 0$'):
+      configurables.run_config()
+  finally:
+    gin.clear_config()

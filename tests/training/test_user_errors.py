@@ -36,6 +36,18 @@ def test_a_semi_supervised_setting_bound_at_its_old_place(data_dir, tmp_path):
   assert not os.path.exists(tmp_path / 'm')
 
 
+def test_a_bad_builder_setting_is_refused_before_the_data_is_read(tmp_path):
+  """The RunConfig validates every group when made: with no dataset where the run would
+  look, the refusal is the setting's, not the missing data's, and no model dir is made."""
+  empty = tmp_path / 'empty'
+  empty.mkdir()
+  result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(
+      str(empty), **{'build_critic.width': 0}))
+  _assert_user_error(result, 'error: build_critic.width must be a number > 0.0, got 0')
+  assert 'not found' not in result.stderr
+  assert not os.path.exists(tmp_path / 'm')
+
+
 def test_bad_gin_file_path(data_dir, tmp_path):
   result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(data_dir),
                           gin_files=['gin/does_not_exist.gin'])

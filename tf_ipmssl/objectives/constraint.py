@@ -16,30 +16,27 @@ name a constraint kind:
   the objective computes for it (`ConstraintInputs.input_gradients`).
 
 The maths stays in the pure module-level functions of each constraint's module; the methods
-only call them. A new constraint is one module: a subclass of `Constraint` decorated with
-`@register`, which lists it under its class name: in the error messages, in a run's
-run_config.json (`{'type': name, fields...}`, rebuilt by `get(name)`) and, through the
-programs' gin boundary (tf_ipmssl/configurables.py, which follows the registry with
-`when_registered`), in gin (`ssl.constraints = [@MyConstraint()]`). A name is registered
-once: a second class of the same name is refused. `registered(cls)` registers a class for
-the duration of a `with` block only (tests). This module does not import gin.
+only call them. A constraint is a frozen dataclass that validates its fields when made. The
+registered constraints are a registry.Registry (`REGISTRY`), which lists the library's own
+(tf_ipmssl/library.py) at its first use. A new constraint is one module: a subclass of
+`Constraint` decorated with `@register`, which lists it under its class name: in the error
+messages, in a run's run_config.json (`{'type': name, fields...}`, rebuilt by `get(name)`)
+and, through the programs' gin boundary (tf_ipmssl/configurables.py, which follows the
+registry), in gin (`ssl.constraints = [@MyConstraint()]`). A name is registered once: a
+second class of the same name is refused. `registered(cls)` registers a class for the
+duration of a `with` block only (tests). This module does not import gin.
 """
-import contextlib
 import dataclasses
-from typing import Callable, Mapping, Optional
+from typing import Mapping, Optional
 
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import registry
 from tf_ipmssl.objectives import formulations
 
 # The batches of one critic iteration that constraints see.
 REAL, FAKE, INTERPOLATES = 'real', 'fake', 'interp'
-
-# Registered constraint classes by name, in registration order.
-_CONSTRAINTS = {}
-# What `register` calls with each new class (when_registered).
-_CALLBACKS = []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,56 +137,34 @@ def scale_penalty_weights(constraints, scale):
       for c in constraints)
 
 
-def register(cls):
-  """Class decorator: `cls` is a constraint under its class name, listed as a choice and
-  passed to the `when_registered` callbacks; returns `cls` unchanged.
-
-  Raises ValueError when another class was registered under the same name.
-  """
+def _check_constraint(cls):
   if not (isinstance(cls, type) and issubclass(cls, Constraint)):
     raise TypeError(f'{cls!r} is not a subclass of Constraint')
-  name = cls.__name__
-  if name in _CONSTRAINTS:
-    raise ValueError(f'a constraint named {name} is already registered '
-                     f'({_CONSTRAINTS[name].__module__}); give the new class another name')
-  _CONSTRAINTS[name] = cls
-  for callback in _CALLBACKS:
-    callback(cls)
-  return cls
 
 
-@contextlib.contextmanager
-def registered(cls):
-  """Registers constraint class `cls` (as `register`) for the `with` block only; yields it.
-  For tests: `get` and the choices are as before afterwards."""
-  register(cls)
-  try:
-    yield cls
-  finally:
-    del _CONSTRAINTS[cls.__name__]
-
-
-def when_registered(callback: Callable[[type], None]) -> None:
-  """Calls `callback(cls)` for every registered constraint class, now and at each later
-  registration (the gin boundary makes each one configurable this way)."""
-  _CALLBACKS.append(callback)
-  for cls in tuple(_CONSTRAINTS.values()):
-    callback(cls)
+# The registered constraints by class name, the library's (library.CONSTRAINTS) first.
+REGISTRY = registry.Registry('constraint', lambda cls: cls.__name__, _check_constraint,
+                             library=('tf_ipmssl.library', 'CONSTRAINTS'))
+# Class decorator: the class is a constraint under its class name (ValueError for a name
+# already registered).
+register = REGISTRY.register
+# Registers a class for a `with` block only (tests).
+registered = REGISTRY.registered
+# The registered names, the library's first.
+registered_names = REGISTRY.names
+# Calls a callback with every registered class, now and later (the gin boundary).
+when_registered = REGISTRY.follow
 
 
 def get(name: str) -> type:
   """The constraint class registered as `name`; a ConfigError naming it when it is not
   registered in this process."""
-  if name not in _CONSTRAINTS:
+  cls = REGISTRY.lookup(name)
+  if cls is None:
     raise errors.ConfigError(
         f'constraint {name} is not registered in this process (registered: '
-        f'{", ".join(_CONSTRAINTS) or "none"}); import the module that registers it')
-  return _CONSTRAINTS[name]
-
-
-def registered_names() -> tuple:
-  """Names of the registered constraints (those of imported modules), in registration order."""
-  return tuple(_CONSTRAINTS)
+        f'{", ".join(REGISTRY.names()) or "none"}); import the module that registers it')
+  return cls
 
 
 def validate_constraints(formulation: str, constraints) -> tuple:

@@ -14,12 +14,12 @@ and so on. The library's two:
 
 An algorithm's settings are its own: a frozen dataclass `Settings` (by default without
 fields), each field a setting with its default, bound in gin under the algorithm's name
-(`ssl.lambda_ce = 1.5`, registered by the gin boundary, tf_ipmssl/configurables.py, through
-`when_registered`). The dataclass validates itself when made (its `__post_init__`: a
+(`ssl.lambda_ce = 1.5`, given to gin by tf_ipmssl/configurables.py, which follows the
+registry). The dataclass validates itself when made (its `__post_init__`: a
 ConfigError naming `<name>.<setting>` and the fix); `make_settings` completes the bound
 values with the defaults and makes it; the run configuration holds the result
-(run_config.RunConfig.algorithm_settings, also under the algorithm's name: `config.ssl`) and
-writes it to run_config.json and the HParams.
+(run_config.RunConfig.algorithm_settings) and writes it to run_config.json and the HParams
+under the algorithm's name.
 
 An instance's `iteration(*iterators)` is one training iteration on the distributed iterators
 of its `streams`, in cross-replica context; the subclass writes it in its own module,
@@ -39,28 +39,22 @@ order an iteration calls them:
 
 and `global_norm(gradients)`, the logged gradient norm.
 
-A new algorithm is one module: a subclass decorated with `@register` (its `name` is the
-value of train.mode); a second class of a registered name is refused. A gin file can
-`import` the module that registers it. `registered(cls)` registers a class for the
-duration of a `with` block only (tests).
+The registered algorithms are a registry.Registry (`REGISTRY`), which lists the library's
+own (tf_ipmssl/library.py) at its first use. A new algorithm is one module: a subclass
+decorated with `@register` (its `name` is the value of train.mode); a second class of a
+registered name is refused. A gin file can `import` the module that registers it.
+`registered(cls)` registers a class for the duration of a `with` block only (tests).
 """
-import contextlib
 import dataclasses
-from typing import Callable
 
 import tensorflow as tf
 
 from tf_ipmssl import builder_settings
 from tf_ipmssl import errors
+from tf_ipmssl import registry
 from tf_ipmssl.objectives import critic_objective as critic_objective_lib
 from tf_ipmssl.objectives import weight_decay
 from tf_ipmssl.training import weight_averaging
-
-# Registered algorithm classes by name, in registration order.
-_ALGORITHMS = {}
-# What `register` calls with each new class (when_registered).
-_CALLBACKS = []
-
 
 def global_norm(gradients):
   """The global norm of `gradients` (those that are not None)."""
@@ -243,16 +237,11 @@ class Algorithm:
     return values
 
 
-def register(cls):
-  """Class decorator: `cls` (an Algorithm subclass) becomes the algorithm train.mode = its
-  `name` names, and is passed to the `when_registered` callbacks. Raises ValueError when
-  another class has that name, TypeError when its Settings is not a frozen dataclass whose
-  fields have defaults or its `iteration` is not a tf.function."""
+def _check_algorithm(cls):
+  """TypeError unless `cls` is an Algorithm subclass with a name, a Settings that is a frozen
+  dataclass whose fields have defaults and an `iteration` that is a tf.function."""
   if not (isinstance(cls, type) and issubclass(cls, Algorithm)) or not cls.name:
     raise TypeError(f'{cls!r} is not an Algorithm subclass with a name')
-  if cls.name in _ALGORITHMS:
-    raise ValueError(f'an algorithm named {cls.name!r} is already registered '
-                     f'({_ALGORITHMS[cls.name].__module__}); give the new class another name')
   settings = cls.Settings
   if not (dataclasses.is_dataclass(settings) and settings.__dataclass_params__.frozen and all(
       f.default is not dataclasses.MISSING for f in dataclasses.fields(settings))):
@@ -261,38 +250,26 @@ def register(cls):
   if not isinstance(cls.iteration, tf.types.experimental.PolymorphicFunction):
     raise TypeError(f'{cls.__name__}.iteration is not a tf.function: decorate it with '
                     '@tf.function (each training step then runs as one graph)')
-  _ALGORITHMS[cls.name] = cls
-  for callback in tuple(_CALLBACKS):
-    callback(cls)
-  return cls
 
 
-def when_registered(callback: Callable[[type], None]) -> None:
-  """Calls `callback(cls)` for every registered algorithm class, now and at each later
-  registration (the gin boundary registers each one's settings this way)."""
-  _CALLBACKS.append(callback)
-  for cls in tuple(_ALGORITHMS.values()):
-    callback(cls)
-
-
-@contextlib.contextmanager
-def registered(cls):
-  """Registers algorithm class `cls` for the `with` block only (tests); yields it."""
-  register(cls)
-  try:
-    yield cls
-  finally:
-    del _ALGORITHMS[cls.name]
-
-
-def registered_names() -> tuple:
-  """Names of the registered algorithms (those of imported modules), in registration order."""
-  return tuple(_ALGORITHMS)
+# The registered algorithms by name (train.mode), the library's (library.ALGORITHMS) first.
+REGISTRY = registry.Registry('algorithm', lambda cls: cls.name, _check_algorithm,
+                             library=('tf_ipmssl.library', 'ALGORITHMS'))
+# Class decorator: the class becomes the algorithm train.mode = its `name` names (ValueError
+# for a name already registered, TypeError for a class _check_algorithm refuses).
+register = REGISTRY.register
+# Registers a class for a `with` block only (tests).
+registered = REGISTRY.registered
+# The registered names, the library's first.
+registered_names = REGISTRY.names
+# Calls a callback with every registered class, now and later (the gin boundary).
+when_registered = REGISTRY.follow
 
 
 def get_algorithm(mode):
   """The algorithm class of train.mode; a ConfigError for an unknown mode."""
-  if mode not in _ALGORITHMS:
-    raise errors.ConfigError(f'train.mode = {mode!r} is not one of {list(_ALGORITHMS)} '
+  cls = REGISTRY.lookup(mode)
+  if cls is None:
+    raise errors.ConfigError(f'train.mode = {mode!r} is not one of {list(REGISTRY.names())} '
                              '(an algorithm of your own: import the module that registers it)')
-  return _ALGORITHMS[mode]
+  return cls

@@ -1,21 +1,23 @@
 """A run's configuration: the whole run as one frozen, validated object.
 
-gin is the user's interface; a program reads it once, at its boundary, into a RunConfig
-that everything below receives explicitly (nothing below reads gin). Its attribute paths are
-the gin names: `config.train.seed` is `train.seed`, `config.build_critic.width` is
-`build_critic.width`, `config.ssl.lambda_ce` is `ssl.lambda_ce` (the algorithm's settings,
-under the name `train.mode` gives it; `config.algorithm_settings` whatever the mode). Each
-group is a frozen dataclass declared in the module that reads it, its fields documented
-there: `Train` (below: `train.*`), ssl_data.BuildSslData (`build_ssl_data.*`),
+gin is the user's interface; a program reads it once, at its boundary
+(tf_ipmssl/configurables.py, the one module that speaks to gin), into a RunConfig that
+everything below receives explicitly. This module is plain data: it imports neither gin nor
+an algorithm (it finds the algorithm train.mode names, and a recorded constraint's class,
+in their registries). Its attribute paths are the gin names: `config.train.seed` is
+`train.seed`, `config.build_critic.width` is `build_critic.width`; the algorithm's settings
+are `config.algorithm_settings` (`ssl.lambda_ce` is `config.algorithm_settings.lambda_ce`
+when train.mode = 'ssl'). Each group is a frozen dataclass declared in the module that reads
+it, its fields documented there, that validates itself when made (a ConfigError naming the
+binding): `Train` (below: `train.*`), ssl_data.BuildSslData (`build_ssl_data.*`),
 critic.BuildCritic (`build_critic.*`), generator.BuildGenerator (`build_generator.*`),
 distribution.MakeStrategy (`make_strategy.*`), augmentation.Augmentations
-(`augmentation.*`), and the algorithm's own `Settings` (algorithms.py). gin fills them
-through `train_bindings` (the gin configurable `train`) and gin_settings.py (registered by
-tf_ipmssl/configurables.py).
+(`augmentation.*`), the algorithm's own `Settings` (algorithms.py) and each constraint
+(objectives/constraint.py). A RunConfig checks what spans groups when it is made (the
+algorithm train.mode names and its settings' class, the augmentation of the streams the
+algorithm reads at the run's image size), so a RunConfig that exists is valid.
 
-`RunConfig.from_bindings` checks every train field (types, ranges, choices, the training
-length, early stopping), has the algorithm check its settings and the augmentation its
-streams. What the run derives from the settings is a property: `algorithm` (the
+What the run derives from the settings is a property: `algorithm` (the
 algorithms.Algorithm subclass train.mode names), `constraints` (those the algorithm uses,
 with ssl.constraint_penalty_scale applied), `critic_rate` and `generator_rate` (with
 train.learning_rate_scale applied), `loss_scaling`, `image_size` (build_ssl_data.image_size,
@@ -23,59 +25,37 @@ held resolved: ssl_data.image_size_of, the dataset's own where it is not bound; 
 image size of the run, which Run.build gives both networks) and `augmentations` (per
 stream).
 
-`RunConfig.from_gin()` is the one way a program gets the configuration of the gin config
-it parsed (bin/train, before it touches the model dir); `RunConfig.create(...)` makes one
-without gin. `to_json()` is what the run records beside config.gin (run_config.json: one
-object per gin name, `{"train": {...}, "ssl": {...}, "build_critic": {...}, ...}`, the
-settings as given) and `from_json(...)` rebuilds the configuration from a record of any
-format, validated again, without gin (run.run_config_of: evaluate, export, diagnose, a
-resume's identity check). The formats and their history are in
-tf_ipmssl/run_dir/config_formats.py, whose `upgrade` brings an older record to today's.
+`configurables.run_config()` makes the configuration of the gin config a program parsed
+(bin/train, before it touches the model dir); `RunConfig.create(...)` and
+`from_bindings(...)` make one from dicts, without gin. `to_json()` is what the run records
+beside config.gin (run_config.json: one object per gin name, `{"train": {...}, "ssl":
+{...}, "build_critic": {...}, ...}`, the settings as given) and `from_json(...)` rebuilds
+the configuration from a record of any format, validated again, without gin
+(run.run_config_of: evaluate, export, diagnose, a resume's identity check). The formats and
+their history are in tf_ipmssl/run_dir/config_formats.py, whose `upgrade` brings an older
+record to today's.
 """
 import dataclasses
 import difflib
 import functools
-import inspect
+import importlib
 import math
 from typing import Any, Optional, Tuple
 
-import gin
-
 from tf_ipmssl import builder_settings as builder_settings_lib
 from tf_ipmssl import errors
-from tf_ipmssl import gin_settings
 from tf_ipmssl.data import augmentation as augmentation_lib
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import constraint as constraint_lib
-from tf_ipmssl.objectives import fisher
-from tf_ipmssl.objectives import gradient_penalty
-from tf_ipmssl.objectives import sobolev
-from tf_ipmssl.objectives import weight_clipping
 from tf_ipmssl.run_dir import baseline as baseline_lib
 from tf_ipmssl.run_dir import config_formats
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import distribution as distribution_lib
 from tf_ipmssl.training import optimizers as optimizers_lib
-from tf_ipmssl.training import semi_supervised
-from tf_ipmssl.training import supervised
 
 MIXED_PRECISION_POLICIES = (None, 'mixed_bfloat16', 'mixed_float16')
-
-# The library's algorithms (what train.mode names) and constraints (what a gin file names as
-# `@Fisher()`, and a record by type): the one place that registers them, on import of this
-# module, which every program, the API and a rebuilt run go through. An algorithm or
-# constraint of your own registers the same way from its own module (algorithms.register,
-# constraint.register; docs/algorithm.md).
-ALGORITHMS = (semi_supervised.SemiSupervised, supervised.Supervised)
-CONSTRAINTS = (gradient_penalty.GradientPenalty, fisher.Fisher, sobolev.Sobolev,
-               weight_clipping.WeightClipping)
-for _constraint in CONSTRAINTS:
-  constraint_lib.register(_constraint)
-for _algorithm in ALGORITHMS:
-  algorithms.register(_algorithm)
-
 
 def _number(default, *, integer=False, optional=False, low=0.0):
   """A numeric train setting: its default, and the range Train checks (an integer or a
@@ -192,23 +172,12 @@ class Train:
                                f'got {ema!r}')
 
 
+# train.* in gin: the run's own settings.
+TRAIN = builder_settings_lib.Settings.of_dataclass('train', Train)
 # The builders' settings a run holds besides train's, each a RunConfig field under its gin
 # name (builder_settings.Settings).
 BUILDERS = (ssl_data.SETTINGS, critic_lib.SETTINGS, generator_lib.SETTINGS,
             distribution_lib.SETTINGS, augmentation_lib.SETTINGS)
-
-def _train_bindings(**bound):
-  """The `train.*` bindings gin holds, by name (those of other names too, which `_check`
-  refuses: an algorithm's setting bound at its old place gets the name it has now)."""
-  return bound
-
-
-_train_bindings.__signature__ = inspect.Signature(
-    [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
-     for f in dataclasses.fields(Train)] +
-    [inspect.Parameter('moved', inspect.Parameter.VAR_KEYWORD)])
-train_bindings = gin.configurable('train')(_train_bindings)
-
 
 def default_bindings():
   """Every train binding at its default."""
@@ -255,7 +224,8 @@ class RunConfig:
   build_generator: generator_lib.BuildGenerator
   make_strategy: distribution_lib.MakeStrategy
   augmentation: augmentation_lib.Augmentations
-  # The algorithm's settings (its Settings, validated), also `config.<train.mode>`.
+  # The algorithm's settings (its Settings, validated), bound in gin and recorded under the
+  # algorithm's name (train.mode: `ssl.lambda_ce`).
   algorithm_settings: Any
   # The gin configuration it was read from (config.gin) and its operative part ('' without
   # gin).
@@ -274,13 +244,6 @@ class RunConfig:
     object.__setattr__(self, 'build_ssl_data', _with_image_size(self.build_ssl_data))
     augmentation_lib.check(augmentation_lib.per_stream(self.augmentation),
                            self.build_ssl_data.image_size, algorithm.reads)
-
-  def __getattr__(self, name):
-    """`config.<train.mode>`: the algorithm's settings under its name (`config.ssl`)."""
-    fields = self.__dict__
-    if 'train' in fields and name == fields['train'].mode:
-      return fields['algorithm_settings']
-    raise AttributeError(f'{type(self).__name__} has no attribute {name!r}')
 
   @classmethod
   def from_bindings(cls, bindings, builders=None, settings=None,
@@ -318,18 +281,9 @@ class RunConfig:
 
   @classmethod
   def from_gin(cls) -> 'RunConfig':
-    """The configuration of the gin bindings parsed in this process: the programs'
-    boundary (bin/train), after tf_ipmssl.configurables registered the gin names.
-
-    Only collecting the bindings runs inside gin's calls (constructing the constraints);
-    validation runs outside, so its errors reach the caller as raised.
-    """
-    bindings = train_bindings()
-    builders = {s.name: dict(gin_settings.from_gin(s)) for s in BUILDERS}
-    algorithm = algorithms.get_algorithm(bindings.get('mode', Train.mode))
-    settings = dict(gin_settings.from_gin(algorithm.settings_spec()))
-    return cls.from_bindings(bindings, builders, settings, gin_text=gin.config_str(),
-                             operative_gin_text=gin.operative_config_str())
+    """The configuration of the gin bindings parsed in this process: configurables.run_config()
+    (the one module that speaks to gin), kept here for the Python API's call."""
+    return importlib.import_module('tf_ipmssl.configurables').run_config()
 
   @property
   def mode(self) -> str:

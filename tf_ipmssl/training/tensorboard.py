@@ -35,7 +35,6 @@ from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.run_dir import config_formats
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.training import algorithms
-from tf_ipmssl.training import run_config as run_config_lib
 
 
 def image_grid(images, columns=8):
@@ -120,14 +119,12 @@ _IPM_NAMES = {'Fisher': 'Fisher', 'Sobolev': 'Sobolev', 'GradientPenalty': 'WGAN
 
 def columns():
   """(name, description) of every hyperparameter: HPARAMS, then each setting of each
-  algorithm (the library's, run_config.ALGORITHMS, and those registered besides) that holds
-  one value (a sequence, such as ssl.constraints, is shown by the 'ipm' and 'constraints'
-  columns), by gin name."""
-  names = dict.fromkeys([*(a.name for a in run_config_lib.ALGORITHMS),
-                         *algorithms.registered_names()])
+  registered algorithm (the library's, library.ALGORITHMS, first) that holds one value (a
+  sequence, such as ssl.constraints, is shown by the 'ipm' and 'constraints' columns), by
+  gin name."""
   return HPARAMS + tuple(
       (f'{name}.{f.name}', f"the {name} algorithm's setting {f.name} (gin {name}.{f.name})")
-      for name in names
+      for name in algorithms.registered_names()
       for f in dataclasses.fields(algorithms.get_algorithm(name).Settings)
       if not isinstance(f.default, (tuple, list)))
 

@@ -1,7 +1,7 @@
 """The training run behind `bin/train`: data, the run, its files, the loop, the export.
 
 `train(model_dir, config)` trains (or resumes) one run. Its configuration is a validated
-run_config.RunConfig (bin/train's `RunConfig.from_gin()`), built before the model dir is
+run_config.RunConfig (bin/train's `configurables.run_config()`), built before the model dir is
 touched; nothing here reads gin. Re-running
 it on an existing model_dir resumes from the latest checkpoint: the data streams and all
 noise are pure functions of (seed, iteration counter), the dropout RNG state is checkpointed
