@@ -196,6 +196,51 @@ def build_ssl_data(settings: BuildSslData) -> SSLData:
   data = datasets.load_dataset(settings.dataset, source=settings.source,
                                data_dir=settings.data_dir,
                                include_extra=settings.include_extra, download=settings.download)
+  _check_copy_has_folds(settings, data)
+  arrays = _subset(data, settings)
+  resizes = image_size != dataset_specs.REGISTRY[data.name].image_size
+  if resizes:
+    arrays = _fitted_arrays(arrays, image_size)
+  split = _split(arrays, data.num_classes, settings)
+  unlabeled_images = arrays.train_images[split.unlabeled]
+  if arrays.extra_images is not None:
+    # Train minus validation, then the unlabeled split: one uint8 array, the stream the
+    # critic samples (the split is briefly held twice, here).
+    unlabeled_images = np.concatenate([unlabeled_images, arrays.extra_images])
+  return SSLData(
+      name=data.name,
+      num_classes=data.num_classes,
+      image_shape=((image_size, image_size, data.image_shape[-1]) if resizes
+                   else data.image_shape),
+      labeled_images=arrays.train_images[split.labeled],
+      labeled_labels=arrays.train_labels[split.labeled],
+      unlabeled_images=unlabeled_images,
+      validation_images=arrays.train_images[split.validation],
+      validation_labels=arrays.train_labels[split.validation],
+      test_images=arrays.test_images,
+      test_labels=arrays.test_labels,
+      splits=split,
+      source=_source_of(data.source, settings, arrays),
+      num_labeled=settings.num_labeled,
+      split_seed=settings.split_seed,
+      class_names=dataset_specs.REGISTRY[data.name].class_names,
+      resizes_images=resizes)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Arrays:
+  """A loaded dataset's arrays as the run keeps them: train, test, the split without labels
+  (or None) and the STL-10 fold the labels come from (indices into train, or None)."""
+  train_images: np.ndarray
+  train_labels: np.ndarray
+  test_images: np.ndarray
+  test_labels: np.ndarray
+  extra_images: Optional[np.ndarray]
+  fold: Optional[np.ndarray]
+
+
+def _check_copy_has_folds(settings, data) -> None:
+  """A ConfigError for an stl10_fold of a copy of the dataset that keeps no folds."""
   if settings.stl10_fold is not None and data.folds is None:
     raise errors.ConfigError(
         f'build_ssl_data.stl10_fold = {settings.stl10_fold}, but the copy of '
@@ -204,6 +249,10 @@ def build_ssl_data(settings: BuildSslData) -> SSLData:
         "looked for (BUILD.md), or bind build_ssl_data.stl10_fold = None to draw the labels "
         'from the whole train split')
 
+
+def _subset(data, settings) -> _Arrays:
+  """`data`'s arrays, each split cut to its `max_*_examples` (the fold renumbered into the
+  subset)."""
   keep = (None if settings.max_train_examples is None else
           splits_lib.subset_indices(data.train_labels, settings.max_train_examples,
                                     SUBSET_SEED))
@@ -218,25 +267,28 @@ def build_ssl_data(settings: BuildSslData) -> SSLData:
   fold = None if settings.stl10_fold is None else data.folds[settings.stl10_fold]
   if fold is not None and keep is not None:
     fold = np.flatnonzero(np.isin(keep, fold))  # Its images in the subset, renumbered.
-  resizes = image_size != dataset_specs.REGISTRY[data.name].image_size
-  if resizes:
-    train_images, test_images = (_fitted(train_images, image_size),
-                                 _fitted(test_images, image_size))
-    if extra_images is not None:
-      extra_images = _fitted(extra_images, image_size)
-  where = data.source
-  if settings.max_train_examples is not None or settings.max_test_examples is not None:
-    unlabeled = '' if extra_images is None else f', {len(extra_images)} unlabeled'
-    where += (f' (subset: {len(train_labels)} train, {len(test_labels)} test{unlabeled} '
-              'examples)')
+  return _Arrays(train_images, train_labels, test_images, test_labels, extra_images, fold)
 
+
+def _fitted_arrays(arrays: _Arrays, size: int) -> _Arrays:
+  """`arrays` with every image brought to size x size (`_fitted`)."""
+  return dataclasses.replace(
+      arrays, train_images=_fitted(arrays.train_images, size),
+      test_images=_fitted(arrays.test_images, size),
+      extra_images=(None if arrays.extra_images is None
+                    else _fitted(arrays.extra_images, size)))
+
+
+def _split(arrays: _Arrays, num_classes: int, settings) -> splits_lib.SplitIndices:
+  """The label split of train (splits.make_splits); a SplitError that also names the fold
+  and the subset where they narrowed the choice."""
   try:
-    split = splits_lib.make_splits(train_labels, data.num_classes, settings.num_labeled,
-                                   settings.validation_size, settings.split_seed,
-                                   labeled_pool=fold)
+    return splits_lib.make_splits(arrays.train_labels, num_classes, settings.num_labeled,
+                                  settings.validation_size, settings.split_seed,
+                                  labeled_pool=arrays.fold)
   except errors.SplitError as e:
     notes = []
-    if fold is not None:
+    if arrays.fold is not None:
       notes.append('(The labels come from fold build_ssl_data.stl10_fold = '
                    f'{settings.stl10_fold}; stl10_fold = None draws them from the whole '
                    'train split.)')
@@ -248,29 +300,14 @@ def build_ssl_data(settings: BuildSslData) -> SSLData:
       raise
     raise errors.SplitError(' '.join([str(e)] + notes)) from e
 
-  unlabeled_images = train_images[split.unlabeled]
-  if extra_images is not None:
-    # Train minus validation, then the unlabeled split: one uint8 array, the stream the
-    # critic samples (the split is briefly held twice, here).
-    unlabeled_images = np.concatenate([unlabeled_images, extra_images])
-  return SSLData(
-      name=data.name,
-      num_classes=data.num_classes,
-      image_shape=((image_size, image_size, data.image_shape[-1]) if resizes
-                   else data.image_shape),
-      labeled_images=train_images[split.labeled],
-      labeled_labels=train_labels[split.labeled],
-      unlabeled_images=unlabeled_images,
-      validation_images=train_images[split.validation],
-      validation_labels=train_labels[split.validation],
-      test_images=test_images,
-      test_labels=test_labels,
-      splits=split,
-      source=where,
-      num_labeled=settings.num_labeled,
-      split_seed=settings.split_seed,
-      class_names=dataset_specs.REGISTRY[data.name].class_names,
-      resizes_images=resizes)
+
+def _source_of(source: str, settings, arrays: _Arrays) -> str:
+  """Where the data came from, with the subset's sizes where the splits were cut."""
+  if settings.max_train_examples is None and settings.max_test_examples is None:
+    return source
+  unlabeled = '' if arrays.extra_images is None else f', {len(arrays.extra_images)} unlabeled'
+  return (f'{source} (subset: {len(arrays.train_labels)} train, {len(arrays.test_labels)} '
+          f'test{unlabeled} examples)')
 
 
 def _check_fold(dataset: str, stl10_fold) -> None:

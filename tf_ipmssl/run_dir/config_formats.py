@@ -35,6 +35,15 @@ Through format 3 a record may hold build_critic.image_size (always 32, the data'
 no setting since the image size became build_ssl_data.image_size: `upgrade` drops it. A
 record without build_ssl_data.image_size is at its dataset's own size, as before.
 
+Older run directories hold less than today's besides their run_config.json, and every
+reader takes them as they are:
+
+- metrics.json without `wall_seconds` or `wall_split`: a resumed run's earlier sessions'
+  wall time is then unknown (reporting.py leaves both keys out; loop.Loop);
+- checkpoints without the labeled-set error at the best step (`best/labeled_error`: NaN,
+  metrics.json's `best.labeled_error` null) or without the latest evaluation (`final/`:
+  loop.Loop takes metrics.json's); run.Run.restore_to_train requires neither.
+
 This module knows formats, not settings: it imports nothing of the package.
 """
 import copy
@@ -80,8 +89,8 @@ def upgrade(record: dict) -> dict:
 
 
 def _format_2(record):
-  """Format 1 → 2: 'train' from the groups' bound settings (a record written before the
-  penalty scale existed holds no bound_constraints: its constraints are as bound)."""
+  """Format 1 → 2: 'train' from the groups' bound settings (a format-1 record without
+  bound_constraints, from before the penalty scale, holds its constraints as bound)."""
   objective = record['objective']
   train = {name: value for group in _V1_GROUPS for name, value in record.get(group, {}).items()
            if name not in _V1_DERIVED}

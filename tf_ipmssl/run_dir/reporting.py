@@ -11,18 +11,16 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   and always without a test split (an image folder without test/); `labeled_error`: the
   error on the labeled training images, with the evaluated weights);
 - `best`: the same keys at the best validation error so far (step −1 and nulls without a
-  validation split; `labeled_error` null for a run resumed from a checkpoint written before
-  it was recorded) — `best.test_error` is the number to report
+  validation split; `labeled_error` null where the checkpoint holds none) — `best.test_error` is the number to report
   (docs/algorithm.md#data-and-model-selection);
 - `multipliers`: λ per constraint; `exported`: {`checkpoint`: 'best' | 'latest', `step`}
   once exported; `wall_seconds_this_session`: at the end, this bin/train session's wall time;
   `wall_seconds`: the run's wall time over all its sessions, each counted from its start to
   its latest metrics.json (a killed session's work after its last checkpoint, which the next
-  session redoes, is not counted; absent for a run resumed from a metrics.json written
-  before this key existed); `wall_split`: the same wall time by part (wall_time.PARTS:
-  `startup`, `training`, `evaluation`, `checkpoints`, `export`, `teardown`, in seconds, adding
-  up to `wall_seconds`; absent where `wall_seconds` is, or for a run resumed from a
-  metrics.json written before this key existed); `wall_split_this_session`: at the end, the
+  session redoes, is not counted; absent where an older metrics.json had none); `wall_split`:
+  the same wall time by part (wall_time.PARTS: `startup`, `training`, `evaluation`,
+  `checkpoints`, `export`, `teardown`, in seconds, adding up to `wall_seconds`; absent where
+  `wall_seconds` is, or where an older metrics.json had none); `wall_split_this_session`: at the end, the
   current session's; `diverged_before_step` when a loss became NaN/Inf;
 - `class_names`: the name of each class, by label (the exported classifier answers them).
 

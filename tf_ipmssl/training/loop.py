@@ -92,8 +92,8 @@ class Loop:
     self.final = {key: final.get(key) for key in reporting.EVALUATION_KEYS}
     self.extra = {k: v for k, v in metrics.items() if k == 'stopped_early'}
     self.started = time.time() if started is None else started
-    # The earlier sessions' wall time; unknown (None) for a run resumed from a metrics.json
-    # written before `wall_seconds` existed.
+    # The earlier sessions' wall time; None where metrics.json holds none (an older run
+    # directory: run_dir/config_formats.py).
     self.wall_before = metrics.get('wall_seconds') if step else 0.0
     self.split = wall_time.Split(self.started)
     self.split_before = metrics.get('wall_split') if step else {}

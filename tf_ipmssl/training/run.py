@@ -59,8 +59,8 @@ class RunState:
     self.best = {'validation_error': counter('best_validation_error', tf.float32, np.inf),
                  'test_error': counter('best_test_error', tf.float32, np.nan),
                  'step': counter('best_step', tf.int64, -1),
-                 # The error on the labeled training images at the best step (NaN in a
-                 # checkpoint written before it was recorded).
+                 # The error on the labeled training images at the best step (NaN where
+                 # the checkpoint holds none: run_dir/config_formats.py).
                  'labeled_error': counter('best_labeled_error', tf.float32, np.nan)}
     # The latest evaluation (step -1: none yet; NaN: an error not computed there).
     self.final = {'step': counter('final_step', tf.int64, -1),
@@ -232,9 +232,10 @@ class Run:
 
   def restore_to_train(self, path):
     """Restores a training checkpoint to go on training it, asserting that it holds every
-    variable training depends on. What the run only observes may be missing from a
-    checkpoint written before it was kept: the latest evaluation (`final/`; loop.Loop then
-    takes metrics.json's) and the labeled-set error at the best step (then NaN)."""
+    variable training depends on. What the run only observes may be missing from an older
+    run directory's checkpoint (run_dir/config_formats.py): the latest evaluation (`final/`;
+    loop.Loop then takes metrics.json's) and the labeled-set error at the best step (then
+    NaN)."""
     def without_labeled_error(part):
       return tf.train.Checkpoint(**{k: v for k, v in part.items() if k != 'labeled_error'})
     required = dict(self.checkpointed, best=without_labeled_error(self.state.best))
