@@ -19,11 +19,11 @@ from tests import gin_queries
 from tests.gin import expected
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import command_line
+from tf_ipmssl import configurables
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import datasets
 from tf_ipmssl.data import folder_writer
 from tf_ipmssl.objectives import formulations
-from tf_ipmssl.training import run_config
 from tf_ipmssl.training import trainer
 
 GIN_DIR = cells_lib.GIN_DIR
@@ -150,7 +150,7 @@ def test_gin_file_trains(name, data_dir, tmp_path):
   gin.clear_config()
   command_line.parse_gin(files, bindings)
   model_dir = str(tmp_path / 'run')
-  trainer.train(model_dir, run_config.RunConfig.from_gin())
+  trainer.train(model_dir, configurables.run_config())
 
   metrics = json.loads(pathlib.Path(model_dir, 'metrics.json').read_text())
   assert metrics['finished'] and metrics['step'] == 1

@@ -80,14 +80,14 @@ def test_run_config_applies_the_constraint_penalty_scale():
   the trainer's own): the bound ρ times ssl.constraint_penalty_scale (a preset's
   scaling), not the bound ρ alone."""
   import gin  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top
   gin.clear_config()
   try:
     gin.parse_config(['ssl.constraints = [@Fisher(), @Sobolev()]',
                       "Sobolev.component = 'f_neg'", 'Fisher.penalty_weight = 1e-7',
                       'Sobolev.penalty_weight = 1e-8',
                       'ssl.constraint_penalty_scale = 1000.0', 'train.steps = 1'])
-    config = run_config.RunConfig.from_gin()
+    config = configurables.run_config()
   finally:
     gin.clear_config()
   assert [c.penalty_weight for c in config.constraints] == [1e-7 * 1000.0, 1e-8 * 1000.0]
