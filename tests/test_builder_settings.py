@@ -22,7 +22,7 @@ class _Owned:
 
 
 def test_settings_of_a_dataclass_make_that_dataclass():
-  owned = builder_settings.Settings.of_dataclass('toy', _Owned)
+  owned = builder_settings.Group.of_dataclass('toy', _Owned)
   assert [(p.name, p.default) for p in owned.parameters] == [('beta', 0.5), ('steps', 3)]
   assert owned.values_type is _Owned
   assert dict(owned.complete({'beta': 0.7})) == {'beta': 0.7, 'steps': 3}
@@ -33,10 +33,10 @@ def test_settings_of_a_dataclass_make_that_dataclass():
 
 
 @pytest.mark.parametrize('settings, declared', [
-    (ssl_data.SETTINGS, ssl_data.BuildSslData), (critic_lib.SETTINGS, critic_lib.BuildCritic),
-    (generator_lib.SETTINGS, generator_lib.BuildGenerator),
-    (distribution.SETTINGS, distribution.MakeStrategy),
-    (augmentation.SETTINGS, augmentation.Augmentations)])
+    (ssl_data.GROUP, ssl_data.BuildSslData), (critic_lib.GROUP, critic_lib.BuildCritic),
+    (generator_lib.GROUP, generator_lib.BuildGenerator),
+    (distribution.GROUP, distribution.MakeStrategy),
+    (augmentation.GROUP, augmentation.Augmentations)])
 def test_each_builder_declares_its_settings_as_a_frozen_dataclass(settings, declared):
   assert settings.values_type is declared
   assert declared.__dataclass_params__.frozen
@@ -61,7 +61,7 @@ class _Required:
 
 
 def test_a_field_without_a_default_is_a_setting_to_bind():
-  required = builder_settings.Settings.of_dataclass('toy', _Required)
+  required = builder_settings.Group.of_dataclass('toy', _Required)
   assert [(p.name, p.default) for p in required.parameters] == [
       ('width', inspect.Parameter.empty), ('depth', 2)]
   with pytest.raises(errors.ConfigError, match=r'^bind toy\.width$'):

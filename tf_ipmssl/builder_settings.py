@@ -1,13 +1,16 @@
-"""A builder's settings: a frozen dataclass under the gin name a program binds it by.
+"""A group of settings under its gin name: a frozen dataclass and the name it is bound by.
+
+`Group` is the spec (a gin name and a dataclass); the settings themselves, the values, are
+instances of that dataclass (an algorithm's are its `Settings`).
 
 Each builder declares its settings as a frozen dataclass beside it, one documented field per
 setting (networks/critic.py's `BuildCritic`: `build_critic.width`, ...), and takes an
 instance of it as its first argument, reading each setting by attribute (`settings.width`);
-its caller supplies the rest (sizes, seeds). `Settings.of_dataclass(name, cls)` names the
+its caller supplies the rest (sizes, seeds). `Group.of_dataclass(name, cls)` names the
 fields of `cls` as `name`, the gin name (`build_critic`); `complete(given)` fills in the
 defaults and `make(given)` makes the `cls` instance, which the run configuration
-(training/run_config.py) holds and passes to the builder. An algorithm's settings are named
-the same way. This module does not import gin: the programs' gin boundary
+(training/run_config.py) holds and passes to the builder. Train's settings and an algorithm's are
+named the same way. This module does not import gin: the programs' gin boundary
 (configurables.py) registers the names.
 """
 import dataclasses
@@ -19,14 +22,15 @@ from tf_ipmssl import errors
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings:
-  """The gin name and settings of one builder or algorithm (see the module doc)."""
+class Group:
+  """The gin name and the settings' dataclass of one group: train, a builder or an
+  algorithm (see the module doc)."""
   name: str
   # The frozen dataclass `make` makes.
   values_type: type
 
   @classmethod
-  def of_dataclass(cls, name, values_type) -> 'Settings':
+  def of_dataclass(cls, name, values_type) -> 'Group':
     """The fields of frozen dataclass `values_type`, with their defaults, under `name`;
     `make` makes a `values_type`."""
     return cls(name, values_type)

@@ -32,37 +32,37 @@ from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config as run_config_lib
 
 
-def register(settings: builder_settings.Settings, other_names: bool = False) -> None:
-  """Gives gin the group `settings` (its name and dataclass) as a configurable that returns
+def register(group: builder_settings.Group, other_names: bool = False) -> None:
+  """Gives gin `group` (a gin name and its dataclass) as a configurable that returns
   what is bound, by name; with `other_names` it takes names besides its fields too, which
   the RunConfig refuses with a better message than gin's (train: a setting that moved to the
   algorithm, a misspelt one)."""
   def read(**values):
     return values
 
-  read.__name__ = read.__qualname__ = settings.name
+  read.__name__ = read.__qualname__ = group.name
   read.__signature__ = inspect.Signature(
-      list(settings.parameters) +
+      list(group.parameters) +
       ([inspect.Parameter('others', inspect.Parameter.VAR_KEYWORD)] if other_names else []))
-  gin.configurable(settings.name)(read)
+  gin.configurable(group.name)(read)
 
 
-def bound(settings: builder_settings.Settings) -> Mapping:
-  """The group `settings` as this process's gin configuration binds it: every field, its
+def bound(group: builder_settings.Group) -> Mapping:
+  """The group `group` as this process's gin configuration binds it: every field, its
   default where it is not bound (and any other name bound, for a group registered with
   other_names); a ConfigError for a required one that is not bound."""
   try:
-    read = gin.get_configurable(settings.name)
+    read = gin.get_configurable(group.name)
   except ValueError:
-    raise errors.ConfigError(f'{settings.name} is not registered with gin: import '
+    raise errors.ConfigError(f'{group.name} is not registered with gin: import '
                              'tf_ipmssl.configurables before parsing gin') from None
   values = read()
   if any(value is gin.REQUIRED for value in values.values()):
     missing = [name for name, value in values.items() if value is gin.REQUIRED]
-    raise errors.ConfigError(f'bind {", ".join(f"{settings.name}.{m}" for m in missing)}')
-  fields = {p.name for p in settings.parameters}
+    raise errors.ConfigError(f'bind {", ".join(f"{group.name}.{m}" for m in missing)}')
+  fields = {p.name for p in group.parameters}
   others = {k: v for k, v in values.items() if k not in fields}
-  return {**settings.complete({k: v for k, v in values.items() if k in fields}), **others}
+  return {**group.complete({k: v for k, v in values.items() if k in fields}), **others}
 
 
 def run_config() -> run_config_lib.RunConfig:
@@ -71,7 +71,7 @@ def run_config() -> run_config_lib.RunConfig:
   train = bound(run_config_lib.TRAIN)
   builders = {s.name: dict(bound(s)) for s in run_config_lib.BUILDERS}
   algorithm = algorithms.get_algorithm(train.get('mode', run_config_lib.Train.mode))
-  settings = dict(bound(algorithm.settings_spec()))
+  settings = dict(bound(algorithm.settings_group()))
   return run_config_lib.RunConfig.from_bindings(
       train, builders, settings, gin_text=gin.config_str(),
       operative_gin_text=gin.operative_config_str())
@@ -101,8 +101,8 @@ def isolated():
 
 
 register(run_config_lib.TRAIN, other_names=True)
-for _settings in run_config_lib.BUILDERS:
-  register(_settings)
+for _group in run_config_lib.BUILDERS:
+  register(_group)
 
 # Algorithm names given to gin in this process (gin cannot forget one: an algorithm
 # registered again under a name keeps the settings gin first registered under it).
@@ -112,11 +112,11 @@ _ALGORITHM_NAMES = set()
 def _register_algorithm(cls):
   """`<name>.<setting>` in gin: the settings of algorithm `cls`, read by `bound`."""
   if cls.name not in _ALGORITHM_NAMES:
-    register(cls.settings_spec())
+    register(cls.settings_group())
     _ALGORITHM_NAMES.add(cls.name)
 
 
-algorithms.when_registered(_register_algorithm)
+algorithms.REGISTRY.follow(_register_algorithm)
 
 # Constraint names given to gin in this process (gin cannot forget one: a class registered
 # again under a name keeps the name's gin configurable, which builds whatever class the
@@ -141,4 +141,4 @@ def _register_constraint(cls):
   _CONSTRAINT_NAMES.add(name)
 
 
-constraint.when_registered(_register_constraint)
+constraint.REGISTRY.follow(_register_constraint)

@@ -136,7 +136,7 @@ def diagnose_run(model_dir, num_batches=4):
   """
   run = run_lib.Run.from_model_dir(model_dir)
   if not run.config.algorithm.splits_critic_gradient:
-    splitting = [name for name in algorithms.registered_names()
+    splitting = [name for name in algorithms.REGISTRY.names()
                  if algorithms.get_algorithm(name).splits_critic_gradient]
     raise errors.UserError(f'{model_dir} is a {run.config.mode} run: its algorithm has no IPM '
                            f'term to split (bin/diagnose splits runs of {splitting})')

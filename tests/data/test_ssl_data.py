@@ -90,7 +90,7 @@ def test_gin_bindings_are_the_builders_settings(tmp_path):
         'build_ssl_data.num_labeled = 10',
         'build_ssl_data.validation_size = 10',
     ])
-    settings = configurables.bound(ssl_data.SETTINGS)
+    settings = configurables.bound(ssl_data.GROUP)
     with pytest.raises(errors.ConfigError, match='bind build_ssl_data.dataset'):
       ssl_data.build_ssl_data(ssl_data.BuildSslData())
   finally:

@@ -80,7 +80,7 @@ def test_bindings_reach_the_run_configuration_not_the_classes():
   try:
     gin.parse_config(['Fisher.penalty_weight = 0.5', 'build_critic.width = 0.25'])
     assert gin.get_configurable('Fisher')().penalty_weight == 0.5
-    assert configurables.bound(critic_lib.SETTINGS)['width'] == 0.25
+    assert configurables.bound(critic_lib.GROUP)['width'] == 0.25
     assert fisher.Fisher().penalty_weight == 1e-7
     # The builder ignores gin: width 1.0, Φ of 4·4·384.
     critic = critic_lib.build_critic(critic_lib.BuildCritic(), 10, 1)
@@ -95,7 +95,7 @@ def test_an_unbound_required_setting_is_a_config_error_naming_the_binding():
     size: int
     scale: float = 2.0
 
-  settings = builder_settings.Settings.of_dataclass('test_needs_size', Needs)
+  settings = builder_settings.Group.of_dataclass('test_needs_size', Needs)
   configurables.register(settings)
   gin.clear_config()
   try:

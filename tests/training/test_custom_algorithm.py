@@ -24,9 +24,9 @@ from tf_ipmssl.training import tensorboard as tensorboard_lib
 
 def test_registered_algorithm_is_a_mode_while_registered():
   name = toy_algorithm.EntropyMinimization.name
-  assert name not in algorithms.registered_names()
-  with algorithms.registered(toy_algorithm.EntropyMinimization):
-    assert algorithms.registered_names()[:2] == ('ssl', 'supervised')
+  assert name not in algorithms.REGISTRY.names()
+  with algorithms.REGISTRY.registered(toy_algorithm.EntropyMinimization):
+    assert algorithms.REGISTRY.names()[:2] == ('ssl', 'supervised')
     config = run_config.RunConfig.create(mode=name, steps=2)
     assert config.algorithm is toy_algorithm.EntropyMinimization
     assert config.algorithm_settings.beta == 0.3  # Its default.
@@ -34,7 +34,7 @@ def test_registered_algorithm_is_a_mode_while_registered():
     with pytest.raises(errors.ConfigError,
                        match=r'entropy_minimization.beta must be a number >= 0'):
       run_config.RunConfig.create(mode=name, steps=2, settings={'beta': -1.0})
-  assert name not in algorithms.registered_names()
+  assert name not in algorithms.REGISTRY.names()
   with pytest.raises(errors.ConfigError, match=r"train.mode = 'entropy_minimization' is not"):
     run_config.RunConfig.create(mode=name, steps=2)
 
@@ -57,7 +57,7 @@ def test_settings_must_be_a_frozen_dataclass_with_defaults():
   for cls in (Unfrozen, NoDefault):
     with pytest.raises(TypeError, match='Settings is not a frozen dataclass whose fields'):
       algorithms.register(cls)
-    assert cls.name not in algorithms.registered_names()
+    assert cls.name not in algorithms.REGISTRY.names()
 
 
 @pytest.mark.numerics
@@ -69,7 +69,7 @@ def test_the_setting_weights_the_entropy_term():
   y_labeled = tf.constant(rng.integers(0, 10, 8), tf.int32)
   x_unlabeled = tf.constant(rng.uniform(-1, 1, (8, 32, 32, 3)), tf.float32)
   grads = {}
-  with algorithms.registered(toy_algorithm.EntropyMinimization):
+  with algorithms.REGISTRY.registered(toy_algorithm.EntropyMinimization):
     for beta in (0.0, 1.0, 0.7):
       config = run_config.RunConfig.create(mode=toy_algorithm.EntropyMinimization.name,
                                            steps=1, batch_size=8, settings={'beta': beta},
@@ -95,7 +95,7 @@ def test_an_iteration_that_is_not_a_tf_function_is_refused():
 
   with pytest.raises(TypeError, match=r'Eager.iteration is not a tf.function'):
     algorithms.register(Eager)
-  assert 'eager' not in algorithms.registered_names()
+  assert 'eager' not in algorithms.REGISTRY.names()
 
 
 def test_a_second_class_of_a_registered_name_is_refused():
@@ -104,7 +104,7 @@ def test_a_second_class_of_a_registered_name_is_refused():
 
   with pytest.raises(ValueError, match="algorithm named 'ssl' is already registered"):
     algorithms.register(Impostor)
-  assert algorithms.registered_names().count('ssl') == 1
+  assert algorithms.REGISTRY.names().count('ssl') == 1
   with pytest.raises(TypeError, match='not an Algorithm subclass'):
     algorithms.register(object)
 
@@ -142,7 +142,7 @@ def test_toy_algorithm_trains_through_bin_train(tmp_path):
   assert 'ssl' not in record
   assert _session_hparams(model_dir)['entropy_minimization.beta'] == 0.7
   assert tensorboard_lib.hparams_of(record, [])['entropy_minimization.beta'] == 0.7
-  with algorithms.registered(toy_algorithm.EntropyMinimization):
+  with algorithms.REGISTRY.registered(toy_algorithm.EntropyMinimization):
     rebuilt = run_config.RunConfig.from_json(record)
   assert rebuilt.algorithm_settings == toy_algorithm.EntropyMinimization.Settings(beta=0.7)
   assert 'Training entropy_minimization' in result.stdout

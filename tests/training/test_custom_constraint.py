@@ -17,9 +17,9 @@ from tf_ipmssl.objectives import fisher  # pylint: disable=unused-import
 
 
 def test_registered_constraint_is_listed_as_a_choice():
-  assert 'ToyCentering' not in constraint.registered_names()
-  with constraint.registered(toy_constraint.ToyCentering):
-    assert {'Fisher', 'ToyCentering'} <= set(constraint.registered_names())
+  assert 'ToyCentering' not in constraint.REGISTRY.names()
+  with constraint.REGISTRY.registered(toy_constraint.ToyCentering):
+    assert {'Fisher', 'ToyCentering'} <= set(constraint.REGISTRY.names())
     assert constraint.get('ToyCentering') is toy_constraint.ToyCentering
     with pytest.raises(errors.ConfigError,
                        match=r'not a constraint; use one of .*@ToyCentering\(\)'):
@@ -31,7 +31,7 @@ def test_registered_constraint_is_listed_as_a_choice():
     assert toy_constraint.ToyCentering().penalty_weight == 1e-2
     gin.clear_config()
   # Gone again: from the choices, and gin refuses to build it, in one line naming it.
-  assert 'ToyCentering' not in constraint.registered_names()
+  assert 'ToyCentering' not in constraint.REGISTRY.names()
   with pytest.raises(errors.ConfigError, match='constraint ToyCentering is not registered'):
     constraint.get('ToyCentering')
   with pytest.raises(errors.ConfigError, match='constraint ToyCentering is not registered'):
@@ -46,7 +46,7 @@ def test_a_second_class_of_a_registered_name_is_refused():
 
   with pytest.raises(ValueError, match="constraint named 'Fisher' is already registered"):
     constraint.register(Fisher)
-  assert constraint.registered_names().count('Fisher') == 1
+  assert constraint.REGISTRY.names().count('Fisher') == 1
 
 
 def test_multiplier_step_is_the_constraints_own():

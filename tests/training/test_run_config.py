@@ -197,10 +197,10 @@ def _round_trip_configs():
       critic_updates=7, baseline=('runs.csv', 'supervised', 'recipe'), critic_ema_decay=0.99,
       learning_rate_halving_epochs=math.inf, learning_rate_linear_decay_start=0.5,
       distribution={'kind': 'mirrored', 'devices': ['/cpu:0', '/cpu:1']})
-  with constraint.registered(toy_constraint.ToyCentering):
+  with constraint.REGISTRY.registered(toy_constraint.ToyCentering):
     yield run_config.RunConfig.create(settings=dict(constraints=[
         toy_constraint.ToyCentering('f-', penalty_weight=0.5, v_bound=math.inf)]), steps=2)
-  with algorithms.registered(toy_algorithm.EntropyMinimization):
+  with algorithms.REGISTRY.registered(toy_algorithm.EntropyMinimization):
     yield run_config.RunConfig.create(mode=toy_algorithm.EntropyMinimization.name, steps=2,
                                       seed=4, settings={'beta': 0.7})
 
@@ -225,10 +225,10 @@ def test_json_round_trip():
 
 
 def test_a_record_of_an_unregistered_type_is_refused_naming_it(tmp_path):
-  with constraint.registered(toy_constraint.ToyCentering):
+  with constraint.REGISTRY.registered(toy_constraint.ToyCentering):
     toy = run_config.RunConfig.create(settings={'constraints': [toy_constraint.ToyCentering()]},
                                       steps=2)
-  with algorithms.registered(toy_algorithm.EntropyMinimization):
+  with algorithms.REGISTRY.registered(toy_algorithm.EntropyMinimization):
     entropy = run_config.RunConfig.create(mode='entropy_minimization', steps=2)
   with pytest.raises(errors.ConfigError, match='constraint ToyCentering is not registered'):
     run_config.RunConfig.from_json(toy.to_json())

@@ -13,7 +13,7 @@ writes its own iteration, a tf.function. β is its own setting (`Settings`),
 bound in gin as `entropy_minimization.beta`. A library module decorates its class with
 `@algorithms.register`; here the class is registered by the module a gin file imports
 (register_toy_algorithm.py), so that this test process registers it only for the block that
-needs it (`algorithms.registered`). A gin file uses it with
+needs it (`algorithms.REGISTRY.registered`). A gin file uses it with
 
   import tests.training.register_toy_algorithm
   train.mode = 'entropy_minimization'

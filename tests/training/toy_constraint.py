@@ -8,7 +8,7 @@ with a multiplier λ and penalty weight ρ (an AugmentedLagrangianConstraint, as
 Sobolev: `penalty_weight`), and after every critic update clips the fake direction v to
 [−v_bound, v_bound]. The library's constraints are registered in one list
 (library.CONSTRAINTS); here the class is registered by the module a gin file imports (register_toy_constraint.py), so that this test process registers it only
-for the block that needs it (`constraint.registered`). A gin file uses it with
+for the block that needs it (`constraint.REGISTRY.registered`). A gin file uses it with
 
   import tests.training.register_toy_constraint
   ssl.constraints = [@ToyCentering()]

@@ -152,4 +152,4 @@ def check(streams: dict, image_size: int, reads) -> None:
 
 
 # augmentation.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = builder_settings.Settings.of_dataclass('augmentation', Augmentations)
+GROUP = builder_settings.Group.of_dataclass('augmentation', Augmentations)

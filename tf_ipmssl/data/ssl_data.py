@@ -384,4 +384,4 @@ def _folder_data(folder, split_seed) -> SSLData:
 
 
 # build_ssl_data.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = builder_settings.Settings.of_dataclass('build_ssl_data', BuildSslData)
+GROUP = builder_settings.Group.of_dataclass('build_ssl_data', BuildSslData)

@@ -322,4 +322,4 @@ def _reduction_blocks(settings, image_size, seed):
 
 
 # build_critic.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = builder_settings.Settings.of_dataclass('build_critic', BuildCritic)
+GROUP = builder_settings.Group.of_dataclass('build_critic', BuildCritic)

@@ -140,4 +140,4 @@ def _upsampling_blocks(count, settings, seed):
 
 
 # build_generator.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = builder_settings.Settings.of_dataclass('build_generator', BuildGenerator)
+GROUP = builder_settings.Group.of_dataclass('build_generator', BuildGenerator)

@@ -23,8 +23,8 @@ registered constraints are a registry.Registry (`REGISTRY`), which lists the lib
 messages, in a run's run_config.json (`{'type': name, fields...}`, rebuilt by `get(name)`)
 and, through the programs' gin boundary (tf_ipmssl/configurables.py, which follows the
 registry), in gin (`ssl.constraints = [@MyConstraint()]`). A name is registered once: a
-second class of the same name is refused. `registered(cls)` registers a class for the
-duration of a `with` block only (tests). This module does not import gin.
+second class of the same name is refused. `REGISTRY.registered(cls)` registers a class for
+the duration of a `with` block only (tests). This module does not import gin.
 """
 import dataclasses
 from typing import Mapping, Optional
@@ -148,12 +148,6 @@ REGISTRY = registry.Registry('constraint', lambda cls: cls.__name__, _check_cons
 # Class decorator: the class is a constraint under its class name (ValueError for a name
 # already registered).
 register = REGISTRY.register
-# Registers a class for a `with` block only (tests).
-registered = REGISTRY.registered
-# The registered names, the library's first.
-registered_names = REGISTRY.names
-# Calls a callback with every registered class, now and later (the gin boundary).
-when_registered = REGISTRY.follow
 
 
 def get(name: str) -> type:
@@ -178,7 +172,7 @@ def validate_constraints(formulation: str, constraints) -> tuple:
   names = set()
   for constraint in constraints:
     if not isinstance(constraint, Constraint):
-      choices = ', '.join(f'@{name}()' for name in registered_names())
+      choices = ', '.join(f'@{name}()' for name in REGISTRY.names())
       raise errors.ConfigError(f'{constraint!r} is not a constraint; use one of {choices}')
     if constraint.component not in allowed:
       raise errors.ConfigError(

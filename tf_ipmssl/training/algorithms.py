@@ -43,7 +43,8 @@ The registered algorithms are a registry.Registry (`REGISTRY`), which lists the 
 own (tf_ipmssl/library.py) at its first use. A new algorithm is one module: a subclass
 decorated with `@register` (its `name` is the value of train.mode); a second class of a
 registered name is refused. A gin file can `import` the module that registers it.
-`registered(cls)` registers a class for the duration of a `with` block only (tests).
+`REGISTRY.registered(cls)` registers a class for the duration of a `with` block only
+(tests).
 """
 import dataclasses
 
@@ -89,16 +90,16 @@ class Algorithm:
   epoch_set = 'labeled'
 
   @classmethod
-  def settings_spec(cls) -> builder_settings.Settings:
+  def settings_group(cls) -> builder_settings.Group:
     """The settings as gin names them (`<name>.<field>`) with their defaults."""
-    return builder_settings.Settings.of_dataclass(cls.name, cls.Settings)
+    return builder_settings.Group.of_dataclass(cls.name, cls.Settings)
 
   @classmethod
   def make_settings(cls, given) -> 'Settings':
     """The Settings of the bound values `given` (a mapping; the defaults for the rest),
     which validate themselves when made; a ConfigError for an unknown name or a bad
     value."""
-    return cls.settings_spec().make(given)
+    return cls.settings_group().make(given)
 
   @classmethod
   def constraints(cls, settings) -> tuple:
@@ -258,12 +259,6 @@ REGISTRY = registry.Registry('algorithm', lambda cls: cls.name, _check_algorithm
 # Class decorator: the class becomes the algorithm train.mode = its `name` names (ValueError
 # for a name already registered, TypeError for a class _check_algorithm refuses).
 register = REGISTRY.register
-# Registers a class for a `with` block only (tests).
-registered = REGISTRY.registered
-# The registered names, the library's first.
-registered_names = REGISTRY.names
-# Calls a callback with every registered class, now and later (the gin boundary).
-when_registered = REGISTRY.follow
 
 
 def get_algorithm(mode):

@@ -58,4 +58,4 @@ def make_strategy(settings: MakeStrategy):
 
 
 # make_strategy.* in gin: its settings, read into the run configuration (run_config.py).
-SETTINGS = builder_settings.Settings.of_dataclass('make_strategy', MakeStrategy)
+GROUP = builder_settings.Group.of_dataclass('make_strategy', MakeStrategy)

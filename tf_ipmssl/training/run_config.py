@@ -173,11 +173,11 @@ class Train:
 
 
 # train.* in gin: the run's own settings.
-TRAIN = builder_settings_lib.Settings.of_dataclass('train', Train)
+TRAIN = builder_settings_lib.Group.of_dataclass('train', Train)
 # The builders' settings a run holds besides train's, each a RunConfig field under its gin
-# name (builder_settings.Settings).
-BUILDERS = (ssl_data.SETTINGS, critic_lib.SETTINGS, generator_lib.SETTINGS,
-            distribution_lib.SETTINGS, augmentation_lib.SETTINGS)
+# name (builder_settings.Group).
+BUILDERS = (ssl_data.GROUP, critic_lib.GROUP, generator_lib.GROUP,
+            distribution_lib.GROUP, augmentation_lib.GROUP)
 
 def default_bindings():
   """Every train binding at its default."""
@@ -202,7 +202,7 @@ def _check_names(b):
 
 def _moved_message(name):
   """How to bind `train.<name>`, a setting that moved to the algorithms having it."""
-  owners = [algorithm for algorithm in algorithms.registered_names()
+  owners = [algorithm for algorithm in algorithms.REGISTRY.names()
             if name in _field_names(algorithms.get_algorithm(algorithm).Settings)]
   new = ' or '.join(f'{owner}.{name}' for owner in owners) or f'<algorithm>.{name}'
   return (f'train.{name} is now a setting of the algorithm: bind {new} instead (e.g. '

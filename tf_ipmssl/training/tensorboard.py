@@ -124,7 +124,7 @@ def columns():
   gin name."""
   return HPARAMS + tuple(
       (f'{name}.{f.name}', f"the {name} algorithm's setting {f.name} (gin {name}.{f.name})")
-      for name in algorithms.registered_names()
+      for name in algorithms.REGISTRY.names()
       for f in dataclasses.fields(algorithms.get_algorithm(name).Settings)
       if not isinstance(f.default, (tuple, list)))
 
