@@ -19,7 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 import gin  # pylint: disable=g-import-not-at-top
 
 from tf_ipmssl import command_line  # pylint: disable=g-import-not-at-top
-from tf_ipmssl.training import run_config as run_config_lib  # pylint: disable=g-import-not-at-top
+from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
 
 RUNS = ROOT / 'docs' / 'results' / 'table1_fashion_mnist_100' / 'runs.csv'
@@ -41,7 +41,7 @@ def main(logdir):
     gin.clear_config()
     command_line.parse_gin([str(ROOT / f) for f in files],
                            [f'train.seed = {seed}', f'build_ssl_data.split_seed = {seed}'])
-    config = run_config_lib.RunConfig.from_gin().to_json()
+    config = configurables.run_config().to_json()
     metrics = {'test_error': float(row['test_error']), 'steps': int(row['steps']),
                'wall_seconds': float(row['wall_seconds'])}
     tensorboard.session(os.path.join(logdir, cell, f'seed_{seed}', 'hparams'),
