@@ -36,10 +36,10 @@ from typing import Optional, Sequence, Tuple, Union
 # Before TensorFlow is imported: the programs' TensorFlow settings (the module doc).
 from tf_ipmssl import command_line  # pylint: disable=g-bad-import-order
 
-import gin  # pylint: disable=g-bad-import-order
 import keras
 import numpy as np
 
+from tf_ipmssl import configurables
 from tf_ipmssl import errors
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.run_dir import reporting
@@ -229,7 +229,7 @@ def train(model_dir: PathLike, gin_files: Union[PathLike, Sequence[PathLike]] = 
   model_dir = os.fspath(model_dir)
   with _gin_configuration(_as_list(gin_files), _as_list(gin_bindings)):
     try:
-      config = run_config.RunConfig.from_gin()  # Before the model dir is created or changed.
+      config = configurables.run_config()  # Before the model dir is created or changed.
     except errors.UserError as e:
       raise errors.without_gin_context(e) from None
     # SIGTERM from here on stops the run in one line and releases the lock (loop.py).
@@ -408,12 +408,6 @@ def _gin_configuration(gin_files, gin_bindings):
   """gin's global configuration holding gin_files and gin_bindings alone
   (command_line.parse_gin) for the block; cleared before and after it, with gin's search
   paths for `include` put back as they were before."""
-  # gin keeps the search paths in a module list that clear_config() leaves alone.
-  search_paths = list(gin.config._LOCATION_PREFIXES)  # pylint: disable=protected-access
-  gin.clear_config()
-  try:
+  with configurables.isolated():
     command_line.parse_gin(gin_files, gin_bindings)
     yield
-  finally:
-    gin.clear_config()
-    gin.config._LOCATION_PREFIXES[:] = search_paths  # pylint: disable=protected-access

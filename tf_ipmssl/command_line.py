@@ -22,15 +22,13 @@ import sys
 from absl import app
 from absl import flags
 from absl import logging
-import gin
-
 from tf_ipmssl import errors
 from tf_ipmssl import quiet_import
 
 # TensorFlow's settings for the programs, read by TensorFlow when it is imported.
 # TF_CPP_MIN_LOG_LEVEL 2: no C++ INFO or WARNING lines. TF_ENABLE_ONEDNN_OPTS 1: TensorFlow
 # turns its oneDNN CPU kernels on by itself only on AVX-512 CPUs; on AVX2 CPUs they make a
-# training iteration about 25% faster (docs/performance.md). Numbers then differ from
+# training iteration faster (measured in docs/performance.md). Numbers then differ from
 # oneDNN-off runs in float round-off only. A user's own value wins; every run records
 # TF_ENABLE_ONEDNN_OPTS in its versions.json.
 TENSORFLOW_DEFAULTS = {'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '1'}
@@ -79,13 +77,11 @@ def _search_paths(gin_files):
 
 def parse_gin(gin_files, gin_bindings):
   """Parses gin files and bindings; any gin error becomes a ConfigError naming the fix."""
-  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top
   for name in gin_files:
     if not os.path.isfile(name):
       raise errors.ConfigError(f'gin file {name} does not exist (see gin/README.md for the '
                                'list of configs, or `bin/cells`)')
-  for path in _search_paths(gin_files):
-    gin.add_config_file_search_path(path)
   verbosity, root_level = logging.get_verbosity(), std_logging.root.level
   # gin logs an ERROR for every search path an `include` is not found in before the one
   # where it is; real failures raise. It logs to Python's root logger, which absl's
@@ -93,7 +89,7 @@ def parse_gin(gin_files, gin_bindings):
   logging.set_verbosity(logging.FATAL)
   std_logging.root.setLevel(std_logging.CRITICAL)
   try:
-    gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
+    configurables.parse(gin_files, gin_bindings, _search_paths(gin_files))
   except Exception as e:  # gin raises ValueError, KeyError, SyntaxError, IOError...
     message = str(e).strip().replace('\n', ' ')
     raise errors.ConfigError(

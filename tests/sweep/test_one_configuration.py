@@ -7,9 +7,9 @@ import gin
 
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import command_line
+from tf_ipmssl import configurables
 from tf_ipmssl.sweep import one_configuration
 from tf_ipmssl.sweep import tables as tables_lib
-from tf_ipmssl.training import run_config
 
 PRESET = str(cells_lib.GIN_DIR / 'presets' / 'cpu_fashion_mnist_100.gin')
 FISHER_F, NONE_FISHER = 'table2/cifar10_fisher_f', 'table3/cifar10_none_fisher'
@@ -19,7 +19,7 @@ def _configuration(cell):
   gin.clear_config()
   try:
     command_line.parse_gin([str(cell.gin_path), PRESET], [])
-    return json.dumps(run_config.RunConfig.from_gin().to_json(), sort_keys=True)
+    return json.dumps(configurables.run_config().to_json(), sort_keys=True)
   finally:
     gin.clear_config()
 

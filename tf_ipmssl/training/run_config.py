@@ -38,7 +38,6 @@ record to today's.
 import dataclasses
 import difflib
 import functools
-import importlib
 import math
 from typing import Any, Optional, Tuple
 
@@ -278,12 +277,6 @@ class RunConfig:
              'make_strategy': distribution, 'augmentation': augmentation}
     return cls.from_bindings(bindings, {k: v for k, v in given.items() if v is not None},
                              settings)
-
-  @classmethod
-  def from_gin(cls) -> 'RunConfig':
-    """The configuration of the gin bindings parsed in this process: configurables.run_config()
-    (the one module that speaks to gin), kept here for the Python API's call."""
-    return importlib.import_module('tf_ipmssl.configurables').run_config()
 
   @property
   def mode(self) -> str:
