@@ -260,16 +260,6 @@ class LoadedClassifier:
     self._module = tf.saved_model.load(export_dir)
 
   def __call__(self, images):
-    images = np.asarray(images)
-    if images.dtype != np.uint8:
-      raise errors.UserError(
-          f'the classifier takes uint8 images (0..255), got dtype {images.dtype}; convert with '
-          'np.asarray(images, np.uint8) before scaling')
-    if images.ndim != 4 or tuple(images.shape[4 - len(self._checked):]) != self._checked:
-      expected = ', '.join(map(str, self._checked))
-      if len(self._checked) == 1:
-        expected = f'H, W, {expected}'
-      raise errors.UserError(
-          f'the classifier takes images of shape [N, {expected}], got {list(images.shape)}')
+    images = metadata_lib.checked_images(images, self._checked)
     out = self._module.signatures[SIGNATURE_KEY](images=tf.constant(images))
     return {k: v.numpy() for k, v in out.items()}

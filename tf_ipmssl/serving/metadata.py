@@ -11,6 +11,10 @@ metadata_props as well. This module does not import TensorFlow.
 import json
 import os
 
+import numpy as np
+
+from tf_ipmssl import errors
+
 METADATA_FILE = 'tf_ipmssl_classifier.json'
 
 
@@ -30,3 +34,21 @@ def read(export_dir):
     return None
   with open(path) as f:
     return json.load(f)
+
+
+def checked_images(images, shape) -> np.ndarray:
+  """images as a uint8 array [N, *shape] (shape: (H, W, C), or (C,) for an export that resizes
+  images of any size), or a UserError naming the dtype or shape the classifier takes."""
+  images = np.asarray(images)
+  if images.dtype != np.uint8:
+    raise errors.UserError(
+        f'the classifier takes uint8 images (0..255), got dtype {images.dtype}; convert with '
+        'np.asarray(images, np.uint8) before scaling')
+  shape = tuple(shape)
+  if images.ndim != 4 or tuple(images.shape[4 - len(shape):]) != shape:
+    expected = ', '.join(map(str, shape))
+    if len(shape) == 1:
+      expected = f'H, W, {expected}'
+    raise errors.UserError(
+        f'the classifier takes images of shape [N, {expected}], got {list(images.shape)}')
+  return images

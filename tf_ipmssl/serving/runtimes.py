@@ -93,19 +93,8 @@ class Classifier:
 
   def check(self, images):
     """images as a uint8 array, or a UserError naming the dtype or shape the model takes."""
-    images = np.asarray(images)
-    if images.dtype != np.uint8:
-      raise errors.UserError(
-          f'the classifier takes uint8 images (0..255), got dtype {images.dtype}; convert with '
-          'np.asarray(images, np.uint8) before scaling')
-    checked = self.image_shape[-1:] if self.resize else self.image_shape
-    if images.ndim != 4 or tuple(images.shape[4 - len(checked):]) != checked:
-      expected = ', '.join(map(str, checked))
-      if len(checked) == 1:
-        expected = f'H, W, {expected}'
-      raise errors.UserError(
-          f'the classifier takes images of shape [N, {expected}], got {list(images.shape)}')
-    return images
+    return metadata_lib.checked_images(images, self.image_shape[-1:] if self.resize
+                                       else self.image_shape)
 
   def __call__(self, images):
     """{'probabilities': float32 [N, K], 'labels': int32 [N]} of uint8 images [N, H, W, C]."""
