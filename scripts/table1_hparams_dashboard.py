@@ -18,7 +18,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 import gin  # pylint: disable=g-import-not-at-top
 
-from tf_ipmssl import command_line  # pylint: disable=g-import-not-at-top
 from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
 
@@ -39,7 +38,7 @@ def main(logdir):
     cell, seed = row['cell'], int(row['seed'])
     files = gin_files(cell)
     gin.clear_config()
-    command_line.parse_gin([str(ROOT / f) for f in files],
+    configurables.parse([str(ROOT / f) for f in files],
                            [f'train.seed = {seed}', f'build_ssl_data.split_seed = {seed}'])
     config = configurables.run_config().to_json()
     metrics = {'test_error': float(row['test_error']), 'steps': int(row['steps']),

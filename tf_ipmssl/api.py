@@ -34,7 +34,7 @@ import os
 from typing import Optional, Sequence, Tuple, Union
 
 # Before TensorFlow is imported: the programs' TensorFlow settings (the module doc).
-from tf_ipmssl import command_line  # pylint: disable=g-bad-import-order
+from tf_ipmssl import command_line  # pylint: disable=g-bad-import-order,unused-import
 
 import keras
 import numpy as np
@@ -406,8 +406,7 @@ def _as_list(values):
 @contextlib.contextmanager
 def _gin_configuration(gin_files, gin_bindings):
   """gin's global configuration holding gin_files and gin_bindings alone
-  (command_line.parse_gin) for the block; cleared before and after it, with gin's search
-  paths for `include` put back as they were before."""
+  (configurables.parse) for the block; cleared before and after it."""
   with configurables.isolated():
-    command_line.parse_gin(gin_files, gin_bindings)
+    configurables.parse(gin_files, gin_bindings)
     yield

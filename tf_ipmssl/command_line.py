@@ -1,4 +1,5 @@
-"""Shared plumbing of the bin/ programs: gin flags and user-error handling.
+"""Shared plumbing of the bin/ programs: gin flags and user-error handling (the flags' files
+and bindings are parsed by configurables.parse).
 
 A `UserError` (bad gin binding, missing dataset, impossible split, wrong input) is printed
 as one line `error: ...` on stderr with exit status 1 — no traceback; so are a full disk
@@ -13,9 +14,7 @@ TensorFlow's C++ start-up lines off the terminal (quiet_import.py) unless --verb
 more asks for them, which also lets TensorFlow's C++ INFO lines through.
 """
 import errno
-import logging as std_logging
 import os
-import pathlib
 import re
 import sys
 
@@ -53,8 +52,6 @@ def set_tensorflow_defaults():
 
 set_tensorflow_defaults()
 
-REPO_GIN_DIR = pathlib.Path(__file__).resolve().parents[1] / 'gin'
-
 
 def define_gin_flags():
   """--gin_file and --gin_bindings. absl's --help lists only the main module's flags: the
@@ -62,42 +59,6 @@ def define_gin_flags():
   flags.DEFINE_multi_string('gin_file', [], 'gin config file(s), applied in order.')
   flags.DEFINE_multi_string('gin_bindings', [],
                             "gin binding(s), e.g. --gin_bindings='train.steps = 100'.")
-
-
-def _search_paths(gin_files):
-  """Where `include` statements are resolved: the repo's gin/ and each file's gin/ root."""
-  paths = [str(REPO_GIN_DIR)]
-  for name in gin_files:
-    for parent in pathlib.Path(name).resolve().parents:
-      paths.append(str(parent))
-      if parent.name == 'gin':
-        break
-  return list(dict.fromkeys(paths))
-
-
-def parse_gin(gin_files, gin_bindings):
-  """Parses gin files and bindings; any gin error becomes a ConfigError naming the fix."""
-  from tf_ipmssl import configurables  # pylint: disable=g-import-not-at-top
-  for name in gin_files:
-    if not os.path.isfile(name):
-      raise errors.ConfigError(f'gin file {name} does not exist (see gin/README.md for the '
-                               'list of configs, or `bin/cells`)')
-  verbosity, root_level = logging.get_verbosity(), std_logging.root.level
-  # gin logs an ERROR for every search path an `include` is not found in before the one
-  # where it is; real failures raise. It logs to Python's root logger, which absl's
-  # verbosity governs only under absl.app (the programs), not in the Python API.
-  logging.set_verbosity(logging.FATAL)
-  std_logging.root.setLevel(std_logging.CRITICAL)
-  try:
-    configurables.parse(gin_files, gin_bindings, _search_paths(gin_files))
-  except Exception as e:  # gin raises ValueError, KeyError, SyntaxError, IOError...
-    message = str(e).strip().replace('\n', ' ')
-    raise errors.ConfigError(
-        f'bad gin configuration: {message}. Check the spelling of the binding against the '
-        'parameters documented in tf_ipmssl (e.g. `train.steps = 100`).') from None
-  finally:
-    std_logging.root.setLevel(root_level)
-    logging.set_verbosity(verbosity)
 
 
 # OSError numbers that are the machine's state, not a bug: full disk, quota, no permission.

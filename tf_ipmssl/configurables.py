@@ -16,13 +16,17 @@ The algorithms and constraints a module registers later (a gin file's `import`) 
 names as they are registered (the registries' `follow`). Nothing else in the library imports
 gin: the builders and constraint classes stay plain, and a binding reaches them only through
 `run_config()`, the RunConfig of what gin holds, validated (outside gin's calls, so that its
-errors reach the caller as raised). `parse(...)` reads gin files and bindings into gin;
-`isolated()` holds a configuration for one block.
+errors reach the caller as raised). `parse(...)` reads gin files and bindings into gin (a
+ConfigError for a bad one); `isolated()` holds a configuration for one block.
 """
 import contextlib
 import inspect
-from typing import Mapping, Sequence
+import logging as std_logging
+import os
+import pathlib
+from typing import List, Mapping, Sequence
 
+from absl import logging
 import gin
 
 from tf_ipmssl import builder_settings
@@ -30,6 +34,9 @@ from tf_ipmssl import errors
 from tf_ipmssl.objectives import constraint
 from tf_ipmssl.training import algorithms
 from tf_ipmssl.training import run_config as run_config_lib
+
+# The checkout's gin configs (the cells, bases and presets), where `include`s are found.
+GIN_DIR = pathlib.Path(__file__).resolve().parents[1] / 'gin'
 
 
 def register(group: builder_settings.Group, other_names: bool = False) -> None:
@@ -77,13 +84,71 @@ def run_config() -> run_config_lib.RunConfig:
       operative_gin_text=gin.operative_config_str())
 
 
-def parse(gin_files: Sequence[str], gin_bindings: Sequence[str],
-          search_paths: Sequence[str] = ()) -> None:
-  """Parses `gin_files` then `gin_bindings` into gin (not finalized), `include`s resolved
-  in `search_paths` besides the working directory; gin's own errors propagate."""
-  for path in search_paths:
-    gin.add_config_file_search_path(path)
-  gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
+def parse(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
+  """Parses `gin_files` then `gin_bindings` into gin (not finalized); any gin error becomes a
+  ConfigError naming the fix. `include`s are found in the working directory, then in the
+  checkout's gin/ (GIN_DIR) and each file's gin/ root (`include_roots`)."""
+  for name in gin_files:
+    if not os.path.isfile(name):
+      raise errors.ConfigError(f'gin file {name} does not exist (see gin/README.md for the '
+                               'list of configs, or `bin/cells`)')
+  verbosity, root_level = logging.get_verbosity(), std_logging.root.level
+  # gin logs an ERROR for every search path an `include` is not found in before the one
+  # where it is; real failures raise. It logs to Python's root logger, which absl's
+  # verbosity governs only under absl.app (the programs), not in the Python API.
+  logging.set_verbosity(logging.FATAL)
+  std_logging.root.setLevel(std_logging.CRITICAL)
+  _INCLUDE_ROOTS[:] = include_roots(gin_files)
+  try:
+    gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
+  except Exception as e:  # gin raises ValueError, KeyError, SyntaxError, IOError...
+    message = str(e).strip().replace('\n', ' ')
+    raise errors.ConfigError(
+        f'bad gin configuration: {message}. Check the spelling of the binding against the '
+        'parameters documented in tf_ipmssl (e.g. `train.steps = 100`).') from None
+  finally:
+    _INCLUDE_ROOTS.clear()
+    std_logging.root.setLevel(root_level)
+    logging.set_verbosity(verbosity)
+
+
+def include_roots(gin_files: Sequence[str]) -> List[str]:
+  """Where `include` statements are resolved besides the working directory: the checkout's
+  gin/ and each file's folders up to its gin/ root."""
+  roots = [str(GIN_DIR)]
+  for name in gin_files:
+    for parent in pathlib.Path(name).resolve().parents:
+      roots.append(str(parent))
+      if parent.name == 'gin':
+        break
+  return list(dict.fromkeys(roots))
+
+
+# The include roots of the parse in progress (empty outside `parse`), read by the file reader
+# registered below: gin's own search paths (add_config_file_search_path, which nothing can
+# take back) stay as the process has them.
+_INCLUDE_ROOTS: List[str] = []
+
+
+def _in_include_roots(path):
+  """The file `path` names in the first include root that holds it; None if none does."""
+  if os.path.isabs(path):
+    return None
+  for root in _INCLUDE_ROOTS:
+    candidate = os.path.join(root, path)
+    if os.path.isfile(candidate):
+      return candidate
+  return None
+
+
+def _open_in_include_roots(path):
+  return open(_in_include_roots(path))  # pylint: disable=unspecified-encoding
+
+
+# gin tries its readers in order (the working directory's `open` first); this one answers only
+# during `parse`.
+gin.config.register_file_reader(_open_in_include_roots,
+                                lambda path: _in_include_roots(path) is not None)
 
 
 @contextlib.contextmanager
@@ -142,3 +207,4 @@ def _register_constraint(cls):
 
 
 constraint.REGISTRY.follow(_register_constraint)
+

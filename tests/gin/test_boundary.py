@@ -41,19 +41,13 @@ def test_plain_modules_do_not_import_gin():
   assert ginful == set()
 
 
-# Modules that import gin today besides configurables, each waiting for a change of its own
-# (owned elsewhere): command_line.parse_gin to call configurables.parse, api's
-# _gin_configuration to use configurables.isolated(). Remove each here as it goes.
-_GIN_IMPORTERS_TO_GO = set()
-
-
 def test_gin_is_imported_by_one_module_of_the_package():
   package = runs.REPO_ROOT / 'tf_ipmssl'
   importers = {path.relative_to(runs.REPO_ROOT).as_posix()
                for path in sorted(package.rglob('*.py'))
                if any(name == 'gin' or name.startswith('gin.') for name in _imports(path))}
   assert 'tf_ipmssl/configurables.py' in importers
-  assert importers - _GIN_IMPORTERS_TO_GO == {'tf_ipmssl/configurables.py'}
+  assert importers == {'tf_ipmssl/configurables.py'}
 
 
 def test_plain_modules_import_without_gin_registering_anything():

@@ -8,7 +8,7 @@ import pytest
 
 from tests import gin_queries
 from tf_ipmssl import cells as cells_lib
-from tf_ipmssl import command_line
+from tf_ipmssl import configurables
 from tf_ipmssl import errors
 from tf_ipmssl.training import semi_supervised
 
@@ -155,7 +155,7 @@ _UNBOUND = object()
 def test_a_supervised_cell_binds_nothing_of_the_gan(cell):
   gin.clear_config()
   try:
-    command_line.parse_gin([str(cell.gin_path)], [])
+    configurables.parse([str(cell.gin_path)], [])
     assert gin_queries.bound_value('train.mode') == 'supervised'
     assert gin_queries.bound_value('train.critic_learning_rate') == 2e-4
     bound = [name for name in SSL_ONLY if gin_queries.bound_value(name, _UNBOUND) is not _UNBOUND]

@@ -1,6 +1,6 @@
 """Every gin file under gin/ parses, builds its networks and trains on tiny fake data.
 
-Runs in-process (gin.clear_config, command_line.parse_gin, trainer.train) with tf.functions
+Runs in-process (gin.clear_config, configurables.parse, trainer.train) with tf.functions
 run eagerly: for one or two steps, tracing would cost more than the steps themselves. Each
 paper cell is also checked against its expected configuration (tests/gin/expected.py),
 derived independently from the paper, before the tiny-run overrides are applied.
@@ -18,7 +18,6 @@ from tests import fixtures
 from tests import gin_queries
 from tests.gin import expected
 from tf_ipmssl import cells as cells_lib
-from tf_ipmssl import command_line
 from tf_ipmssl import configurables
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import datasets
@@ -123,7 +122,7 @@ def test_gin_file_trains(name, data_dir, tmp_path):
   started = time.time()
   files = _files_for(name)
   gin.clear_config()
-  command_line.parse_gin(files, [])
+  configurables.parse(files, [])
   if name.split('/')[0] in cells_lib.TABLES:
     _check_cell_config(cells_lib.get_cell(name))
   if name == 'presets/cpu_quick.gin':  # Parsed after a CIFAR-10 cell: its bindings win.
@@ -148,7 +147,7 @@ def test_gin_file_trains(name, data_dir, tmp_path):
   if add_constraint:
     bindings.append('ssl.constraints = [@Fisher()]')
   gin.clear_config()
-  command_line.parse_gin(files, bindings)
+  configurables.parse(files, bindings)
   model_dir = str(tmp_path / 'run')
   trainer.train(model_dir, configurables.run_config())
 

@@ -12,7 +12,7 @@ import pytest
 from tests import gin_queries
 from tests.gin import expected
 from tf_ipmssl import cells as cells_lib
-from tf_ipmssl import command_line
+from tf_ipmssl import configurables
 
 PRESET = str(cells_lib.GIN_DIR / 'presets' / 'cpu_fashion_mnist_100.gin')
 SUPERVISED = str(cells_lib.GIN_DIR / 'presets' / 'cpu_fashion_mnist_100_supervised.gin')
@@ -25,7 +25,7 @@ RULE = {'train.learning_rate_scale': 5.0, 'ssl.constraint_penalty_scale': 1000.0
 
 def _parse(*files):
   gin.clear_config()
-  command_line.parse_gin(list(files), [])
+  configurables.parse(list(files), [])
 
 
 def _bound(name):

@@ -6,7 +6,6 @@ import json
 import gin
 
 from tf_ipmssl import cells as cells_lib
-from tf_ipmssl import command_line
 from tf_ipmssl import configurables
 from tf_ipmssl.sweep import one_configuration
 from tf_ipmssl.sweep import tables as tables_lib
@@ -18,7 +17,7 @@ FISHER_F, NONE_FISHER = 'table2/cifar10_fisher_f', 'table3/cifar10_none_fisher'
 def _configuration(cell):
   gin.clear_config()
   try:
-    command_line.parse_gin([str(cell.gin_path), PRESET], [])
+    configurables.parse([str(cell.gin_path), PRESET], [])
     return json.dumps(configurables.run_config().to_json(), sort_keys=True)
   finally:
     gin.clear_config()

@@ -16,7 +16,6 @@ cpu = tf.config.list_physical_devices('CPU')[0]
 tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
 import gin
-from tf_ipmssl import command_line
 from tf_ipmssl import configurables
 from tf_ipmssl.training import trainer
 from tests.training import runs
@@ -32,7 +31,7 @@ for kind in ('default', 'mirrored'):
       'make_strategy.kind': repr(kind),
       'make_strategy.devices': "['/cpu:0', '/cpu:1']" if kind == 'mirrored' else 'None'})
   gin.clear_config()
-  command_line.parse_gin([runs.SSL_GIN], bindings)
+  configurables.parse([runs.SSL_GIN], bindings)
   trainer.train(f'{out_dir}/{kind}', configurables.run_config())
   values[kind] = runs.checkpoint_values(tf.train.latest_checkpoint(f'{out_dir}/{kind}/checkpoints'))
 assert values['default'].keys() == values['mirrored'].keys()

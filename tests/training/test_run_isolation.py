@@ -100,9 +100,9 @@ import json, sys
 import gin
 import numpy as np
 import tensorflow as tf
-from tf_ipmssl import command_line
+from tf_ipmssl import configurables
 from tf_ipmssl.training import run as run_lib
-command_line.parse_gin([sys.argv[2]], ['build_critic.width = 0.5', 'train.seed = 9',
+configurables.parse([sys.argv[2]], ['build_critic.width = 0.5', 'train.seed = 9',
                                         "build_ssl_data.dataset = 'svhn'"])
 before = gin.config_str()
 run = run_lib.Run.from_model_dir(sys.argv[1])
