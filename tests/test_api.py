@@ -4,11 +4,13 @@ metrics.json and against the classifier computed independently, user errors, and
 bindings that stay with their call."""
 import json
 import os
+import random
 import re
 import subprocess
 import sys
 
 import gin
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -84,11 +86,11 @@ def test_train_returns_what_metrics_json_records(trained):
 def test_evaluate_recomputes_the_recorded_errors(trained):
   _, model_dir, result = trained
   metrics = _metrics(model_dir)
-  best = api.evaluate(model_dir, checkpoint='best')
+  best = api.evaluate(model_dir)  # The best checkpoint, as load and export default to.
   assert best == api.Evaluation(
       source=os.path.join(model_dir, 'best', f'ckpt-{result.best_step}'), split='test',
       examples=40, error=metrics['best']['test_error'])
-  latest = api.evaluate(model_dir, split='validation')
+  latest = api.evaluate(model_dir, checkpoint='latest', split='validation')
   assert latest.source.endswith('ckpt-4') and latest.examples == 20
   assert latest.error == metrics['final']['validation_error']
   exported = api.evaluate(model_dir, export_dir=result.export_dir)
@@ -118,8 +120,8 @@ def test_predict_on_arrays_is_the_classifier_computed_independently(trained):
   tolerance = numerics.probability_tolerance(loaded.critic, x)
   np.testing.assert_allclose(predictions.probabilities, expected, rtol=0, atol=tolerance)
   numerics.assert_labels_agree_where_clear(predictions.labels, expected, tolerance)
-  assert predictions.classes == tuple(dataset_specs.FASHION_MNIST.class_names)
-  assert predictions.class_names == tuple(predictions.classes[y] for y in predictions.labels)
+  assert predictions.class_names == tuple(dataset_specs.FASHION_MNIST.class_names)
+  assert predictions.label_names == tuple(predictions.class_names[y] for y in predictions.labels)
   # Its errors are the run's: the best step's test error of metrics.json.
   mistakes = int(np.sum(predictions.labels != data.test_labels))
   assert reporting.percent(mistakes, len(images)) == result.test_error
@@ -149,7 +151,7 @@ def test_predict_on_files_as_bin_predict_does(trained, tmp_path):
   np.testing.assert_allclose(predictions.probabilities, expected, rtol=0, atol=tolerance)
   numerics.assert_labels_agree_where_clear(predictions.labels, expected, tolerance)
   everything = api.predict(result.export_dir, folder)
-  assert len(everything.paths) == 5 and everything.class_names[0] in everything.classes
+  assert len(everything.paths) == 5 and everything.label_names[0] in everything.class_names
   assert [path for path, _ in everything.skipped] == [str(folder / 'broken.png')]
   assert 'not a readable' in everything.skipped[0][1]
 
@@ -191,19 +193,95 @@ def test_a_bad_binding_raises_the_library_error_in_one_line(trained, tmp_path):
 
 def test_bindings_stay_with_their_call(trained, tmp_path):
   """A call sees its own bindings only: not the previous call's (which bound the dataset),
-  nor those the process parsed before it; gin's include search paths are left as found."""
+  nor those the process parsed before it, which are there again after it."""
   data_dir, _, _ = trained
-  search_paths = list(gin.config._LOCATION_PREFIXES)  # pylint: disable=protected-access
   gin.parse_config(["build_ssl_data.dataset = 'fashion_mnist'"])
+  before = gin.config_str()
   without_dataset = [b for b in runs.tiny_bindings(data_dir)
                      if not b.startswith('build_ssl_data.dataset')]
   try:
     with pytest.raises(errors.ConfigError, match='bind build_ssl_data.dataset'):
       api.train(tmp_path / 'm', runs.SSL_GIN, without_dataset)
+    assert gin.config_str() == before
   finally:
     gin.clear_config()
   assert not (tmp_path / 'm').exists()
-  assert gin.config._LOCATION_PREFIXES == search_paths  # pylint: disable=protected-access
+
+
+def _process_state():
+  """What the API's calls leave as they found it (process_state.py, configurables.isolated)."""
+  return (keras.mixed_precision.global_policy().name,
+          tf.config.optimizer.get_experimental_options(), gin.config_str(),
+          gin.config_is_locked(), random.getstate(), np.random.get_state()[1].tobytes())
+
+
+def test_every_call_leaves_the_process_as_it_found_it(trained, tmp_path):
+  """Each call of the API, from a process whose dtype policy, Grappler options, gin
+  configuration and random states are not the defaults, leaves them as they were: train sets
+  the run's float32 policy, seeds and arithmetic optimizer; load, evaluate and export fix
+  the summation order; configuration and train empty gin for their call."""
+  data_dir, model_dir, _ = trained
+  tiny = runs.tiny_bindings(data_dir)
+  keras.mixed_precision.set_global_policy('mixed_float16')
+  tf.config.optimizer.set_experimental_options({'constant_folding': False})
+  gin.parse_config(['build_critic.width = 3.0', "Fisher.component = 'f_neg'"])
+  random.seed(123)
+  np.random.seed(456)
+  try:
+    calls = {
+        'configuration': lambda: api.configuration(runs.SSL_GIN, tiny),
+        'train': lambda: api.train(tmp_path / 'other', runs.SSL_GIN,
+                                   tiny + ['train.seed = 1']),
+        'load': lambda: api.load(model_dir),
+        'evaluate': lambda: api.evaluate(model_dir, split='validation'),
+        'export': lambda: api.export(model_dir, tmp_path / 'export', checkpoint='latest'),
+        'evaluate the load': lambda: api.load(model_dir).evaluate(),
+    }
+    for name, call in calls.items():
+      before = _process_state()
+      call()
+      assert _process_state() == before, name
+    assert before[0] == 'mixed_float16' and before[1]['constant_folding'] is False
+    assert 'arithmetic_optimization' not in before[1]
+    assert 'build_critic.width = 3.0' in before[2]
+  finally:
+    keras.mixed_precision.set_global_policy('float32')
+    tf.config.optimizer.set_experimental_options({'constant_folding': None})
+    gin.clear_config()
+
+
+def test_train_from_a_configuration_object(trained, tmp_path):
+  """The fixture's run trained again from api.configuration of its gin files and bindings,
+  in this process: the same configuration, the same computation, so the same metrics; its
+  config.gin parses back to the same configuration."""
+  data_dir, model_dir, result = trained
+  config = api.configuration(runs.SSL_GIN, runs.tiny_bindings(data_dir))
+  again = api.train(tmp_path / 'again', config=config)
+  recorded = json.loads(open(os.path.join(model_dir, 'run_config.json')).read())
+  assert json.loads((tmp_path / 'again' / 'run_config.json').read_text()) == recorded
+  assert again.metrics['best'] == result.metrics['best']
+  assert again.metrics['final'] == result.metrics['final']
+  text = (tmp_path / 'again' / 'config.gin').read_text()
+  assert text == (tmp_path / 'again' / 'operative_config.gin').read_text()
+  assert api.configuration(gin_bindings=text.splitlines()) == config
+  assert gin.config_str() == ''
+  with pytest.raises(errors.ConfigError, match='not both'):
+    api.train(tmp_path / 'both', runs.SSL_GIN, config=config)
+  with pytest.raises(errors.ConfigError, match='must be a RunConfig'):
+    api.train(tmp_path / 'dict', config=config.to_json())
+  with pytest.raises(errors.ConfigError, match='build_critic.width'):
+    config.replaced({'build_critic.width': 0})
+  assert not (tmp_path / 'both').exists() and not (tmp_path / 'dict').exists()
+
+
+def test_importing_the_api_sets_no_environment_and_no_program_module():
+  code = ('import os, sys; before = dict(os.environ); import tf_ipmssl.api; '
+          'print("tf_ipmssl.command_line" in sys.modules, dict(os.environ) == before)')
+  environment = {k: v for k, v in runs.environment().items()
+                 if k not in ('TF_ENABLE_ONEDNN_OPTS', 'TF_CPP_MIN_LOG_LEVEL')}
+  out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                       check=True, env=environment, cwd=str(runs.REPO_ROOT)).stdout
+  assert out.split() == ['False', 'True']
 
 
 def test_import_tf_ipmssl_does_not_import_tensorflow():

@@ -2,45 +2,47 @@
 
   import tf_ipmssl
   result = tf_ipmssl.train('runs/x', ['gin/quickstart.gin'], ['train.steps = 100'])
-  tf_ipmssl.evaluate('runs/x', checkpoint='best').error          # percent
-  tf_ipmssl.predict(result.export_dir, images).class_names
+  tf_ipmssl.evaluate('runs/x').error                              # percent, best checkpoint
+  tf_ipmssl.predict(result.export_dir, images).label_names
+
+  config = tf_ipmssl.configuration('gin/quickstart.gin').replaced({'train.steps': 100})
+  tf_ipmssl.train('runs/y', config=config)                         # the same, from an object
 
 Each function does what its program does, with the program's defaults: `train` is
 bin/train, `evaluate` bin/evaluate, `export` bin/export, `predict` bin/predict (numpy
 images, or image files and folders); `load` is the run that bin/evaluate and bin/export
-restore. The programs parse their flags and call these (bin/predict classifies files with
-prediction.Predictor, as `predict` does). `train` prints what bin/train prints (progress
-lines, the final line) and writes the same run directory; the others print nothing.
+restore, by default the best checkpoint's, as all of them. The programs parse their flags and
+call these. `train` prints what bin/train prints (progress lines, the final line) and writes
+the same run directory; the others print nothing.
 
 A mistake of the caller's (a bad gin file or binding, a missing run, a checkpoint that is not
 there) raises the library's errors.UserError — errors.ConfigError for a configuration — with
 the message the program prints after `error: `, before the model dir is created or changed;
 nothing here exits the process.
 
-gin: `train` parses its gin files and bindings into gin's global configuration, cleared
-before they are parsed and again when the call returns or raises (gin's search paths for
-`include` are put back as they were), so that a run is its own files and bindings alone, as
-in a fresh bin/train process: one call never sees another's bindings, nor any the caller
-parsed. `evaluate`, `export` and `load` rebuild a run from its run_config.json and neither
-read nor change gin (run.run_config_of).
-
-Like the programs, this module sets TensorFlow's defaults of command_line.py (oneDNN kernels
-on unless TF_ENABLE_ONEDNN_OPTS is set); they take effect when it is imported before
-TensorFlow, which `tf_ipmssl.train` (and the others) do on first use.
+The process as it was found. `configuration` and `train` read their gin files and bindings
+alone, as a fresh bin/train process does: gin's configuration is emptied for the call and
+put back afterwards (configurables.isolated), so one call never sees another's bindings nor
+any the caller parsed, and the caller's are there again after it. Every call puts back
+Keras's dtype policy, Grappler's options and Python's and NumPy's random states
+(process_state.py); what stays set is in `train`'s docstring. The programs' TensorFlow
+environment (command_line.TENSORFLOW_DEFAULTS: oneDNN kernels on) is theirs: importing this
+module sets no environment variable, so a notebook computes with TensorFlow's own defaults
+unless it sets TF_ENABLE_ONEDNN_OPTS=1 before importing TensorFlow (a run records the
+setting in its versions.json).
 """
 import contextlib
+import csv
 import dataclasses
 import os
 from typing import Optional, Sequence, Tuple, Union
-
-# Before TensorFlow is imported: the programs' TensorFlow settings (the module doc).
-from tf_ipmssl import command_line  # pylint: disable=g-bad-import-order,unused-import
 
 import keras
 import numpy as np
 
 from tf_ipmssl import configurables
 from tf_ipmssl import errors
+from tf_ipmssl import process_state
 from tf_ipmssl.data import ssl_data
 from tf_ipmssl.run_dir import reporting
 from tf_ipmssl.run_dir import run_files
@@ -51,6 +53,7 @@ from tf_ipmssl.serving import prediction
 from tf_ipmssl.serving import runtimes
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import loop as loop_lib
+from tf_ipmssl.training import precision
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
 from tf_ipmssl.training import trainer
@@ -136,18 +139,32 @@ class Predictions:
 
   Attributes:
     labels: int32 [N], the predicted class of each image.
-    class_names: the predicted class's name, per image.
     probabilities: float32 [N, K], each class's probability.
-    classes: every class's name, by label (the columns of probabilities).
+    class_names: every class's name, by label (the columns of probabilities).
     paths: the file of each row (image files only; () for arrays).
     skipped: (file, why) for each file that could not be classified.
   """
   labels: np.ndarray
-  class_names: Tuple[str, ...]
   probabilities: np.ndarray
-  classes: Tuple[str, ...]
+  class_names: Tuple[str, ...]
   paths: Tuple[str, ...] = ()
   skipped: Tuple[Tuple[str, str], ...] = ()
+
+  @property
+  def label_names(self) -> Tuple[str, ...]:
+    """The predicted class's name, per row."""
+    return tuple(self.class_names[label] for label in self.labels)
+
+  def write_csv(self, path: PathLike) -> None:
+    """The rows as bin/predict --output writes them: path, class_name (the predicted
+    class's), probability (its), then each class's probability, in columns named after
+    the classes."""
+    with open(path, 'w', newline='') as f:
+      writer = csv.writer(f)
+      writer.writerow(['path', 'class_name', 'probability', *self.class_names])
+      for row, (label, probabilities) in enumerate(zip(self.labels, self.probabilities)):
+        writer.writerow([self.paths[row] if self.paths else row, self.class_names[label],
+                         f'{probabilities[label]:.9g}', *(f'{q:.9g}' for q in probabilities)])
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -191,13 +208,42 @@ class LoadedRun:
     (evaluation.error_rate, in batches of batch_size)."""
     errors.check_choice(split, SPLITS, 'split')
     images, labels = _split(self.data(), split)
-    error = evaluation.error_rate(evaluation.make_predict_fn(self.critic), images, labels,
-                                  batch_size)
+    with process_state.preserved():
+      precision.fix_summation_order()  # The graphs of training's evaluations (precision.py).
+      error = evaluation.error_rate(evaluation.make_predict_fn(self.critic), images, labels,
+                                    batch_size)
     return Evaluation(self.checkpoint, split, int(len(labels)), error)
+
+
+def configuration(gin_files: Union[PathLike, Sequence[PathLike]] = (),
+                  gin_bindings: Union[str, Sequence[str]] = ()) -> run_config.RunConfig:
+  """The validated configuration of gin files and bindings, as bin/train reads it before it
+  touches the model dir (configurables.run_config), parsed alone (the module doc).
+
+  Args:
+    gin_files: gin files, parsed in order (one path: one file); their `include`s are found
+      in the working directory, the checkout's gin/ and each file's gin/ root.
+    gin_bindings: gin bindings applied after them, e.g. 'train.steps = 100' (a string: one).
+
+  Returns:
+    The RunConfig: `config.train.steps`, `config.build_critic.width`, the algorithm's
+    `config.algorithm_settings`; `config.replaced({'train.steps': 100})` is another one.
+
+  Raises:
+    errors.ConfigError: a gin file that does not exist, a binding gin cannot parse or that
+      the configuration refuses.
+  """
+  with process_state.preserved(), _gin_configuration(_as_list(gin_files),
+                                                     _as_list(gin_bindings)):
+    try:
+      return configurables.run_config()
+    except errors.UserError as e:
+      raise errors.without_gin_context(e) from None
 
 
 def train(model_dir: PathLike, gin_files: Union[PathLike, Sequence[PathLike]] = (),
           gin_bindings: Union[str, Sequence[str]] = (), *,
+          config: Optional[run_config.RunConfig] = None,
           started: Optional[float] = None) -> TrainResult:
   """Trains (or resumes) the run in model_dir, as `bin/train --model_dir=MODEL_DIR
   --gin_file=... --gin_bindings=...` does (README, "Training").
@@ -205,36 +251,46 @@ def train(model_dir: PathLike, gin_files: Union[PathLike, Sequence[PathLike]] = 
   Args:
     model_dir: the run directory. An existing one resumes from its latest checkpoint (its
       configuration must be the same); a finished one only reports.
-    gin_files: gin files, parsed in order (one path: one file); their `include`s are found
-      in the checkout's gin/ and in each file's gin/ root.
-    gin_bindings: gin bindings applied after them, e.g. 'train.steps = 100' (a string: one).
+    gin_files, gin_bindings: the configuration, as `configuration` reads them.
+    config: or the configuration itself (a RunConfig: `configuration(...)`, `.replaced(...)`,
+      RunConfig.create), instead of gin files and bindings. The run records it as gin too
+      (config.gin and operative_config.gin: configurables.gin_text, which parses back to it).
     started: time.time() at the start of the session whose wall time the run records
       (metrics.json's wall_seconds and wall_split); default: now. bin/train passes its
       process's start.
 
-  A run with `train.deterministic_ops = True` leaves TensorFlow's op determinism on and, where
-  the runtime had not started yet, one thread per op, for the rest of the process:
-  TensorFlow cannot undo either. Train such runs in a process of their own (bin/train) where
-  later work should run at full speed.
+  What stays set after the call (the module doc): TensorFlow's and Keras's global seeds, at
+  train.seed (keras.utils.set_random_seed; no public API reads the earlier ones back), and,
+  for a run with `train.deterministic_ops = True`, TensorFlow's op determinism and, where
+  the runtime had not started yet, one thread per op, which TensorFlow cannot undo. Train
+  such runs in a process of their own (bin/train) where later work should run at full
+  speed.
 
   Returns:
     The run's TrainResult.
 
   Raises:
     errors.ConfigError: a gin file that does not exist, a binding gin cannot parse or that
-      the run's configuration refuses; raised before the model dir is created or changed.
+      the run's configuration refuses, a config besides gin files or bindings; raised before
+      the model dir is created or changed.
     errors.UserError: any other mistake bin/train reports in one line (a missing dataset, a
       model dir of another configuration or held by another trainer, ...).
   """
   model_dir = os.fspath(model_dir)
-  with _gin_configuration(_as_list(gin_files), _as_list(gin_bindings)):
-    try:
-      config = configurables.run_config()  # Before the model dir is created or changed.
-    except errors.UserError as e:
-      raise errors.without_gin_context(e) from None
-    # SIGTERM from here on stops the run in one line and releases the lock (loop.py).
-    with loop_lib.on_sigterm(), run_lock.hold(model_dir):
-      metrics = trainer.train(model_dir, config, started=started)
+  if config is None:
+    config = configuration(gin_files, gin_bindings)  # Before the model dir is touched.
+  elif _as_list(gin_files) or _as_list(gin_bindings):
+    raise errors.ConfigError('train takes a configuration object or gin files and bindings, '
+                             'not both: apply the bindings with config.replaced({...})')
+  elif not isinstance(config, run_config.RunConfig):
+    raise errors.ConfigError(f'config must be a RunConfig (tf_ipmssl.configuration(...)), '
+                             f'got {type(config).__name__}')
+  else:
+    text = configurables.gin_text(config)
+    config = dataclasses.replace(config, gin_text=text, operative_gin_text=text)
+  # SIGTERM from here on stops the run in one line and releases the lock (loop.py).
+  with process_state.preserved(), loop_lib.on_sigterm(), run_lock.hold(model_dir):
+    metrics = trainer.train(model_dir, config, started=started)
   return TrainResult.of(model_dir, metrics)
 
 
@@ -252,12 +308,13 @@ def load(model_dir: PathLike, checkpoint: str = 'best',
       the run keeps a weight average).
   """
   model_dir = os.fspath(model_dir)
-  run = run_lib.Run.from_model_dir(model_dir)
-  critic, path = run.restore_critic(checkpoint, weights)
+  with process_state.preserved():
+    run = run_lib.Run.from_model_dir(model_dir)
+    critic, path = run.restore_critic(checkpoint, weights)
   return LoadedRun(model_dir, run, critic, path)
 
 
-def evaluate(model_dir: PathLike, checkpoint: str = 'latest', weights: str = 'evaluated',
+def evaluate(model_dir: PathLike, checkpoint: str = 'best', weights: str = 'evaluated',
              export_dir: Optional[PathLike] = None, split: str = 'test',
              batch_size: int = 256) -> Evaluation:
   """The classification error of a run's checkpoint, or of an exported classifier, on a
@@ -273,8 +330,13 @@ def evaluate(model_dir: PathLike, checkpoint: str = 'latest', weights: str = 'ev
   errors.check_choice(split, SPLITS, 'split')
   if not export_dir:
     return load(model_dir, checkpoint, weights).evaluate(split, batch_size)
-  export_dir = os.fspath(export_dir)
-  config = run_lib.run_config_of(os.fspath(model_dir))
+  with process_state.preserved():
+    return _evaluate_export(os.fspath(model_dir), os.fspath(export_dir), split, batch_size)
+
+
+def _evaluate_export(model_dir, export_dir, split, batch_size):
+  """`evaluate` of an exported classifier."""
+  config = run_lib.run_config_of(model_dir)
   classifier = runtimes.open_classifier(export_dir)
   images, labels = _split(ssl_data.build_ssl_data(config.build_ssl_data), split)
   predicted = np.concatenate([classifier(images[i:i + batch_size])['labels']
@@ -314,7 +376,14 @@ def export(model_dir: PathLike, export_dir: Optional[PathLike] = None,
   directories = {name: formats_lib.directory(base, name) for name in names}
   for directory in directories.values():
     export_lib.check_export_dir(directory)
-  loaded = load(model_dir, checkpoint)
+  with process_state.preserved():
+    loaded = load(model_dir, checkpoint)
+    precision.fix_summation_order()  # As in the run that trained it (precision.py).
+    return _export(loaded, directories, names)
+
+
+def _export(loaded, directories, names):
+  """Writes loaded.critic in each format of `names` to its directory."""
   dataset = loaded.dataset
   arguments = (dataset['num_classes'], dataset['name'], dataset['class_names'],
                dataset['resize'])
@@ -351,10 +420,11 @@ def predict(export_dir: PathLike, images) -> Predictions:
   export_dir = os.fspath(export_dir)
   if isinstance(images, (str, os.PathLike)):
     images = [images]
-  if isinstance(images, (list, tuple)) and all(
-      isinstance(i, (str, os.PathLike)) for i in images):
-    return _predict_files(export_dir, [os.fspath(i) for i in images])
-  return _predict_arrays(export_dir, np.asarray(images))
+  with process_state.preserved():
+    if isinstance(images, (list, tuple)) and all(
+        isinstance(i, (str, os.PathLike)) for i in images):
+      return _predict_files(export_dir, [os.fspath(i) for i in images])
+    return _predict_arrays(export_dir, np.asarray(images))
 
 
 def _predict_files(export_dir, paths):
@@ -364,9 +434,8 @@ def _predict_files(export_dir, paths):
   probabilities = (np.stack([p.probabilities for p in classified]) if classified
                    else np.zeros([0, len(predictor.class_names)], np.float32))
   return Predictions(
-      labels=np.argmax(probabilities, axis=-1).astype(np.int32),
-      class_names=tuple(p.class_name for p in classified), probabilities=probabilities,
-      classes=predictor.class_names, paths=tuple(p.path for p in classified),
+      labels=np.argmax(probabilities, axis=-1).astype(np.int32), probabilities=probabilities,
+      class_names=predictor.class_names, paths=tuple(p.path for p in classified),
       skipped=tuple((p.path, p.problem) for p in answers if p.problem is not None))
 
 
@@ -377,12 +446,9 @@ def _predict_arrays(export_dir, images):
   images = classifier.check(images)  # The UserError that names the shape it takes.
   outputs = [classifier(images[i:i + prediction.BATCH])
              for i in range(0, max(len(images), 1), prediction.BATCH)]
-  labels = np.concatenate([o['labels'] for o in outputs])
-  classes = classifier.class_names
-  return Predictions(
-      labels=labels, class_names=tuple(classes[label] for label in labels),
-      probabilities=np.concatenate([o['probabilities'] for o in outputs]),
-      classes=tuple(classes))
+  return Predictions(labels=np.concatenate([o['labels'] for o in outputs]),
+                     probabilities=np.concatenate([o['probabilities'] for o in outputs]),
+                     class_names=tuple(classifier.class_names))
 
 
 def _split(data, split):
@@ -405,8 +471,8 @@ def _as_list(values):
 
 @contextlib.contextmanager
 def _gin_configuration(gin_files, gin_bindings):
-  """gin's global configuration holding gin_files and gin_bindings alone
-  (configurables.parse) for the block; cleared before and after it."""
+  """gin's configuration holding gin_files and gin_bindings alone (configurables.parse) for
+  the block, the process's put back after it (configurables.isolated)."""
   with configurables.isolated():
     configurables.parse(gin_files, gin_bindings)
     yield

@@ -20,8 +20,10 @@ errors reach the caller as raised). `parse(...)` reads gin files and bindings in
 ConfigError for a bad one); `isolated()` holds a configuration for one block.
 """
 import contextlib
+import dataclasses
 import inspect
 import logging as std_logging
+import math
 import os
 import pathlib
 from typing import List, Mapping, Sequence
@@ -153,16 +155,19 @@ gin.config.register_file_reader(_open_in_include_roots,
 
 @contextlib.contextmanager
 def isolated():
-  """gin's global configuration empty for the block and cleared after it, with gin's search
-  paths for `include` put back as they were before (the Python API's train)."""
-  # gin keeps the search paths in a module list that clear_config() leaves alone.
-  search_paths = list(gin.config._LOCATION_PREFIXES)  # pylint: disable=protected-access
+  """gin's global configuration empty for the block, then put back as it was (every binding
+  the process had parsed, and whether it was locked), through gin's public API: the Python
+  API's calls, which read their own files and bindings alone."""
+  saved, locked = gin.config_str(), gin.config_is_locked()
   gin.clear_config()
   try:
     yield
   finally:
     gin.clear_config()
-    gin.config._LOCATION_PREFIXES[:] = search_paths  # pylint: disable=protected-access
+    if saved:
+      gin.parse_config(saved)
+    if locked:
+      gin.finalize()
 
 
 register(run_config_lib.TRAIN, other_names=True)
@@ -208,3 +213,35 @@ def _register_constraint(cls):
 
 constraint.REGISTRY.follow(_register_constraint)
 
+
+def gin_text(config: run_config_lib.RunConfig) -> str:
+  """gin bindings that make `config` again (`parse` then `run_config()`): every setting of
+  every group, defaults included, in the order run_config.json lists the groups. A
+  constraint becomes a scoped reference, `@constraint_0/Fisher()`, with its fields bound in
+  that scope. The record of a run trained from a configuration object (config.gin)."""
+  lines, scoped = [], []
+  for group, values in config.groups().items():
+    lines += [f'{group}.{name} = {_gin_value(value, scoped)}'
+              for name, value in sorted(values.items())]
+  return '\n'.join(lines + scoped) + '\n'
+
+
+def _gin_value(value, scoped) -> str:
+  """`value` in gin's syntax; a constraint's bindings appended to `scoped`."""
+  if isinstance(value, constraint.Constraint):
+    scope = f'constraint_{sum(line.startswith("# ") for line in scoped)}'
+    name = type(value).__name__
+    scoped.append(f'# {scope}: {value.name}')
+    scoped += [f'{scope}/{name}.{field.name} = {_gin_value(getattr(value, field.name), scoped)}'
+               for field in dataclasses.fields(value)]
+    return f'@{scope}/{name}()'
+  if isinstance(value, (tuple, list)):
+    items = [_gin_value(v, scoped) for v in value]
+    return f'({items[0]},)' if len(items) == 1 else f'({", ".join(items)})'
+  if isinstance(value, float) and math.isinf(value):
+    return '1e999' if value > 0 else '-1e999'  # gin reads Python literals: inf overflows.
+  if isinstance(value, float) and math.isnan(value):
+    raise errors.ConfigError('a setting is NaN, which gin cannot hold')
+  if value is None or isinstance(value, (bool, int, float, str)):
+    return repr(value)
+  raise errors.ConfigError(f'{value!r} ({type(value).__name__}) cannot be written as gin')

@@ -251,7 +251,7 @@ def test_bin_predict_and_the_api_serve_every_format(exported, tmp_path):
       rows[fmt] = list(csv.reader(f))
     predictions = tf_ipmssl.predict(directories[fmt], batches['native'])
     np.testing.assert_array_equal(predictions.labels, expected)
-    assert predictions.class_names == tuple(predictions.classes[k] for k in expected)
+    assert predictions.label_names == tuple(predictions.class_names[k] for k in expected)
   atol = RESIZED_ATOL if name == 'folder64' else ATOL
   for fmt in ('onnx', 'litert'):
     assert rows[fmt][0] == rows['saved_model'][0]

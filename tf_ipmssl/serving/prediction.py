@@ -1,4 +1,5 @@
-"""Classifying image files with an exported classifier (bin/predict), from the export alone.
+"""Classifying image files with an exported classifier (api.predict, bin/predict), from the
+export alone.
 
 `Predictor(export_dir)` serves an ONNX or LiteRT export in its own runtime (runtimes.py:
 onnxruntime, ai-edge-litert), learning its input size and class names from its metadata; a
@@ -11,7 +12,6 @@ brought to the export's channel count (image_folder.to_channels) and classified 
 one size. A file that cannot be classified (unreadable, not an image, an animated WebP, another
 size than a fixed-size export takes) is reported with its reason; the others are classified.
 """
-import csv
 import dataclasses
 import os
 import re
@@ -123,15 +123,3 @@ class Predictor:
         else:
           label = int(np.argmax(p))
           yield Prediction(path, self.class_names[label], float(p[label]), p)
-
-
-def write_csv(path, predictions: Sequence[Prediction], class_names: Sequence[str]):
-  """The classified files' rows: path, class_name, probability, then each class's probability
-  (columns named after the classes)."""
-  with open(path, 'w', newline='') as f:
-    writer = csv.writer(f)
-    writer.writerow(['path', 'class_name', 'probability', *class_names])
-    for p in predictions:
-      if p.problem is None:
-        writer.writerow([p.path, p.class_name, f'{p.probability:.9g}',
-                         *(f'{q:.9g}' for q in p.probabilities)])

@@ -39,7 +39,7 @@ import dataclasses
 import difflib
 import functools
 import math
-from typing import Any, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 from tf_ipmssl import builder_settings as builder_settings_lib
 from tf_ipmssl import errors
@@ -278,6 +278,29 @@ class RunConfig:
     return cls.from_bindings(bindings, {k: v for k, v in given.items() if v is not None},
                              settings)
 
+  def replaced(self, changes: Mapping[str, Any]) -> 'RunConfig':
+    """This configuration with settings changed, each by its gin name ({'train.steps': 100,
+    'build_critic.width': 0.5, 'ssl.lambda_ce': 1.0}), validated again as a whole; a
+    ConfigError names a setting that does not exist. A new train.mode takes its algorithm's
+    default settings, and those of `changes`. The gin texts are not carried over (a run
+    trained from it records it as gin anew: api.train)."""
+    groups = self.groups()
+    mode = changes.get('train.mode', self.mode)
+    if mode != self.mode:
+      groups[mode] = {}
+    for name, value in changes.items():
+      group, _, field = name.partition('.')
+      known = (set(dataclasses.fields(algorithms.get_algorithm(mode).Settings))
+               if group == mode else None)
+      if group not in groups or not field or (
+          known is not None and field not in {f.name for f in known}) or (
+              known is None and field not in groups[group]):
+        raise errors.ConfigError(f'{name} is not a setting of this configuration (its groups: '
+                                 f'{", ".join(groups)}; e.g. train.steps)')
+      groups[group][field] = value
+    return RunConfig.from_bindings(
+        groups['train'], {s.name: groups[s.name] for s in BUILDERS}, groups[mode])
+
   @property
   def mode(self) -> str:
     """The algorithm's name (train.mode)."""
@@ -325,7 +348,7 @@ class RunConfig:
     """The algorithm's settings by name (as bound: constraints unscaled)."""
     return builder_settings_lib.values_of(self.algorithm_settings)
 
-  def _groups(self) -> dict:
+  def groups(self) -> dict:
     """Every setting's value, grouped by gin name: 'train', the algorithm's name (its
     settings as bound) and each builder's, in that order."""
     groups = {'train': builder_settings_lib.values_of(self.train), self.mode: self.settings}
@@ -338,7 +361,7 @@ class RunConfig:
     (config_formats.py)."""
     out = {'format_version': config_formats.FORMAT_VERSION}
     out.update({name: {k: _jsonable(v) for k, v in sorted(values.items())}
-                for name, values in self._groups().items()})
+                for name, values in self.groups().items()})
     return out
 
   @classmethod
@@ -366,8 +389,8 @@ class RunConfig:
     values as run_config.json writes them)."""
     out = []
     # Group by group, in the same order on both sides (the algorithm's may differ in name).
-    for (my_name, mine), (their_name, theirs) in zip(self._groups().items(),
-                                                     other._groups().items()):
+    for (my_name, mine), (their_name, theirs) in zip(self.groups().items(),
+                                                     other.groups().items()):
       mine = {f'{my_name}.{k}': v for k, v in mine.items()}
       theirs = {f'{their_name}.{k}': v for k, v in theirs.items()}
       for name in sorted(set(mine) | set(theirs), key=lambda n: (n not in mine, n)):
