@@ -18,12 +18,9 @@ EXPORT = str(runs.REPO_ROOT / 'bin' / 'export')
 
 @pytest.fixture(scope='module')
 def finished_run(tmp_path_factory):
-  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
-  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
-  result = runs.run_train(model_dir, runs.tiny_bindings(
-      data_dir, **{'train.export_classifier': False}))
-  assert result.returncode == 0, result.stderr
-  return model_dir
+  """A copy of the session's tiny run without an export (runs.shared_run)."""
+  return runs.copy_of_shared_run(tmp_path_factory, tmp_path_factory.mktemp('run') / 'model',
+                                 **{'train.export_classifier': False})[1]
 
 
 def _export(model_dir, export_dir, fault=None):

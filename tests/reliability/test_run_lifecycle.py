@@ -16,11 +16,15 @@ from tests.training import runs
 
 
 @pytest.fixture(scope='module')
-def finished_run(data_dir, tmp_path_factory):
-  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
-  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
-  assert result.returncode == 0, result.stderr
-  return model_dir
+def data_dir(tmp_path_factory):
+  """The session's tiny data (runs.shared_data), which finished_run was trained on."""
+  return runs.shared_data(tmp_path_factory)
+
+
+@pytest.fixture(scope='module')
+def finished_run(tmp_path_factory):
+  """A copy of the session's tiny run (runs.shared_run)."""
+  return runs.copy_of_shared_run(tmp_path_factory, tmp_path_factory.mktemp('run') / 'model')[1]
 
 
 def _snapshot(directory):

@@ -36,11 +36,8 @@ np.save(sys.argv[4], outputs['probabilities'])
 
 @pytest.fixture(scope='module')
 def exported_run(tmp_path_factory):
-  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
-  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
-  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
-  assert result.returncode == 0, result.stderr
-  return model_dir
+  """The session's tiny run (runs.shared_run), read only."""
+  return runs.shared_run(tmp_path_factory)[1]
 
 
 @pytest.fixture(scope='module')

@@ -1,6 +1,17 @@
-"""Helpers for end-to-end trainer tests: tiny fake data and bin/train in a subprocess."""
+"""Helpers for end-to-end trainer tests: tiny fake data and bin/train in a subprocess.
+
+`shared_run(tmp_path_factory)` is the finished tiny run many test files read, trained once
+per test session (the first test process to ask trains it under a file lock; the others
+wait and read it), with its tiny data; `copy_of_shared_run(directory)` is a copy a test may
+change.
+"""
+import contextlib
+import fcntl
+import hashlib
+import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -89,3 +100,65 @@ def restore_run(model_dir):
   """run.Run.from_model_dir(model_dir) (the run rebuilt from its run_config.json)."""
   from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
   return run_lib.Run.from_model_dir(model_dir)
+
+
+def _session_root(tmp_path_factory):
+  """The folder the test processes of this session share: the base temp directory of
+  pytest's own process (its workers' each lie inside it), created here where missing."""
+  base = tmp_path_factory.getbasetemp()
+  root = base.parent if os.environ.get('PYTEST_XDIST_WORKER') else base
+  shared = root / 'shared'
+  shared.mkdir(exist_ok=True)
+  return shared
+
+
+@contextlib.contextmanager
+def _locked(path):
+  """An exclusive lock on the file `path` for the block (across the session's processes)."""
+  with open(path, 'a') as f:
+    fcntl.flock(f, fcntl.LOCK_EX)
+    try:
+      yield
+    finally:
+      fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def shared_data(tmp_path_factory):
+  """The session's tiny fake Fashion-MNIST (make_data's defaults), made once."""
+  shared = _session_root(tmp_path_factory)
+  directory = shared / 'data'
+  with _locked(shared / 'data.lock'):
+    if not (directory / 'complete').exists():
+      shutil.rmtree(directory, ignore_errors=True)
+      make_data(directory)
+      (directory / 'complete').write_text('')
+  return str(directory)
+
+
+def shared_run(tmp_path_factory, **overrides):
+  """(data_dir, model_dir, the CompletedProcess of its training) of the finished run of
+  bin/train with the SSL base and tiny_bindings(shared_data, **overrides), trained once per
+  session for each set of overrides. Read it; change only a copy (copy_of_shared_run)."""
+  data_dir = shared_data(tmp_path_factory)
+  bindings = tiny_bindings(data_dir, **overrides)
+  key = hashlib.sha256('\n'.join(bindings).encode()).hexdigest()[:16]
+  shared = _session_root(tmp_path_factory)
+  model_dir, record = shared / f'run_{key}', shared / f'run_{key}.json'
+  with _locked(shared / f'run_{key}.lock'):
+    if not record.exists():
+      shutil.rmtree(model_dir, ignore_errors=True)
+      result = run_train(str(model_dir), bindings)
+      assert result.returncode == 0, result.stdout + result.stderr
+      record.write_text(json.dumps({'stdout': result.stdout, 'stderr': result.stderr}))
+  output = json.loads(record.read_text())
+  result = subprocess.CompletedProcess(train_command(str(model_dir), bindings), 0,
+                                       output['stdout'], output['stderr'])
+  return data_dir, str(model_dir), result
+
+
+def copy_of_shared_run(tmp_path_factory, directory, **overrides):
+  """(data_dir, a copy of shared_run(**overrides) at `directory`, its CompletedProcess)."""
+  data_dir, model_dir, result = shared_run(tmp_path_factory, **overrides)
+  shutil.copytree(model_dir, directory)
+  return data_dir, str(directory), result
+

@@ -14,11 +14,8 @@ from tf_ipmssl.training import tensorboard
 
 @pytest.fixture(scope='module')
 def finished_run(tmp_path_factory):
-  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
-  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
-  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
-  assert result.returncode == 0, result.stdout + result.stderr
-  return data_dir, model_dir, result
+  """A copy of the session's tiny run (runs.shared_run), which these tests train on again."""
+  return runs.copy_of_shared_run(tmp_path_factory, tmp_path_factory.mktemp('run') / 'model')
 
 
 def _event_tags(directory):

@@ -26,13 +26,10 @@ np.save(sys.argv[4], out['labels'].numpy())
 
 @pytest.fixture(scope='module')
 def exported_run(tmp_path_factory):
-  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
-  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
-  # Evaluated at steps 1, 2, 3, 4 (tiny_bindings); the best is kept and exported.
-  result = runs.run_train(model_dir, runs.tiny_bindings(
-      data_dir, **{'train.steps': 4, 'train.eval_every': 1}))
-  assert result.returncode == 0, result.stderr
-  return data_dir, model_dir
+  """A copy of the session's tiny run evaluated at steps 1, 2, 3, 4 (runs.shared_run); the
+  best is kept and exported."""
+  return runs.copy_of_shared_run(tmp_path_factory, tmp_path_factory.mktemp('run') / 'model',
+                                 **{'train.steps': 4, 'train.eval_every': 1})[:2]
 
 
 @pytest.mark.numerics
