@@ -162,6 +162,7 @@ def test_resuming_on_a_read_only_disk_says_so_in_one_line(
   assert sorted(os.listdir(model_dir)) == before
 
 
+@pytest.mark.integration
 def test_a_relative_model_dir_resumes_after_a_kill(data_dir, tmp_path):
   """The checkpoint list names checkpoints relative to a relative --model_dir; resuming reads
   them where they are (they were once taken for damaged, set aside and the run refused)."""

@@ -28,6 +28,7 @@ def _campaign(faults, seed, timeout, per_trial):
   assert identical == trials, result.stdout
 
 
+@pytest.mark.integration
 def test_a_short_campaign_finishes_every_trial_identically():
   _campaign(faults=2, seed=1, timeout=900, per_trial=2)
 

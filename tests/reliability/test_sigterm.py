@@ -8,6 +8,7 @@ import re
 import signal
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests.reliability import checks
@@ -23,6 +24,7 @@ def _bindings(data_dir):
       'train.log_every': 1, 'train.deterministic_ops': True, 'train.export_classifier': False})
 
 
+@pytest.mark.integration
 def test_sigterm_checkpoints_the_current_step_and_resumes_bit_identically(tmp_path):
   data_dir = runs.make_data(tmp_path / 'data')
   reference_dir, model_dir = str(tmp_path / 'reference'), str(tmp_path / 'preempted')

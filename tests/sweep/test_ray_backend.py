@@ -166,6 +166,7 @@ def _final_checkpoint(model_dir):
   return tf.train.latest_checkpoint(os.path.join(model_dir, 'checkpoints'))
 
 
+@pytest.mark.integration
 def test_ray_sweep_writes_the_local_backends_runs_and_tables(cluster, data_dir, local_root,
                                                              tmp_path):
   root = str(tmp_path / 'ray')
@@ -238,6 +239,7 @@ def _dead(pid):
     return True
 
 
+@pytest.mark.integration
 def test_killed_worker_is_retried_and_resumes_to_the_uninterrupted_weights(
     cluster, data_dir, local_root, tmp_path):
   cell = cells_lib.get_cell(CELLS[0])
@@ -272,6 +274,7 @@ def test_killed_worker_is_retried_and_resumes_to_the_uninterrupted_weights(
     np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
 
 
+@pytest.mark.integration
 def test_failing_runs_are_reported_and_the_others_finish(cluster, data_dir, local_root,
                                                          tmp_path):
   cells = [cells_lib.get_cell(c) for c in CELLS]
@@ -312,6 +315,7 @@ def test_failing_runs_are_reported_and_the_others_finish(cluster, data_dir, loca
                     (CELLS[1], 1, 'failed')]
 
 
+@pytest.mark.integration
 def test_a_killed_trainer_is_retried_up_to_max_retries(cluster, tmp_path):
   (run,) = plan_lib.make_plan([cells_lib.get_cell(CELLS[0])], (0,), str(tmp_path))
   os.makedirs(run.model_dir)

@@ -79,6 +79,7 @@ def _weights(model_dir):
   return {k: v for k, v in values.items() if not k.startswith('save_counter')}
 
 
+@pytest.mark.integration
 def test_an_augmented_run_killed_and_resumed_matches_an_uninterrupted_one(tmp_path):
   data_dir = runs.make_data(tmp_path / 'data')
   reference_dir, killed_dir = str(tmp_path / 'reference'), str(tmp_path / 'killed')

@@ -84,6 +84,7 @@ def _served_as_in_memory(model_dir, images, size):
   np.testing.assert_allclose(served, expected.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize('size', [64, 96])
 def test_a_tiny_run_trains_resumes_and_exports_at_the_size(tmp_path, size):
   data_dir = runs.make_data(tmp_path / 'data')

@@ -7,6 +7,7 @@ import subprocess
 import time
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests.training import runs
@@ -19,6 +20,7 @@ def _bindings(data_dir):
       'ssl.constraints': '[@Fisher(), @Sobolev()]', 'Sobolev.component': "'f_neg'"})
 
 
+@pytest.mark.integration
 def test_kill_and_resume_matches_uninterrupted_run(tmp_path):
   data_dir = runs.make_data(tmp_path / 'data')
   reference_dir, killed_dir = str(tmp_path / 'reference'), str(tmp_path / 'killed')

@@ -15,7 +15,7 @@ import tensorflow as tf
 from tests.training import runs
 from tf_ipmssl.run_dir import run_files
 
-pytestmark = pytest.mark.numerics
+pytestmark = [pytest.mark.numerics, pytest.mark.integration]
 
 PROCESSES = 3
 # Full width: at build_critic.width 0.25 the processes agreed even with the rewrite on.
