@@ -17,13 +17,13 @@ from tests.training import runs
 
 @pytest.fixture(scope='module')
 def data_dir(tmp_path_factory):
-  """The session's tiny data (runs.shared_data), which finished_run was trained on."""
+  """The test run's tiny data (runs.shared_data), which finished_run was trained on."""
   return runs.shared_data(tmp_path_factory)
 
 
 @pytest.fixture(scope='module')
 def finished_run(tmp_path_factory):
-  """A copy of the session's tiny run (runs.shared_run)."""
+  """A copy of the test run's tiny run (runs.shared_run)."""
   return runs.copy_of_shared_run(tmp_path_factory, tmp_path_factory.mktemp('run') / 'model')[1]
 
 

@@ -36,7 +36,7 @@ np.save(sys.argv[4], outputs['probabilities'])
 
 @pytest.fixture(scope='module')
 def exported_run(tmp_path_factory):
-  """The session's tiny run (runs.shared_run), read only."""
+  """The test run's tiny run (runs.shared_run), read only."""
   return runs.shared_run(tmp_path_factory)[1]
 
 

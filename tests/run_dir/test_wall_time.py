@@ -55,7 +55,7 @@ def test_the_process_started_before_this_test():
 
 
 def test_a_runs_parts_add_up_to_its_wall_time(tmp_path_factory):
-  """The session's tiny run (runs.shared_run): its split has time in every part it went
+  """The test run's tiny run (runs.shared_run): its split has time in every part it went
   through, and the parts add up to the session's wall time (within a second: the values are
   rounded nowhere, but read at one instant each)."""
   model_dir = runs.shared_run(tmp_path_factory)[1]

@@ -17,7 +17,7 @@ EXPORT = str(runs.REPO_ROOT / 'bin' / 'export')
 
 @pytest.fixture(scope='module')
 def finished_run(tmp_path_factory):
-  """A copy of the session's tiny run without an export (runs.shared_run)."""
+  """A copy of the test run's tiny run without an export (runs.shared_run)."""
   return runs.copy_of_shared_run(tmp_path_factory, tmp_path_factory.mktemp('run') / 'model',
                                  **{'train.export_classifier': False})[1]
 

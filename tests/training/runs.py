@@ -1,7 +1,7 @@
 """Helpers for end-to-end trainer tests: tiny fake data and bin/train in a subprocess.
 
 `shared_run(tmp_path_factory)` is the finished tiny run many test files read, trained once
-per test session (the first test process to ask trains it under a file lock; the others
+per test run (the first test process to ask trains it under a file lock; the others
 wait and read it), with its tiny data; `copy_of_shared_run(directory)` is a copy a test may
 change.
 """
@@ -102,8 +102,8 @@ def restore_run(model_dir):
   return run_lib.Run.from_model_dir(model_dir)
 
 
-def _session_root(tmp_path_factory):
-  """The folder the test processes of this session share: the base temp directory of
+def _run_root(tmp_path_factory):
+  """The folder the processes of this test run share: the base temp directory of
   pytest's own process (its workers' each lie inside it), created here where missing."""
   base = tmp_path_factory.getbasetemp()
   root = base.parent if os.environ.get('PYTEST_XDIST_WORKER') else base
@@ -114,7 +114,7 @@ def _session_root(tmp_path_factory):
 
 @contextlib.contextmanager
 def _locked(path):
-  """An exclusive lock on the file `path` for the block (across the session's processes)."""
+  """An exclusive lock on the file `path` for the block (across the test run's processes)."""
   with open(path, 'a') as f:
     fcntl.flock(f, fcntl.LOCK_EX)
     try:
@@ -124,8 +124,8 @@ def _locked(path):
 
 
 def shared_data(tmp_path_factory):
-  """The session's tiny fake Fashion-MNIST (make_data's defaults), made once."""
-  shared = _session_root(tmp_path_factory)
+  """The test run's tiny fake Fashion-MNIST (make_data's defaults), made once."""
+  shared = _run_root(tmp_path_factory)
   directory = shared / 'data'
   with _locked(shared / 'data.lock'):
     if not (directory / 'complete').exists():
@@ -138,11 +138,11 @@ def shared_data(tmp_path_factory):
 def shared_run(tmp_path_factory, **overrides):
   """(data_dir, model_dir, the CompletedProcess of its training) of the finished run of
   bin/train with the SSL base and tiny_bindings(shared_data, **overrides), trained once per
-  session for each set of overrides. Read it; change only a copy (copy_of_shared_run)."""
+  test run for each set of overrides. Read it; change only a copy (copy_of_shared_run)."""
   data_dir = shared_data(tmp_path_factory)
   bindings = tiny_bindings(data_dir, **overrides)
   key = hashlib.sha256('\n'.join(bindings).encode()).hexdigest()[:16]
-  shared = _session_root(tmp_path_factory)
+  shared = _run_root(tmp_path_factory)
   model_dir, record = shared / f'run_{key}', shared / f'run_{key}.json'
   with _locked(shared / f'run_{key}.lock'):
     if not record.exists():

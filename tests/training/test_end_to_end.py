@@ -14,7 +14,7 @@ from tf_ipmssl.training import tensorboard
 
 @pytest.fixture(scope='module')
 def finished_run(tmp_path_factory):
-  """A copy of the session's tiny run (runs.shared_run), which these tests train on again."""
+  """A copy of the test run's tiny run (runs.shared_run), which these tests train on again."""
   return runs.copy_of_shared_run(tmp_path_factory, tmp_path_factory.mktemp('run') / 'model')
 
 

@@ -26,7 +26,7 @@ np.save(sys.argv[4], out['labels'].numpy())
 
 @pytest.fixture(scope='module')
 def exported_run(tmp_path_factory):
-  """A copy of the session's tiny run evaluated at steps 1, 2, 3, 4 (runs.shared_run); the
+  """A copy of the test run's tiny run evaluated at steps 1, 2, 3, 4 (runs.shared_run); the
   best is kept and exported."""
   return runs.copy_of_shared_run(tmp_path_factory, tmp_path_factory.mktemp('run') / 'model',
                                  **{'train.steps': 4, 'train.eval_every': 1})[:2]
