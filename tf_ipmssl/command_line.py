@@ -27,7 +27,7 @@ from tf_ipmssl import quiet_import
 # TensorFlow's settings for the programs, read by TensorFlow when it is imported.
 # TF_CPP_MIN_LOG_LEVEL 2: no C++ INFO or WARNING lines. TF_ENABLE_ONEDNN_OPTS 1: TensorFlow
 # turns its oneDNN CPU kernels on by itself only on AVX-512 CPUs; on AVX2 CPUs they make a
-# training iteration faster (measured in docs/performance.md). Numbers then differ from
+# training step faster (measured in docs/performance.md). Numbers then differ from
 # oneDNN-off runs in float round-off only. A user's own value wins; every run records
 # TF_ENABLE_ONEDNN_OPTS in its versions.json.
 TENSORFLOW_DEFAULTS = {'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '1'}

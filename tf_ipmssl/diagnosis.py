@@ -77,16 +77,16 @@ def _flat(grads):
   return np.concatenate([g.numpy().ravel() for g in grads if g is not None])
 
 
-def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_iteration=0):
+def diagnose_checkpoint(critic, generator, multipliers, batches, config, critic_updates=0):
   """The gradient split and the critic's values at the restored weights (see module doc);
   `config` is the run's RunConfig.
 
   With the run's IPM ramp-up, the IPM term is weighted as the run weighted it at the next
-  critic update (`critic_iteration` updates done): w = ipm_rampup.rampup_weight, reported as
+  critic update (`critic_updates` updates done): w = ipm_rampup.rampup_weight, reported as
   'ipm_weight'.
   """
   settings = config.algorithm_settings
-  ipm_weight = ipm_rampup.rampup_weight(critic_iteration, settings.ipm_rampup_updates)
+  ipm_weight = ipm_rampup.rampup_weight(critic_updates, settings.ipm_rampup_updates)
   variables = critic.body.trainable_variables
   zeroed = tuple(_without_weight(c) for c in config.constraints)
   zero_multipliers = {k: 0.0 for k in multipliers}
@@ -152,7 +152,7 @@ def diagnose_run(model_dir, num_batches=4):
   for path in paths:
     run.restore(path)
     row = diagnose_checkpoint(run.critic, run.generator, run.state.multipliers, batches,
-                              run.config, int(run.state.counters['critic_iteration'].numpy()))
+                              run.config, int(run.state.counters['critic_updates'].numpy()))
     row['step'] = int(path.rsplit('-', 1)[1])
     results.append(row)
   return results

@@ -90,39 +90,39 @@ def test_pass_multipliers():
   fisher = configs.CONFIGS['fisher'].constraints
   sobolev = configs.CONFIGS['fisher_sobolev'].constraints
   gp = configs.CONFIGS['gp'].constraints
-  assert flops.critic_step_flops(net, gen, fisher, b) == {
+  assert flops.critic_update_flops(net, gen, fisher, b) == {
       'executed': b * 7 + 3 * b * 290, 'required': b * 7 + 3 * b * 290}
   # Sobolev needs ∇_x at the real and generated rows; batched, those 2B rows are stacked in
   # their own critic call, so the gradient runs on them only.
-  assert flops.critic_step_flops(net, gen, sobolev, b) == {
+  assert flops.critic_update_flops(net, gen, sobolev, b) == {
       'executed': b * 7 + 3 * b * 290 + 2 * b * 300,
       'required': b * 7 + 3 * b * 290 + 2 * b * 300}
   # GP adds B interpolate rows and needs ∇_x at those only.
-  assert flops.critic_step_flops(net, gen, gp, b) == {
+  assert flops.critic_update_flops(net, gen, gp, b) == {
       'executed': b * 7 + 4 * b * 290 + b * 300,
       'required': b * 7 + 4 * b * 290 + b * 300}
   # Sobolev on f- and GP on f: both components' gradients run over the 3B stacked rows.
   both = (fisher_lib.Fisher('f'), sobolev_lib.Sobolev('f_neg'), gp_lib.GradientPenalty('f'))
-  assert flops.critic_step_flops(net, gen, both, b) == {
+  assert flops.critic_update_flops(net, gen, both, b) == {
       'executed': b * 7 + 4 * b * 290 + 2 * 3 * b * 300,
       'required': b * 7 + 4 * b * 290 + 3 * b * 300}
-  separate = flops.critic_step_flops(net, gen, gp, b, batched=False)
+  separate = flops.critic_update_flops(net, gen, gp, b, batched=False)
   assert separate['executed'] == separate['required']
-  # Generator step: G forward, critic forward + input gradient, G backward (none into z).
-  assert flops.generator_step_flops(net, gen, b) == b * (7 + 100 + 100 + 2 * 7 - 1)
-  assert flops.ssl_iteration_flops(net, gen, fisher, b, 2)['executed'] == (
+  # Generator update: G forward, critic forward + input gradient, G backward (none into z).
+  assert flops.generator_update_flops(net, gen, b) == b * (7 + 100 + 100 + 2 * 7 - 1)
+  assert flops.ssl_step_flops(net, gen, fisher, b, 2)['executed'] == (
       2 * (b * 7 + 3 * b * 290) + b * (7 + 200 + 13))
   assert flops.supervised_step_flops(net, b) == b * 290
   assert flops.forward_flops(net, b) == b * 100
 
 
-def test_paper_iteration_counts(paper_networks):
-  """The expected ≈450 GFLOP is one n_c = 1 iteration; ≈690 is Sobolev's required count."""
+def test_paper_step_counts(paper_networks):
+  """The expected ≈450 GFLOP is one n_c = 1 step; ≈690 is Sobolev's required count."""
   critic, generator = paper_networks
-  fisher = flops.ssl_iteration_flops(critic, generator, configs.CONFIGS['fisher'].constraints,
-                                     64, 1)
+  fisher = flops.ssl_step_flops(critic, generator, configs.CONFIGS['fisher'].constraints,
+                                64, 1)
   assert fisher['executed'] == pytest.approx(450e9, rel=0.01)
-  sobolev = flops.ssl_iteration_flops(
+  sobolev = flops.ssl_step_flops(
       critic, generator, configs.CONFIGS['fisher_sobolev'].constraints, 64, 1)
   assert sobolev['required'] == pytest.approx(690e9, rel=0.02)
 
@@ -172,17 +172,17 @@ def test_counts_match_the_traced_graph():
   image = tf.TensorSpec([batch, 32, 32, 3])
   traced = _graph_flops(steps._critic_gradients_impl, image,  # pylint: disable=protected-access
                         tf.TensorSpec([batch], tf.int32), image, tf.TensorSpec([], tf.int64))
-  expected = flops.critic_step_flops(critic, generator, config.constraints, batch)
+  expected = flops.critic_update_flops(critic, generator, config.constraints, batch)
   assert traced == pytest.approx(expected['executed'], rel=1e-3)
   traced = _graph_flops(
       # The real batch is only read by the feature-matching generator loss (not used here).
       lambda step, x_real: steps._generator_gradients_impl(step, batch, x_real),  # pylint: disable=protected-access
       tf.TensorSpec([], tf.int64), image)
-  assert traced == flops.generator_step_flops(critic, generator, batch)
+  assert traced == flops.generator_update_flops(critic, generator, batch)
 
 
 def _critic_input_batches(steps, batch):
-  """Batch sizes of the critic's first-layer convolutions in one traced critic step."""
+  """Batch sizes of the critic's first-layer convolutions in one traced critic update."""
   image = tf.TensorSpec([batch, 32, 32, 3])
   # pylint: disable-next=protected-access
   concrete = tf.function(steps._critic_gradients_impl).get_concrete_function(

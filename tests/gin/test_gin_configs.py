@@ -84,7 +84,7 @@ def _tiny_bindings(data_dir, num_labeled):
       'build_generator.ngf': '4',
       'train.batch_size': '16',
       'train.steps': '1',
-      # One critic iteration per step (the cell's n_c was checked before): WGAN cells have 5.
+      # One critic update per step (the cell's n_c was checked before): WGAN cells have 5.
       'ssl.critic_iterations': '1',
       'train.log_every': '1',
       'train.eval_every': '1000',

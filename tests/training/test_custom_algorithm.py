@@ -86,14 +86,14 @@ def test_the_setting_weights_the_entropy_term():
                              atol=1e-6 * np.abs(grads[0.0]).max())
 
 
-def test_an_iteration_that_is_not_a_tf_function_is_refused():
+def test_a_train_step_that_is_not_a_tf_function_is_refused():
   class Eager(toy_algorithm.EntropyMinimization):
     name = 'eager'
 
-    def iteration(self, labeled_iterator, unlabeled_iterator):
+    def train_step(self, labeled_iterator, unlabeled_iterator):
       return {}
 
-  with pytest.raises(TypeError, match=r'Eager.iteration is not a tf.function'):
+  with pytest.raises(TypeError, match=r'Eager.train_step is not a tf.function'):
     algorithms.register(Eager)
   assert 'eager' not in algorithms.REGISTRY.names()
 

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.numerics
 B = 8
 
 
-@pytest.mark.parametrize('rampup_updates,critic_iteration', [(None, 0), (600, 150)])
-def test_split_equals_each_term_s_own_gradient(rampup_updates, critic_iteration):
+@pytest.mark.parametrize('rampup_updates,critic_updates', [(None, 0), (600, 150)])
+def test_split_equals_each_term_s_own_gradient(rampup_updates, critic_updates):
   """Also for a run with the IPM ramp-up: the IPM term is w(t)·(its own gradient), with w
   computed here from the formula exp(−5 (1 − t/T)²) at t = the checkpoint's critic updates."""
   # Dropout off so that the direct gradients below see the same network.
@@ -42,8 +42,8 @@ def test_split_equals_each_term_s_own_gradient(rampup_updates, critic_iteration)
       batch_size=B, steps=1)
   multipliers = {'fisher_f': tf.Variable(lam)}
   row = diagnosis.diagnose_checkpoint(critic, generator, multipliers, [(x_l, y_l, x_p, z)],
-                                      config, critic_iteration)
-  w = 1.0 if rampup_updates is None else math.exp(-5 * (1 - critic_iteration / rampup_updates)**2)
+                                      config, critic_updates)
+  w = 1.0 if rampup_updates is None else math.exp(-5 * (1 - critic_updates / rampup_updates)**2)
   assert row['ipm_weight'] == pytest.approx(w, rel=1e-6)
 
   x_q = tf.cast(generator(z, training=True), tf.float32)

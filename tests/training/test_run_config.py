@@ -133,13 +133,13 @@ def test_groups_scales_and_algorithm():
   assert [c.penalty_weight for c in config.constraints[:2]] == [1e-7 * 1000.0, 1e-8 * 1000.0]
   assert config.constraints[2].weight == 10.0
   assert config.algorithm_settings.critic_iterations == 5
-  assert config.algorithm.iterations_per_step(config.algorithm_settings) == 5
+  assert config.algorithm.critic_updates_per_step(config.algorithm_settings) == 5
   # The settings as bound, unscaled (recorded under 'ssl').
   assert config.algorithm_settings.constraints[0].penalty_weight == 1e-7
   assert config.to_json()['ssl']['constraints'][0]['penalty_weight'] == 1e-7
   supervised = run_config.RunConfig.create(mode='supervised', steps=3)
   assert supervised.constraints == ()
-  assert supervised.algorithm.iterations_per_step(supervised.algorithm_settings) == 1
+  assert supervised.algorithm.critic_updates_per_step(supervised.algorithm_settings) == 1
 
 
 def test_json_names_every_setting():

@@ -32,13 +32,13 @@ def _data(seed):
 
 
 def _stepper(config, seed):
-  """The run of `config` and a callable running one of its iterations on random data."""
+  """The run of `config` and a callable running one of its steps on random data."""
   run = run_lib.Run.build(config, num_classes=10, image_shape=IMAGE_SHAPE)
   algorithm = config.algorithm(run)
   iterators = config.algorithm.streams(
       _data(seed), lambda _, images, labels, offset: iter(pipelines.training_stream(
           images, labels, batch_size=config.train.batch_size, seed=seed + offset)))
-  return run, lambda: algorithm.iteration(*iterators)
+  return run, lambda: algorithm.train_step(*iterators)
 
 
 def test_two_runs_are_built_and_stepped_in_one_process():
@@ -55,8 +55,8 @@ def test_two_runs_are_built_and_stepped_in_one_process():
     supervised_values = supervised_step()
   assert 'generator_loss' in ssl_values and 'generator_loss' not in supervised_values
   assert all(np.isfinite(float(v)) for v in {**ssl_values, **supervised_values}.values())
-  assert int(ssl_run.state.counters['critic_iteration'].numpy()) == 4
-  assert int(supervised_run.state.counters['critic_iteration'].numpy()) == 2
+  assert int(ssl_run.state.counters['critic_updates'].numpy()) == 4
+  assert int(supervised_run.state.counters['critic_updates'].numpy()) == 2
   # Each run's networks are its own configuration's.
   assert ssl_run.critic.s_head.kernel.shape[0] * 2 == supervised_run.critic.s_head.kernel.shape[0]
   assert ssl_run.generator.noise_dim == 8 and supervised_run.generator is None

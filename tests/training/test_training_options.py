@@ -87,7 +87,7 @@ def test_training_length_in_critic_updates():
         mode=mode, settings=settings if mode == 'ssl' else {}, batch_size=64, epochs=350,
         critic_updates=1800, **bindings))
   for n_c, steps in ((1, 1800), (2, 900), (5, 360), (7, 258)):
-    assert (length(n_c=n_c).total_steps, length(n_c=n_c).iterations_per_step) == (steps, n_c)
+    assert (length(n_c=n_c).total_steps, length(n_c=n_c).critic_updates_per_step) == (steps, n_c)
   assert length('supervised', 5).total_steps == 1800
   assert length(steps=12).total_steps == 12
 

@@ -7,9 +7,9 @@ Minimization", 2005) trains the critic's classifier S(Φ(x)) on
 
 the labeled cross-entropy plus the mean prediction entropy on the unlabeled images; there is
 no generator and no constraint. It uses the labeled cross-entropy of the critic objective
-(critic_objective.labeled_cross_entropy) and the steps every algorithm shares
-(algorithms.Algorithm: gradients, first_replica, count_critic_update, end_iteration), and
-writes its own iteration, a tf.function. β is its own setting (`Settings`),
+(critic_objective.labeled_cross_entropy) and the pieces every algorithm shares
+(algorithms.Algorithm: gradients, first_replica, count_critic_update, end_step), and
+writes its own training step, a tf.function. β is its own setting (`Settings`),
 bound in gin as `entropy_minimization.beta`. A library module decorates its class with
 `@algorithms.register`; here the class is registered by the module a gin file imports
 (register_toy_algorithm.py), so that this test process registers it only for the block that
@@ -58,17 +58,17 @@ class EntropyMinimization(algorithms.Algorithm):
     grads = self.gradients(tape, loss, self.variables, self.run.critic_optimizer)
     return grads, ce, entropy
 
-  def _replica_step(self, x_labeled, y_labeled, x_unlabeled):
+  def _replica_update(self, x_labeled, y_labeled, x_unlabeled):
     grads, ce, entropy = self._gradients(x_labeled, y_labeled, x_unlabeled)
     self.run.critic_optimizer.apply_gradients(zip(grads, self.variables))
     ce, entropy = global_moments.replica_all_reduce_sum((ce, entropy))
     return {'ce': ce, 'entropy': entropy, 'grad_norm/critic': algorithms.global_norm(grads)}
 
   @tf.function
-  def iteration(self, labeled_iterator, unlabeled_iterator):
+  def train_step(self, labeled_iterator, unlabeled_iterator):
     x_labeled, y_labeled = next(labeled_iterator)
     x_unlabeled = next(unlabeled_iterator)
     values = self.first_replica(self.strategy.run(
-        self._replica_step, args=(x_labeled, y_labeled, x_unlabeled)))
+        self._replica_update, args=(x_labeled, y_labeled, x_unlabeled)))
     self.count_critic_update()
-    return self.end_iteration(values)
+    return self.end_step(values)

@@ -22,14 +22,14 @@ network's input; it needs no input gradient when that input is data or noise):
                                                  w.r.t. its kernel and w.r.t. its incoming
                                                  gradient: two ops of cost F_l
 
-An SSL critic step (batch B; Sobolev and GP need ∇_x h, docs/algorithm.md#constraints)
+An SSL critic update (batch B; Sobolev and GP need ∇_x h, docs/algorithm.md#constraints)
 therefore counts
 
   B·G                                        generate x_q (generator forward, G its count)
   R·(F + 2F − F_1)                            forward + backward on R = 3B rows (4B with GP)
   + Σ_components R_c·(F + 2F)                 input gradient + double backward
 
-and a generator step B·(G + F + F + 2G − G_1): generator forward, critic forward, critic
+and a generator update B·(G + F + F + 2G − G_1): generator forward, critic forward, critic
 input gradient (critic frozen: no weight gradients), generator backward.
 
 "Executed" counts what the library's graph runs: without batch norm the critic objective
@@ -137,14 +137,14 @@ def gradient_rows(constraints, batch_size) -> dict:
 
 
 def forward_rows(constraints, batch_size) -> int:
-  """Rows the critic sees in one critic step: labeled, real, generated (+ interpolates)."""
+  """Rows the critic sees in one critic update: labeled, real, generated (+ interpolates)."""
   interpolates = any(c.needs_gradients_at_interpolates for c in constraints)
   return (3 + interpolates) * batch_size
 
 
-def critic_step_flops(critic: NetworkCost, generator: NetworkCost, constraints, batch_size,
-                      batched=True) -> dict:
-  """{'executed', 'required'} FLOPs of one SSL critic step (module docstring)."""
+def critic_update_flops(critic: NetworkCost, generator: NetworkCost, constraints, batch_size,
+                        batched=True) -> dict:
+  """{'executed', 'required'} FLOPs of one SSL critic update (module docstring)."""
   rows = forward_rows(constraints, batch_size)
   base = batch_size * generator.forward + rows * critic.training()
   needed = gradient_rows(constraints, batch_size)
@@ -156,19 +156,20 @@ def critic_step_flops(critic: NetworkCost, generator: NetworkCost, constraints, 
   return {EXECUTED: executed, REQUIRED: required}
 
 
-def generator_step_flops(critic: NetworkCost, generator: NetworkCost, batch_size) -> int:
-  """One generator step: G + F + F + 2G − G_1 per example."""
+def generator_update_flops(critic: NetworkCost, generator: NetworkCost, batch_size) -> int:
+  """One generator update: G + F + F + 2G − G_1 per example."""
   per_example = (generator.forward + critic.forward + INPUT_GRADIENT * critic.forward +
                  BACKWARD * generator.forward - generator.first_layer)
   return batch_size * per_example
 
 
-def ssl_iteration_flops(critic: NetworkCost, generator: NetworkCost, constraints, batch_size,
-                        critic_iterations, batched=True) -> dict:
-  """{'executed', 'required'} FLOPs of n_c critic steps and one generator step."""
-  step = critic_step_flops(critic, generator, constraints, batch_size, batched)
-  gen = generator_step_flops(critic, generator, batch_size)
-  return {k: critic_iterations * v + gen for k, v in step.items()}
+def ssl_step_flops(critic: NetworkCost, generator: NetworkCost, constraints, batch_size,
+                   critic_iterations, batched=True) -> dict:
+  """{'executed', 'required'} FLOPs of one SSL step: n_c = `critic_iterations` critic
+  updates and one generator update."""
+  update = critic_update_flops(critic, generator, constraints, batch_size, batched)
+  gen = generator_update_flops(critic, generator, batch_size)
+  return {k: critic_iterations * v + gen for k, v in update.items()}
 
 
 def supervised_step_flops(critic: NetworkCost, batch_size) -> int:

@@ -27,10 +27,13 @@ class Result:
   """The measurements of one (config, variant).
 
   timings: name -> Timing (SSL: critic_step, generator_step, iteration_1, iteration_nc;
-    supervised: iteration; eval: forward; export: batch_<n>; pipeline: batch).
+    supervised: iteration; eval: forward; export: batch_<n>; pipeline: batch). The names
+    are the JSON's and the tables': `critic_step` is one critic update, `generator_step` one
+    generator update, `iteration_1` and `iteration_nc` one training step at n_c = 1 and at
+    the config's own n_c, a supervised `iteration` one step (one update).
   flops: name -> {'executed': FLOPs, 'required': FLOPs} per call (none for the pipeline).
   images_per_call: name -> images one call processes (SSL: unlabeled images, B per critic
-    step, as the trainer's images/s).
+    update, as the trainer's images/s).
   file_bytes: export: each format timed -> its model's size in bytes (the export config's
     timings are batch_<n> for the SavedModel, <format>_batch_<n> for the others).
   """

@@ -2,7 +2,7 @@
 
 Everything timed is the code a training run executes: networks from tf_ipmssl.networks,
 optimizers and run state from tf_ipmssl.training.run.Run.build, the compiled
-iteration of the algorithm (`iteration` of semi_supervised / supervised), `evaluation.make_predict_fn`, the
+step of the algorithm (`train_step` of semi_supervised / supervised), `evaluation.make_predict_fn`, the
 SavedModel of `export.export_classifier` (and its ONNX and LiteRT exports, each in its own
 runtime) and `pipelines.training_stream`. The data are random
 uint8 images (no dataset is read) of the variant's image size, at which the networks are built
@@ -13,12 +13,14 @@ built and warmed up first, then timed in rounds, each round calling each functio
 samples of one round share the machine's load, which on a shared machine drifts within
 minutes, so ratios between configs are taken under the same conditions.
 
-Critic step vs generator step: the generator step is the per-replica step of SemiSupervised,
-compiled on its own and timed directly; the full iteration is its `iteration` with n_c = 1,
-timed right after it in each round; the critic step is their paired difference (iteration −
-generator step: the iteration's other work — iterator reads, the multiplier update,
-counters — is microseconds). The iteration at the config's own n_c is
-n_c · T(n_c=1) − (n_c − 1) · T(generator step), or is timed directly with `time_own_nc`.
+Critic update vs generator update (timed as 'critic_step' and 'generator_step', a step as
+'iteration_1', 'iteration_nc' or, supervised, 'iteration': report.Result): the generator
+update is SemiSupervised's per-replica update, compiled on its own and timed directly; the
+full step is its `train_step` with n_c = 1, timed right after it in each round; the critic
+update is their paired difference (step − generator update: the step's other work —
+iterator reads, the multiplier update, counters — is microseconds). The step at the
+config's own n_c is n_c · T(n_c=1) − (n_c − 1) · T(generator update), or is timed directly
+with `time_own_nc`.
 """
 import contextlib
 import dataclasses
@@ -153,17 +155,17 @@ def _prepare_ssl(config, variant, options, data, stack):
   run = build_networks(config, variant, options)
   n_c = config.critic_iterations
   b = options.batch_size
-  steps_1 = build_algorithm(variant, run, critic_iterations=1)
+  algorithm_1 = build_algorithm(variant, run, critic_iterations=1)
   labeled, unlabeled = _streams(data, options)
-  generator_step = tf.function(steps_1.generator_replica_step)
+  generator_update = tf.function(algorithm_1.generator_replica_update)
   # The real batch is read only by the feature-matching generator loss; the IPM loss ignores it.
   real_batch = tf.zeros([b, *image_shape(variant)])
-  fns = {'generator_step': lambda: generator_step(run.state.counters['step'].read_value(),
-                                                  real_batch),
-         'iteration_1': lambda: steps_1.iteration(labeled, unlabeled)}
+  fns = {'generator_step': lambda: generator_update(run.state.counters['step'].read_value(),
+                                                    real_batch),
+         'iteration_1': lambda: algorithm_1.train_step(labeled, unlabeled)}
   if options.time_own_nc and n_c > 1:
-    steps_n = build_algorithm(variant, run, critic_iterations=n_c)
-    fns['iteration_nc'] = lambda: steps_n.iteration(labeled, unlabeled)
+    algorithm_n = build_algorithm(variant, run, critic_iterations=n_c)
+    fns['iteration_nc'] = lambda: algorithm_n.train_step(labeled, unlabeled)
   critic_cost, generator_cost = _costs(run)
   batched = variant.forward == 'batched'
   constraints = config.constraints
@@ -177,13 +179,13 @@ def _prepare_ssl(config, variant, options, data, stack):
           [t1, gen], [n_c, -(n_c - 1)],
           derived=f'{n_c}·iteration(n_c=1) - {n_c - 1}·generator step'))
     counts = {
-        'critic_step': flops.critic_step_flops(critic_cost, generator_cost, constraints, b,
-                                               batched),
-        'generator_step': _both(flops.generator_step_flops(critic_cost, generator_cost, b)),
-        'iteration_1': flops.ssl_iteration_flops(critic_cost, generator_cost, constraints, b,
-                                                 1, batched),
-        'iteration_nc': flops.ssl_iteration_flops(critic_cost, generator_cost, constraints,
-                                                  b, n_c, batched),
+        'critic_step': flops.critic_update_flops(critic_cost, generator_cost, constraints, b,
+                                                 batched),
+        'generator_step': _both(flops.generator_update_flops(critic_cost, generator_cost, b)),
+        'iteration_1': flops.ssl_step_flops(critic_cost, generator_cost, constraints, b, 1,
+                                            batched),
+        'iteration_nc': flops.ssl_step_flops(critic_cost, generator_cost, constraints, b, n_c,
+                                             batched),
     }
     images = {'critic_step': b, 'generator_step': b, 'iteration_1': b,
               'iteration_nc': b * n_c}
@@ -195,11 +197,11 @@ def _prepare_ssl(config, variant, options, data, stack):
 def _prepare_supervised(config, variant, options, data, stack):
   del stack
   run = build_networks(config, variant, options)
-  steps = build_algorithm(variant, run)
+  algorithm = build_algorithm(variant, run)
   labeled, _ = _streams(data, options)
   critic_cost, _ = _costs(run)
   count = _both(flops.supervised_step_flops(critic_cost, options.batch_size))
-  return ({'iteration': lambda: steps.iteration(labeled)},
+  return ({'iteration': lambda: algorithm.train_step(labeled)},
           lambda timings: (timings, {'iteration': count},
                            {'iteration': options.batch_size}, 1))
 

@@ -35,7 +35,7 @@ from tf_ipmssl import errors
 from tf_ipmssl import registry
 from tf_ipmssl.objectives import formulations
 
-# The batches of one critic iteration that constraints see.
+# The batches of one critic update that constraints see.
 REAL, FAKE, INTERPOLATES = 'real', 'fake', 'interp'
 
 

@@ -1,6 +1,6 @@
 """What a run trains (train.mode): one class per algorithm, registered by name.
 
-An algorithm is a subclass of `Algorithm` that owns its iteration and its settings. Its
+An algorithm is a subclass of `Algorithm` that owns its training step and its settings. Its
 class methods say what the run needs before anything is built (its settings, constraints and
 data, what an epoch is, whether it trains a generator); an instance, made by the trainer as
 `config.algorithm(run, strategy)`, updates that run.Run: its networks, optimizers,
@@ -8,7 +8,7 @@ multipliers and counters are the run's, read as `self.run.critic`, `self.run.sta
 and so on. The library's two:
 
 - semi_supervised.SemiSupervised ('ssl', docs/algorithm.md#training-loop): n_c critic
-  iterations on labeled, unlabeled and generated batches, then one generator iteration.
+  updates on labeled, unlabeled and generated batches, then one generator update.
 - supervised.Supervised ('supervised', paper Appendix C): the critic's classifier with the
   labeled cross-entropy only.
 
@@ -21,13 +21,13 @@ values with the defaults and makes it; the run configuration holds the result
 (run_config.RunConfig.algorithm_settings) and writes it to run_config.json and the HParams
 under the algorithm's name.
 
-An instance's `iteration(*iterators)` is one training iteration on the distributed iterators
+An instance's `train_step(*iterators)` is one training step on the distributed iterators
 of its `streams`, in cross-replica context; the subclass writes it in its own module,
 decorated with `@tf.function` (one graph, traced at the first call), and the training loop
 calls it once per step. Tapes and optimizer calls run inside `strategy.run`; whatever updates
 variables shared by the replicas runs in cross-replica context with values identical on every
-replica. What every algorithm's iteration needs is a few named steps of `Algorithm`, in the
-order an iteration calls them:
+replica. What every algorithm's step needs is a few named pieces of `Algorithm`, in the
+order a step calls them:
 
   compile_piece(fn)           (in __init__) a replica's gradient computation, XLA-compiled
                               when the run asks for it
@@ -35,7 +35,7 @@ order an iteration calls them:
                               the coupled weight decay
   first_replica(values)       the values of the first replica (identical on every replica)
   count_critic_update()       after a critic update: the update counter, the weight average
-  end_iteration(values)       the step counter; a non-finite logged value is counted
+  end_step(values)            the step counter; a non-finite logged value is counted
 
 and `global_norm(gradients)`, the logged gradient norm.
 
@@ -73,7 +73,7 @@ class Algorithm:
 
   The defaults are those of an algorithm without settings that trains the critic alone, one
   update per step, with no constraint; a subclass overrides what differs and defines
-  `iteration(*iterators)`, decorated with `@tf.function`.
+  `train_step(*iterators)`, decorated with `@tf.function`.
   """
   name = None
   # The algorithm's settings: a frozen dataclass whose fields all have defaults.
@@ -84,7 +84,7 @@ class Algorithm:
   # terms (tf_ipmssl/diagnosis.py): the critic objective is critic_objective.critic_objective
   # with the settings formulation, lambda_ce, reference_pairwise_f and ipm_rampup_updates.
   splits_critic_gradient = False
-  # The training streams `iteration` reads, in this order: 'labeled' (images and labels)
+  # The training streams `train_step` reads, in this order: 'labeled' (images and labels)
   # and 'unlabeled' (images); an epoch is a pass over `epoch_set`.
   reads = ('labeled',)
   epoch_set = 'labeled'
@@ -114,16 +114,16 @@ class Algorithm:
     return len(getattr(data, f'{cls.epoch_set}_images'))
 
   @classmethod
-  def iterations_per_step(cls, settings) -> int:
+  def critic_updates_per_step(cls, settings) -> int:
     """Critic updates per training step (by default one)."""
     del settings
     return 1
 
   @classmethod
-  def state_scalars(cls, settings, critic_iteration) -> dict:
-    """Scalars of the algorithm's schedule at `critic_iteration` updates done, logged with
-    the iteration's values (by default none)."""
-    del settings, critic_iteration
+  def state_scalars(cls, settings, critic_updates) -> dict:
+    """Scalars of the algorithm's schedule after `critic_updates` critic updates, logged
+    with the step's values (by default none)."""
+    del settings, critic_updates
     return {}
 
   @classmethod
@@ -182,8 +182,8 @@ class Algorithm:
     # replicas, so XLA is used on one replica only; otherwise the pieces are traced inline.
     self.jit_compile = self.run_config.train.jit_compile and replicas == 1
 
-  def iteration(self, *iterators):
-    """One training iteration on the distributed iterators, in cross-replica context;
+  def train_step(self, *iterators):
+    """One training step on the distributed iterators, in cross-replica context;
     returns the logged values. A subclass defines it with `@tf.function`."""
     raise NotImplementedError
 
@@ -221,14 +221,14 @@ class Algorithm:
   def count_critic_update(self):
     """After a critic update: the update counter, then the weight average."""
     counters = self.run.state.counters
-    counters['critic_iteration'].assign_add(1)
+    counters['critic_updates'].assign_add(1)
     if self.average_pairs is not None:
       weight_averaging.update_average(self.average_pairs,
                                       self.run_config.train.critic_ema_decay,
-                                      counters['critic_iteration'].read_value())
+                                      counters['critic_updates'].read_value())
 
-  def end_iteration(self, values):
-    """After an iteration: the step counter, and a non-finite value of `values` counted;
+  def end_step(self, values):
+    """After a step: the step counter, and a non-finite value of `values` counted;
     returns `values`."""
     counters = self.run.state.counters
     counters['step'].assign_add(1)
@@ -240,7 +240,7 @@ class Algorithm:
 
 def _check_algorithm(cls):
   """TypeError unless `cls` is an Algorithm subclass with a name, a Settings that is a frozen
-  dataclass whose fields have defaults and an `iteration` that is a tf.function."""
+  dataclass whose fields have defaults and a `train_step` that is a tf.function."""
   if not (isinstance(cls, type) and issubclass(cls, Algorithm)) or not cls.name:
     raise TypeError(f'{cls!r} is not an Algorithm subclass with a name')
   settings = cls.Settings
@@ -248,8 +248,8 @@ def _check_algorithm(cls):
       f.default is not dataclasses.MISSING for f in dataclasses.fields(settings))):
     raise TypeError(f'{cls.__name__}.Settings is not a frozen dataclass whose fields all '
                     'have defaults')
-  if not isinstance(cls.iteration, tf.types.experimental.PolymorphicFunction):
-    raise TypeError(f'{cls.__name__}.iteration is not a tf.function: decorate it with '
+  if not isinstance(cls.train_step, tf.types.experimental.PolymorphicFunction):
+    raise TypeError(f'{cls.__name__}.train_step is not a tf.function: decorate it with '
                     '@tf.function (each training step then runs as one graph)')
 
 

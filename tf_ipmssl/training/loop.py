@@ -2,7 +2,7 @@
 evaluation and model selection, samples, logging (TensorBoard and the progress line),
 early stopping and checkpoints.
 
-`train_loop` runs a run's iterations from a step to the end (or an early stop); `Loop`
+`train_loop` runs a run's steps from a given one to the end (or an early stop); `Loop`
 holds the periodic work. Ctrl-C ends the loop with errors.Interrupted (checkpoints up to the
 last `checkpoint_every`); SIGTERM with a checkpoint at the step in progress, then
 errors.Terminated (before the session's first step: at once, with nothing new to save).
@@ -225,7 +225,7 @@ class Loop:
       tf.summary.image('generator_samples', grid)
 
   def _scalars(self, values, seconds):
-    """TensorBoard's scalars of a log step: the iteration's values and the run's state."""
+    """TensorBoard's scalars of a log step: the step's values and the run's state."""
     run = self.run
     scalars = {k: float(v) for k, v in values.items()}
     scalars.update({f'lambda/{k}': float(v.numpy()) for k, v in run.state.multipliers.items()})
@@ -238,7 +238,7 @@ class Loop:
       scalars['learning_rate/generator'] = float(
           run.generator_optimizer.learning_rate.numpy())
     scalars.update(self.config.algorithm.state_scalars(
-        self.config.algorithm_settings, run.state.counters['critic_iteration']))
+        self.config.algorithm_settings, run.state.counters['critic_updates']))
     return scalars
 
   @_charged_to('checkpoints')
@@ -287,7 +287,7 @@ class Loop:
 
 def train_loop(loop, algorithm, streams, step, sigterm, training_done):
   """Trains from `step` to the end (or an early stop): each step is one
-  `algorithm.iteration(*streams)` (the run's algorithms.Algorithm on the distributed
+  `algorithm.train_step(*streams)` (the run's algorithms.Algorithm on the distributed
   iterators it reads). Returns the last step (see the module doc for Ctrl-C and SIGTERM)."""
   length, every = loop.length, loop.config.train
   export = every.export_classifier
@@ -299,7 +299,7 @@ def train_loop(loop, algorithm, streams, step, sigterm, training_done):
             f'checkpoint: {loop.run.manager.latest_checkpoint or "none yet"}): rerun the same '
             'command to resume')
       loop.set_learning_rates(step)
-      values = algorithm.iteration(*streams)
+      values = algorithm.train_step(*streams)
       loop.split.switch('training')  # The session's first step ends its start-up.
       step += 1
       loop.record_operative_config_once()

@@ -122,7 +122,8 @@ def learning_rate_factor(step, total_steps, epoch, halving_epochs=None,
   """The factor on the base learning rates for the update that follows step `step` (0-based).
 
   Args:
-    step: generator iterations done so far (supervised: updates done).
+    step: steps done so far (each n_c critic updates and a generator update; supervised:
+      one update).
     total_steps: the run's length in those steps.
     epoch: epochs done so far (for the halving).
     halving_epochs: None, or halve every this many epochs.

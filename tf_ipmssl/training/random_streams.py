@@ -1,8 +1,9 @@
 """Stateless random numbers keyed by (seed, stream, counter).
 
-Noise for the critic's generated batch, the generator step, GP interpolation weights, the
-fixed sample grid and each training stream's augmentation (its batch number the counter) are
-pure functions of the run's seed and the iteration counter, so a resumed run draws exactly
+Noise for the critic's generated batch and the GP interpolation weights (the counter: the
+critic updates done), the generator's noise (the steps done), the fixed sample grid and each
+training stream's augmentation (its batch number) are pure functions of the run's seed and
+their counter, so a resumed run draws exactly
 what an uninterrupted run would (no RNG state to checkpoint), and every replica can draw the
 *global* batch's noise and keep its own slice: the same numbers as on one device
 (semi_supervised.SemiSupervised._noise). The algorithm is pinned to Philox. Under XLA

@@ -8,8 +8,8 @@ directory holds:
 
 - checkpoints/ (`manager`): everything that continues training — `critic` (the trained
   critic), `critic_optimizer`, `generator` and `generator_optimizer` (where the algorithm
-  trains a generator), the counters `step`,
-  `critic_iteration`, `nonfinite`, `multipliers/lambda_<constraint>`, `best/` (best
+  trains a generator), the counters `step`, `critic_iteration` (the critic updates done:
+  RunState's `critic_updates`), `nonfinite`, `multipliers/lambda_<constraint>`, `best/` (best
   validation error, its test error, labeled-set error and step), `final/` (the same of the
   latest evaluation: metrics.json's `final`, so that a trainer killed between a checkpoint
   and its metrics.json loses no evaluation) and, with a weight average, `averaged_critic`;
@@ -37,6 +37,9 @@ from tf_ipmssl.training import run_config as run_config_lib
 from tf_ipmssl.training import weight_averaging
 
 CHECKPOINTS = ('latest', 'best')
+# The counters' names in training checkpoints (a file format), where RunState names them
+# otherwise.
+_CHECKPOINT_NAMES = {'critic_updates': 'critic_iteration'}
 WEIGHTS = ('evaluated', 'trained')
 # Bindings that may differ on resume: how a run is observed, how long it goes on, where
 # the (same) data files are read from, and what its final line compares with.
@@ -52,7 +55,9 @@ class RunState:
     def counter(name, dtype=tf.int64, value=0):
       return tf.Variable(value, dtype=dtype, trainable=False, name=name,
                          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-    self.counters = {'step': counter('step'), 'critic_iteration': counter('critic_iteration'),
+    # The steps done, the critic updates done, and the steps whose logged values were not
+    # all finite.
+    self.counters = {'step': counter('step'), 'critic_updates': counter('critic_updates'),
                      'nonfinite': counter('nonfinite')}
     self.multipliers = {c.name: counter(f'lambda_{c.name}', tf.float32, 0.0)
                         for c in constraints if c.has_multiplier}
@@ -207,7 +212,8 @@ class Run:
                 'generator_optimizer': self.generator_optimizer}
     # What a training checkpoint holds, by name.
     self.checkpointed = dict(
-        critic=self.critic, critic_optimizer=self.critic_optimizer, **state.counters,
+        critic=self.critic, critic_optimizer=self.critic_optimizer,
+        **{_CHECKPOINT_NAMES.get(name, name): value for name, value in state.counters.items()},
         multipliers=tf.train.Checkpoint(**state.multipliers),
         best=tf.train.Checkpoint(**state.best), final=tf.train.Checkpoint(**state.final),
         **{name: value for name, value in optional.items() if value is not None})

@@ -72,11 +72,11 @@ class Train:
   mode: str = 'ssl'
   # Global batch of each of the labeled, unlabeled and generated batches.
   batch_size: int = _number(64, integer=True, low=1)
-  # Passes of the critic iterations over the unlabeled set (supervised: over the labeled set).
-  # `critic_updates` overrides it, and `steps` (generator iterations; supervised: updates)
-  # overrides both.
+  # Passes of the critic updates over the unlabeled set (supervised: over the labeled set).
+  # `critic_updates` overrides it, and `steps` overrides both.
   epochs: Optional[float] = _number(None, optional=True)
-  # The training length in steps (generator iterations; supervised: updates).
+  # The training length in steps (SSL: each n_c critic updates and one generator update;
+  # supervised: one update).
   steps: Optional[int] = _number(None, integer=True, optional=True, low=1)
   # The training length in critic updates (SSL: steps = critic_updates / n_c, rounded up;
   # supervised: steps = critic_updates), so that cells with different n_c train on the same number

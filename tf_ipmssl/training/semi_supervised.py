@@ -1,25 +1,25 @@
 """The semi-supervised IPM GAN (train.mode = 'ssl'; docs/algorithm.md#training-loop).
 
-One iteration = n_c critic iterations (each with fresh labeled, unlabeled and noise batches;
-optimizer step; multiplier update λ ← λ + ρ·Ω with the Ω of that step; each constraint's
-after-update hook, e.g. weight clipping) followed by one generator iteration. Ω is formed
-from all-reduced moments, so the multiplier updates and the hooks run in cross-replica
-context with values identical on every replica. An epoch is a pass over the unlabeled set.
+One step = n_c critic updates (each with fresh labeled, unlabeled and noise batches; the
+optimizer's update; multiplier update λ ← λ + ρ·Ω with the Ω of that update; each
+constraint's after-update hook, e.g. weight clipping) followed by one generator update. Ω
+is formed from all-reduced moments, so the multiplier updates and the hooks run in
+cross-replica context with values identical on every replica. An epoch is a pass over the unlabeled set.
 
 The class's methods after its settings read in the order of the computation:
 
   _noise                     N(0, I) noise for the global batch, this replica's rows
   _critic_gradients_impl     a replica's critic gradients: the generated batch, the critic
                              objective (objectives/critic_objective.py), ∇ and weight decay
-  _critic_replica_step       the critic's optimizer step
-  _critic_iteration          one critic iteration: the batches, the replicas' steps, the
+  _critic_replica_update     the critic's optimizer update in a replica
+  _critic_update             one critic update: the batches, the replicas' updates, the
                              multiplier updates and hooks, the update counter
   _generator_gradients_impl  a replica's generator gradients (objectives/generator_objective.py)
-  generator_replica_step     the generator's optimizer step
-  iteration                  the iteration (a tf.function) the training loop calls once per step
+  generator_replica_update   the generator's optimizer update in a replica
+  train_step                 the step (a tf.function) the training loop calls once per step
 
-The steps every algorithm shares (`compile_piece`, `gradients`, `first_replica`,
-`count_critic_update`, `end_iteration`) are algorithms.Algorithm's.
+The pieces every algorithm shares (`compile_piece`, `gradients`, `first_replica`,
+`count_critic_update`, `end_step`) are algorithms.Algorithm's.
 
 Its settings (gin `ssl.*`, `SemiSupervised.Settings`):
 
@@ -29,7 +29,7 @@ Its settings (gin `ssl.*`, `SemiSupervised.Settings`):
   lambda_ce: weight of the labeled cross-entropy (1.5 for K+1, 0.1 for plain).
   reference_pairwise_f: reproduce the released code's broadcast f
     (docs/algorithm.md#pairwise-f).
-  critic_iterations: n_c critic iterations per generator iteration.
+  critic_iterations: n_c, the critic updates per step (per generator update).
   generator_loss: 'ipm' (the paper: −E_Q f) or 'feature_matching' (an option:
     ‖E_P Φ − E_Q Φ‖², generator_objective.feature_matching_objective).
   ipm_rampup_updates: None (the paper), or T: the IPM term of the critic's loss is
@@ -96,12 +96,12 @@ class SemiSupervised(algorithms.Algorithm):
                                                 settings.constraint_penalty_scale)
 
   @classmethod
-  def iterations_per_step(cls, settings):
+  def critic_updates_per_step(cls, settings):
     return settings.critic_iterations
 
   @classmethod
-  def state_scalars(cls, settings, critic_iteration):
-    weight = ipm_rampup.rampup_weight(critic_iteration, settings.ipm_rampup_updates)
+  def state_scalars(cls, settings, critic_updates):
+    weight = ipm_rampup.rampup_weight(critic_updates, settings.ipm_rampup_updates)
     return {} if weight is None else {'ipm_weight': float(weight)}
 
   @classmethod
@@ -144,17 +144,17 @@ class SemiSupervised(algorithms.Algorithm):
     start = tf.cast(replica_id, tf.int32) * local_batch_size
     return noise[start:start + local_batch_size]
 
-  def _critic_gradients_impl(self, x_labeled, y_labeled, x_real, iteration):
-    """A replica's critic gradients at critic update `iteration` (weight decay included),
-    the logged values and Ω per multiplier constraint."""
+  def _critic_gradients_impl(self, x_labeled, y_labeled, x_real, update):
+    """A replica's critic gradients at critic update `update` (the number done before it;
+    weight decay included), the logged values and Ω per multiplier constraint."""
     run, settings = self.run, self.settings
-    z = self._noise(random_streams.CRITIC_NOISE, iteration, tf.shape(x_real)[0])
+    z = self._noise(random_streams.CRITIC_NOISE, update, tf.shape(x_real)[0])
     x_fake = tf.stop_gradient(tf.cast(run.generator(z, training=True), tf.float32))
     # The gradient penalties' α: a draw of this replica's own.
     context = tf.distribute.get_replica_context()
     alpha_seed = tf.random.experimental.stateless_fold_in(
         random_streams.stream_seed(self.run_config.train.seed, random_streams.GP_ALPHA,
-                                   iteration),
+                                   update),
         context.replica_id_in_sync_group if context else 0)
     variables = run.critic.trainable_variables
     with tf.GradientTape() as tape:
@@ -164,30 +164,30 @@ class SemiSupervised(algorithms.Algorithm):
           multipliers=run.state.multipliers, lambda_ce=settings.lambda_ce,
           global_batch_size=self.run_config.train.batch_size,
           reference_pairwise_f=settings.reference_pairwise_f, alpha_seed=alpha_seed,
-          ipm_weight=ipm_rampup.rampup_weight(iteration, settings.ipm_rampup_updates),
+          ipm_weight=ipm_rampup.rampup_weight(update, settings.ipm_rampup_updates),
           all_reduce_sum=global_moments.replica_all_reduce_sum, training=True,
           forward=self.critic_forward)
     grads = self.gradients(tape, result.surrogate_loss, variables, run.critic_optimizer,
                            self.critic_decays)
     return grads, result.values, result.omegas
 
-  def _critic_replica_step(self, x_labeled, y_labeled, x_real, iteration):
+  def _critic_replica_update(self, x_labeled, y_labeled, x_real, update):
     """A replica's critic update; its logged values (with the gradient norm) and Ω."""
-    grads, values, omegas = self._critic_gradients(x_labeled, y_labeled, x_real, iteration)
+    grads, values, omegas = self._critic_gradients(x_labeled, y_labeled, x_real, update)
     self.run.critic_optimizer.apply_gradients(zip(grads, self.run.critic.trainable_variables))
     values = dict(values, **{'grad_norm/critic': algorithms.global_norm(grads)})
     return values, omegas
 
-  # ----- one critic iteration: the update, then multipliers and hooks (cross-replica) -----
+  # ----- one critic update: the optimizer's, then multipliers and hooks (cross-replica) -----
 
-  def _critic_iteration(self, labeled_iterator, unlabeled_iterator):
+  def _critic_update(self, labeled_iterator, unlabeled_iterator):
     """One critic update, its multipliers and hooks; returns (values, the real batch)."""
     x_labeled, y_labeled = next(labeled_iterator)
     x_real = next(unlabeled_iterator)
     state = self.run.state
-    iteration = state.counters['critic_iteration'].read_value()
+    update = state.counters['critic_updates'].read_value()
     per_replica_values, per_replica_omegas = self.strategy.run(
-        self._critic_replica_step, args=(x_labeled, y_labeled, x_real, iteration))
+        self._critic_replica_update, args=(x_labeled, y_labeled, x_real, update))
     # Ω and the logged values come from all-reduced moments: identical on every replica.
     values, omegas = self.first_replica((per_replica_values, per_replica_omegas))
     for constraint in self.run_config.constraints:
@@ -210,7 +210,7 @@ class SemiSupervised(algorithms.Algorithm):
     variables = run.generator.trainable_variables
     with tf.GradientTape() as tape:
       x_fake = tf.cast(run.generator(z, training=True), tf.float32)
-      # The logged value is summed back over replicas (generator_replica_step).
+      # The logged value is summed back over replicas (generator_replica_update).
       surrogate, loss = self.generator_loss(
           run.critic, x_real, x_fake, formulation=self.settings.formulation,
           global_batch_size=self.run_config.train.batch_size,
@@ -219,7 +219,7 @@ class SemiSupervised(algorithms.Algorithm):
     grads = self.gradients(tape, surrogate, variables, run.generator_optimizer)
     return grads, loss
 
-  def generator_replica_step(self, step, x_real):
+  def generator_replica_update(self, step, x_real):
     """One generator update in a replica's context (the benchmark times it alone)."""
     local_b = self.run_config.train.batch_size // self.strategy.num_replicas_in_sync
     grads, loss = self._generator_gradients(step, local_b, x_real)
@@ -228,16 +228,16 @@ class SemiSupervised(algorithms.Algorithm):
     return {'generator_loss': global_moments.replica_all_reduce_sum(loss),
             'grad_norm/generator': algorithms.global_norm(grads)}
 
-  # ----- the iteration (cross-replica context) -----
+  # ----- the step (cross-replica context) -----
 
   @tf.function
-  def iteration(self, labeled_iterator, unlabeled_iterator):
-    """n_c critic iterations, then one generator iteration; returns the logged values."""
+  def train_step(self, labeled_iterator, unlabeled_iterator):
+    """n_c critic updates, then one generator update; returns the logged values."""
     values = {}
     for _ in range(self.settings.critic_iterations):
-      values, x_real = self._critic_iteration(labeled_iterator, unlabeled_iterator)
-    # Feature matching compares with the last critic iteration's real batch (no extra draw).
+      values, x_real = self._critic_update(labeled_iterator, unlabeled_iterator)
+    # Feature matching compares with the last critic update's real batch (no extra draw).
     generator_values = self.strategy.run(
-        self.generator_replica_step, args=(self.run.state.counters['step'].read_value(), x_real))
+        self.generator_replica_update, args=(self.run.state.counters['step'].read_value(), x_real))
     values.update(self.first_replica(generator_values))
-    return self.end_iteration(values)
+    return self.end_step(values)

@@ -1,13 +1,13 @@
 """The critic's classifier trained alone (train.mode = 'supervised'; paper Appendix C).
 
-One iteration is one update of Φ and S with the labeled cross-entropy
+One step is one update of Φ and S with the labeled cross-entropy
 (critic_objective.labeled_cross_entropy) and the coupled weight decay of Φ and S; there is
 no generator and no constraint. An epoch is a pass over the labeled set.
 
 The module reads in the order of the computation: a replica's gradients, its update, then
-the iteration (`Supervised.iteration`, a tf.function) that the training loop calls once per
-step. The steps every algorithm shares (`gradients`, `first_replica`, `count_critic_update`,
-`end_iteration`) are algorithms.Algorithm's.
+the step (`Supervised.train_step`, a tf.function) that the training loop calls once per
+step. The pieces every algorithm shares (`gradients`, `first_replica`, `count_critic_update`,
+`end_step`) are algorithms.Algorithm's.
 """
 import tensorflow as tf
 
@@ -37,7 +37,7 @@ class Supervised(algorithms.Algorithm):
     grads = self.gradients(tape, ce, variables, self.run.critic_optimizer, self.decays)
     return grads, ce, accuracy
 
-  def _replica_step(self, x_labeled, y_labeled):
+  def _replica_update(self, x_labeled, y_labeled):
     """A replica's update of Φ and S; the logged values, summed over the replicas."""
     grads, ce, accuracy = self._gradients(x_labeled, y_labeled)
     self.run.critic_optimizer.apply_gradients(zip(grads, self.run.critic.phi_and_s_variables))
@@ -46,10 +46,10 @@ class Supervised(algorithms.Algorithm):
             'grad_norm/critic': algorithms.global_norm(grads)}
 
   @tf.function
-  def iteration(self, labeled_iterator):
+  def train_step(self, labeled_iterator):
     """One update of Φ and S on the next labeled batch; returns the logged values."""
     x_labeled, y_labeled = next(labeled_iterator)
-    values = self.first_replica(self.strategy.run(self._replica_step,
+    values = self.first_replica(self.strategy.run(self._replica_update,
                                                   args=(x_labeled, y_labeled)))
     self.count_critic_update()
-    return self.end_iteration(values)
+    return self.end_step(values)

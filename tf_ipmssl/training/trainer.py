@@ -2,9 +2,9 @@
 
 `train(model_dir, config)` trains (or resumes) one run. Its configuration is a validated
 run_config.RunConfig (bin/train's `configurables.run_config()`), built before the model dir is
-touched; nothing here reads gin. Re-running
-it on an existing model_dir resumes from the latest checkpoint: the data streams and all
-noise are pure functions of (seed, iteration counter), the dropout RNG state is checkpointed
+touched; nothing here reads gin. Re-running it on an existing model_dir resumes from the
+latest checkpoint: the data streams and all noise are pure functions of the seed and a
+counter the checkpoint holds (random_streams.py), the dropout RNG state is checkpointed
 with the critic, so a resumed run ends with the weights of an uninterrupted one.
 
 The pieces: run.Run (networks, optimizers, variables, checkpoints), loop.py (the loop and its
@@ -76,7 +76,7 @@ def train(model_dir, config, started=None):
   # Training done but the export missing or partial (killed while exporting): export again.
   training_done = step >= length.total_steps or bool(metrics.get('stopped_early'))
   # The class train.mode names (semi_supervised.SemiSupervised for 'ssl'), updating `run`;
-  # the loop calls its `iteration` on `streams` once per step.
+  # the loop calls its `train_step` on `streams` once per step.
   algorithm = config.algorithm(run, strategy)
   streams = _training_streams(run, data, strategy)
   loop = loop_lib.Loop(model_dir, data, run, length, metrics, step, started)
@@ -124,12 +124,12 @@ def _training_streams(run, data, strategy):
   """The distributed iterators the run's algorithm reads (algorithms.Algorithm.streams),
   each continuing from the run's critic update counter."""
   config = run.config
-  critic_iteration = int(run.state.counters['critic_iteration'].numpy())
+  critic_updates = int(run.state.counters['critic_updates'].numpy())
 
   def stream(name, images, labels, seed_offset):
     return iter(strategy.experimental_distribute_dataset(pipelines.training_stream(
         images, labels, batch_size=config.train.batch_size,
-        seed=config.train.seed + seed_offset, start_step=critic_iteration,
+        seed=config.train.seed + seed_offset, start_step=critic_updates,
         augment=_augment_fn(config, name))))
 
   return config.algorithm.streams(data, stream)
@@ -154,7 +154,7 @@ def _print_start(config, data, length, strategy, model_dir):
   print(f'Training {config.mode} on {data.name} ({data.source}): {len(data.labeled_images)} '
         f'labeled, {len(data.unlabeled_images)} unlabeled, {len(data.validation_labels)} '
         f'validation, {len(data.test_labels)} test; {length.total_steps} steps '
-        f'({length.iterations_per_step} critic iteration(s) each, batch '
+        f'({length.critic_updates_per_step} critic update(s) each, batch '
         f'{config.train.batch_size}, {strategy.num_replicas_in_sync} replica(s)) -> '
         f'{model_dir}', flush=True)
   augmented = augmentation.describe(config.augmentations)
@@ -214,32 +214,32 @@ def _export_selected_classifier(run, data, model_dir, step):
 
 @dataclasses.dataclass(frozen=True)
 class Length:
-  """How long a run trains: steps, critic iterations per step and per epoch, images per
+  """How long a run trains: steps, critic updates per step and per epoch, images per
   step."""
   total_steps: int
-  iterations_per_step: int
-  iterations_per_epoch: int
+  critic_updates_per_step: int
+  critic_updates_per_epoch: int
   images_per_step: int
 
   def epoch(self, step):
-    return step * self.iterations_per_step / self.iterations_per_epoch
+    return step * self.critic_updates_per_step / self.critic_updates_per_epoch
 
 
 def training_length(data, config):
   """The Length of a run of `config` on `data`: train.steps, else train.critic_updates, else
-  train.epochs (passes of the critic iterations over the algorithm's epoch set)."""
+  train.epochs (passes of the critic updates over the algorithm's epoch set)."""
   train, algorithm = config.train, config.algorithm
-  iterations_per_epoch = max(pipelines.steps_per_epoch(algorithm.epoch_size(data),
-                                                       train.batch_size), 1)
-  iterations_per_step = algorithm.iterations_per_step(config.algorithm_settings)
+  updates_per_epoch = max(pipelines.steps_per_epoch(algorithm.epoch_size(data),
+                                                    train.batch_size), 1)
+  updates_per_step = algorithm.critic_updates_per_step(config.algorithm_settings)
   if train.steps is not None:
     total_steps = train.steps
   elif train.critic_updates is not None:
-    total_steps = -(-train.critic_updates // iterations_per_step)
+    total_steps = -(-train.critic_updates // updates_per_step)
   else:
-    total_steps = int(math.ceil(train.epochs * iterations_per_epoch / iterations_per_step))
-  return Length(total_steps, iterations_per_step, iterations_per_epoch,
-                train.batch_size * iterations_per_step)
+    total_steps = int(math.ceil(train.epochs * updates_per_epoch / updates_per_step))
+  return Length(total_steps, updates_per_step, updates_per_epoch,
+                train.batch_size * updates_per_step)
 
 
 def _record_start(model_dir, resuming, data, config):
