@@ -151,7 +151,7 @@ def test_a_checkpoint_written_before_the_latest_evaluation_was_kept_resumes(
 
   resumed = runs.restore_run(finished_run)
   resumed.restore_to_train(path)
-  assert int(resumed.state.final['step'].numpy()) == -1  # metrics.json's final stands in.
+  assert int(resumed.state.latest['step'].numpy()) == -1  # metrics.json's final stands in.
   assert int(resumed.state.counters['step'].numpy()) == 4
   assert int(resumed.manager.checkpoint.save_counter.numpy()) == int(
       run.manager.checkpoint.save_counter.numpy())
@@ -169,7 +169,7 @@ def test_a_checkpoint_written_before_the_labeled_error_was_recorded_resumes(
   def without_labeled_error(part):
     return tf.train.Checkpoint(**{k: v for k, v in part.items() if k != 'labeled_error'})
   legacy = tf.train.Checkpoint(**dict(run.checkpointed, best=without_labeled_error(run.state.best),
-                                      final=without_labeled_error(run.state.final)))
+                                      final=without_labeled_error(run.state.latest)))
   legacy.save_counter.assign(run.manager.checkpoint.save_counter)
   path = legacy.write(str(tmp_path / 'legacy' / 'ckpt-4'))
   names = [n for n, _ in tf.train.list_variables(path)]
@@ -179,9 +179,9 @@ def test_a_checkpoint_written_before_the_labeled_error_was_recorded_resumes(
   resumed = runs.restore_run(finished_run)
   resumed.restore_to_train(path)
   assert np.isnan(resumed.state.best['labeled_error'].numpy())  # Not known: stays NaN.
-  assert np.isnan(resumed.state.final['labeled_error'].numpy())
+  assert np.isnan(resumed.state.latest['labeled_error'].numpy())
   for key in ('step', 'validation_error', 'test_error'):  # What it holds is restored.
-    assert resumed.state.final[key].numpy() == run.state.final[key].numpy(), key
+    assert resumed.state.latest[key].numpy() == run.state.latest[key].numpy(), key
     assert resumed.state.best[key].numpy() == run.state.best[key].numpy(), key
   assert int(resumed.state.counters['step'].numpy()) == 4
   assert int(resumed.manager.checkpoint.save_counter.numpy()) == int(

@@ -241,7 +241,7 @@ def test_a_run_standing_as_a_row_counts_as_finished_and_is_never_trained(tmp_pat
   result = tables_lib.collect_cell(store, CELL)
   assert result.seeds == (0, 1) and result.errors == (17.0, 23.25)
   assert [r.has_record for r in result.runs] == [True, False]
-  assert result.runs[1].final_labeled_error == 3.0 and result.runs[1].cpu == 'Old CPU'
+  assert result.runs[1].last_labeled_error == 3.0 and result.runs[1].cpu == 'Old CPU'
   rows = tables_lib.runs_csv({CELL.id: result}).splitlines()
   assert ',cpu,record,' in rows[0] and ',yes,' in rows[1]
   assert ',Old CPU,no,' in rows[2]

@@ -15,7 +15,7 @@ def _cell(cell_id, *runs):
 
 def _run(seed, error, tag, cpu='A', labeled=None):
   return tables_lib.RunResult(seed=seed, test_error=error, model_dir=f'{tag}{seed}', cpu=cpu,
-                              final_labeled_error=labeled)
+                              last_labeled_error=labeled)
 
 
 def _rows(text):

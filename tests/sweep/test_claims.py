@@ -13,7 +13,7 @@ def _result(cell_id, errors_by_seed, labeled=None, final=None):
   labeled, final = labeled or {}, final or {}
   runs = tuple(tables_lib.RunResult(seed=s, test_error=e, model_dir='',
                                     labeled_error=labeled.get(s),
-                                    final_labeled_error=final.get(s))
+                                    last_labeled_error=final.get(s))
                for s, e in sorted(errors_by_seed.items()))
   return tables_lib.CellResult(cells_lib.get_cell(cell_id), runs)
 
@@ -80,7 +80,7 @@ def test_a_difference_between_runs_on_different_cpus_is_marked():
                                             _pair((10.0, 11.0, 12.0))[1]).verdict
   # The labeled-set errors keep each run's CPU, so the mechanism's pairs are marked too.
   labeled = tables_lib.CellResult(cells_lib.get_cell(GP_F), (tables_lib.RunResult(
-      seed=0, test_error=40.0, model_dir='', cpu='B', final_labeled_error=12.0),))
+      seed=0, test_error=40.0, model_dir='', cpu='B', last_labeled_error=12.0),))
   assert [(r.test_error, r.cpu) for r in claims.labeled_errors(labeled).runs] == [(12.0, 'B')]
 
 

@@ -20,7 +20,7 @@ OFFSETS = (0.0, 1.5, -1.0)  # A seed's label split moves every cell alike.
 def _result(cell_id, errors, final=None, best=None, lowest=None):
   runs = tuple(tables_lib.RunResult(
       seed=s, test_error=e, model_dir='',
-      final_labeled_error=None if final is None else final[s],
+      last_labeled_error=None if final is None else final[s],
       labeled_error=None if best is None else best[s],
       lowest_labeled_error=None if lowest is None else lowest[s])
                for s, e in enumerate(errors))

@@ -112,10 +112,10 @@ def test_status_names_the_cells_whose_seeds_mix_cpus():
 
 
 def test_late_collapses_lists_runs_that_end_five_points_above_their_best_step():
-  results = {GP_F: _cell(GP_F, _run(0, 30.0, final_test_error=34.99),
-                         _run(1, 30.0, final_test_error=35.0), _run(2, 30.0)),
+  results = {GP_F: _cell(GP_F, _run(0, 30.0, last_test_error=34.99),
+                         _run(1, 30.0, last_test_error=35.0), _run(2, 30.0)),
              paper_claims.BASELINE: _cell(paper_claims.BASELINE,
-                                          _run(0, 28.0, final_test_error=90.0))}
+                                          _run(0, 28.0, last_test_error=90.0))}
   assert paper_pages.late_collapses(results).splitlines() == [
       '- table2/cifar10_gp_f seed 1: 30.00% at the best validation step, 35.00% at the last '
       'step (+5.0)',
@@ -123,15 +123,15 @@ def test_late_collapses_lists_runs_that_end_five_points_above_their_best_step():
       'the last step (+62.0)',
       '- Runs whose last-step test error is not kept (their runs.csv row holds the best '
       "step's only): table2 1."]
-  assert paper_pages.late_collapses({GP_F: _cell(GP_F, _run(0, 30.0, final_test_error=31.0))}
+  assert paper_pages.late_collapses({GP_F: _cell(GP_F, _run(0, 30.0, last_test_error=31.0))}
                                     ) == ('- No run ends 5 points or more above its best-step '
                                           'error.')
 
 
 def test_labeled_table_and_wall_times():
   results = paper_pages.with_every_cell({GP_F: _cell(
-      GP_F, _run(0, 30.0, labeled_error=10.0, final_labeled_error=20.0, wall_seconds=1234.4),
-      _run(1, 32.0, labeled_error=12.0, final_labeled_error=40.0, cpu='Xeon',
+      GP_F, _run(0, 30.0, labeled_error=10.0, last_labeled_error=20.0, wall_seconds=1234.4),
+      _run(1, 32.0, labeled_error=12.0, last_labeled_error=40.0, cpu='Xeon',
            lowest_labeled_error=3.0))},
       paper_pages.table_cells('table2'))
   row = paper_pages.labeled_table(results).splitlines()[2]

@@ -166,7 +166,7 @@ def test_runs_csv_has_the_labeled_errors_and_the_cpu(tmp_path):
   results = tables.collect(root, [cell])
   assert [r.labeled_error for r in results[cell.id].runs] == [45.0, None]
   # The reported error stays the best step's; the last evaluation's beside it.
-  assert [(r.test_error, r.final_test_error) for r in results[cell.id].runs] == [
+  assert [(r.test_error, r.last_test_error) for r in results[cell.id].runs] == [
       (30.0, 41.25), (31.0, 99.0)]
   rows = list(csv.DictReader(io.StringIO(tables.runs_csv(results))))
   assert [(r['labeled_error'], r['final_labeled_error'], r['final_test_error'], r['cpu'])
@@ -177,7 +177,7 @@ def test_runs_csv_has_the_labeled_errors_and_the_cpu(tmp_path):
   path.write_text(tables.runs_csv(results))
   read = tables.read_runs_csv(str(path))[cell.id]
   assert read.cell == cell and read.seeds == (0, 1) and read.errors == (30.0, 31.0)
-  assert [(r.labeled_error, r.final_labeled_error, r.final_test_error, r.cpu, r.steps)
+  assert [(r.labeled_error, r.last_labeled_error, r.last_test_error, r.cpu, r.steps)
           for r in read.runs] == [(45.0, 12.5, 41.25, 'Some CPU avx512f Vendor-6-7', 10),
                                   (None, None, 99.0, None, 10)]
 

@@ -116,8 +116,8 @@ def test_an_evaluation_counts_each_splits_mistakes_of_a_set_classifier(tmp_path)
     assert len(set(predicted)) > 2  # Not a one-class classifier: the count can be wrong.
     expected[f'{split}_error'] = _percent_wrong(predicted, labels)
   assert len(set(expected.values())) == 3  # Each split's own count, told apart.
-  assert {k: loop.final[k] for k in expected} == pytest.approx(expected)
-  assert loop.final['step'] == 4
+  assert {k: loop.latest[k] for k in expected} == pytest.approx(expected)
+  assert loop.latest['step'] == 4
   best = {k: float(run.state.best[k].numpy()) for k in expected}
   assert best == pytest.approx(expected)  # The first evaluation is the best so far.
   # metrics.json's record: the counts' rates exactly, read back from the float32 run state.

@@ -4,9 +4,11 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
 
 - `step`, `total_steps`: steps done and planned; `finished`: training (and the export, if
   wanted) complete; `stopped_early`: the step of an early stop (absent otherwise);
-- `final`: {`step`, `validation_error`, `test_error`, `labeled_error`} of the latest
-  evaluation (errors in %, each 100 · mistakes / images as one division makes it: 25.56 for
-  2556 of 10,000, whether the run reports it from memory or from its checkpoint;
+- `final`: the latest evaluation, the last one once the run has finished (the key's name is
+  the file's; the code calls it the latest or last evaluation): {`step`, `validation_error`,
+  `test_error`, `labeled_error`} (errors in %, each 100 · mistakes / images as one division
+  makes it: 25.56 for 2556 of 10,000, whether the run reports it from memory or from its
+  checkpoint;
   `test_error` is null at evaluations where it was not computed, see loop.Loop.evaluate,
   and always without a test split (an image folder without test/); `labeled_error`: the
   error on the labeled training images, with the evaluated weights);
@@ -70,7 +72,7 @@ def stored_percent(value, examples):
 
 
 def evaluation_record(variables, examples):
-  """{EVALUATION_KEYS: values} of run.RunState's `best` or `final` variables (None for an
+  """{EVALUATION_KEYS: values} of run.RunState's `best` or `latest` variables (None for an
   error not computed, NaN there); each error the rate of its count over
   `examples` (evaluated_examples), as the evaluation computed it (stored_percent), not its
   float32 rounding."""
@@ -81,14 +83,14 @@ def evaluation_record(variables, examples):
   return {'step': int(variables['step'].numpy()), **record}
 
 
-def metrics_record(final, extra, state, examples, step, total_steps, finished):
-  """metrics.json's content: `final` (the latest evaluation), `extra` (other keys of the
-  module doc) and the run state's best (its errors over `examples`, evaluated_examples) and
-  multipliers."""
+def metrics_record(latest, extra, state, examples, step, total_steps, finished):
+  """metrics.json's content: `latest` (the latest evaluation, under `final`), `extra` (other
+  keys of the module doc) and the run state's best (its errors over `examples`,
+  evaluated_examples) and multipliers."""
   out = dict(extra)
   out.update({
       'step': step, 'total_steps': total_steps, 'finished': finished,
-      'final': dict(final),
+      'final': dict(latest),
       'best': evaluation_record(state.best, examples),
       'multipliers': {k: float(v.numpy()) for k, v in state.multipliers.items()},
   })
@@ -104,13 +106,13 @@ def final_line(step, metrics, baseline=None, data=None):
 
 
 def _result_text(step, metrics, baseline, data):
-  best, final = metrics['best'], metrics['final']
+  best, last = metrics['best'], metrics['final']
   if best['step'] < 0:
-    return (f'Finished {step} steps: test error {fmt(final["test_error"])} at the last step '
+    return (f'Finished {step} steps: test error {fmt(last["test_error"])} at the last step '
             '(no validation split, so no model selection)')
   line = (f'Finished {step} steps: test error {fmt(best["test_error"])} at the best '
           f'validation step {best["step"]} (validation {fmt(best["validation_error"])}); '
-          f'last step: test error {fmt(final["test_error"])}')
+          f'last step: test error {fmt(last["test_error"])}')
   exported = metrics.get('exported')
   if baseline and data:
     line += baseline_lib.comparison_text(baseline, data, best['test_error'])

@@ -8,7 +8,8 @@ A run directory holds
 - operative_config.gin: the gin parameters actually used (after the first step);
 - versions.json: library versions and numerics of each start (run_record.py);
 - dataset.json: what a restored classifier needs to know of its data;
-- metrics.json: step, final and best-on-validation errors (written by the trainer);
+- metrics.json: step, the latest and the best-on-validation evaluation's errors (written by
+  the trainer; reporting.py);
 - checkpoints/: the training checkpoints; best/: the critic of the best validation step;
 - export/: the SavedModel classifier;
 - train/, eval/: TensorBoard summaries;

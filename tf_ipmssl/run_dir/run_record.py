@@ -18,7 +18,8 @@
   pins one thread per op for bit-exact repeats; `summation_order_fixed` says the graphs were
   built without Grappler's arithmetic optimizer (training/precision.py), which otherwise sums
   in an order that differs between processes.
-- metrics.json: final and best-on-validation errors (written by the trainer).
+- metrics.json: the latest and the best-on-validation evaluation's errors (written by the
+  trainer; reporting.py).
 
 The file names and their reading and writing are `run_files`'s.
 """

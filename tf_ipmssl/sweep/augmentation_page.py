@@ -62,7 +62,7 @@ def part(results: Dict[Tuple[str, str], tables_lib.CellResult]) -> str:
       runs = result.runs
       seeds = ', '.join(str(s) for s in result.seeds) or 'none yet'
       lines.append(f'| {title} | {arm} | {seeds} | {_mean_text([r.test_error for r in runs])} '
-                   f'| {_mean_text([r.final_test_error for r in runs])} '
+                   f'| {_mean_text([r.last_test_error for r in runs])} '
                    f'| {_mean_text([r.labeled_error for r in runs])} |')
   lines += ['', 'Augmented − plain, reported test error (points; negative: augmentation '
             'helps), seed by', 'seed, and the Hodges–Lehmann estimate [interval] (coverage):',

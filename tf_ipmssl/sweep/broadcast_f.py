@@ -40,7 +40,7 @@ def _late_text(values: Sequence[Optional[float]], n: int) -> str:
 
 
 def _labeled_text(runs: Sequence[tables_lib.RunResult]) -> str:
-  return ' / '.join('–' if run.final_labeled_error is None else f'{run.final_labeled_error:g}'
+  return ' / '.join('–' if run.last_labeled_error is None else f'{run.last_labeled_error:g}'
                     for run in runs)
 
 

@@ -226,9 +226,9 @@ def _labeled_text(result: tables_lib.CellResult) -> str:
   """'42 / 29 / 33 (lowest over the run – / 8 / 15)': the labeled-set error per seed at the
   end of training and, where it differs, the lowest over the run ('–' where the run's eval
   curve is not kept)."""
-  runs = [run for run in result.runs if run.final_labeled_error is not None]
-  text = ' / '.join(f'{run.final_labeled_error:g}' for run in runs) or '–'
-  if any(run.lowest_labeled_error not in (None, run.final_labeled_error) for run in runs):
+  runs = [run for run in result.runs if run.last_labeled_error is not None]
+  text = ' / '.join(f'{run.last_labeled_error:g}' for run in runs) or '–'
+  if any(run.lowest_labeled_error not in (None, run.last_labeled_error) for run in runs):
     text += ' (lowest over the run ' + ' / '.join(
         '–' if run.lowest_labeled_error is None else f'{run.lowest_labeled_error:g}'
         for run in runs) + ')'

@@ -219,14 +219,14 @@ def labeled_table(results: Results) -> str:
            '|---|---|---:|---:|---:|---|']
   for cell in cells_lib.select_cells(tables=['table2'], datasets=['cifar10']):
     result = results[cell.id]
-    final = claims.labeled_errors(result).errors
+    last = claims.labeled_errors(result).errors
     best = claims.labeled_errors(result, 'best').errors
     per_seed = ' / '.join(
-        f'{run.final_labeled_error:g} ({_number(run.labeled_error)}; '
+        f'{run.last_labeled_error:g} ({_number(run.labeled_error)}; '
         f'{_number(run.lowest_labeled_error)})'
-        for run in result.runs if run.final_labeled_error is not None) or '–'
+        for run in result.runs if run.last_labeled_error is not None) or '–'
     lines.append(f'| {cell.id} | {paper_claims.GROUPS[cell.id]} | {result.text} | '
-                 f'{_mean_std_text(final)} | {_mean_std_text(best)} | {per_seed} |')
+                 f'{_mean_std_text(last)} | {_mean_std_text(best)} | {per_seed} |')
   return '\n'.join(lines)
 
 
@@ -264,12 +264,12 @@ def late_collapses(results: Results) -> str:
   lines, unknown = [], {}
   for result in results.values():
     for run in result.runs:
-      if run.final_test_error is None:
+      if run.last_test_error is None:
         unknown[result.cell.table] = unknown.get(result.cell.table, 0) + 1
-      elif run.final_test_error - run.test_error >= LATE_MARGIN:
+      elif run.last_test_error - run.test_error >= LATE_MARGIN:
         lines.append(f'- {result.cell.id} seed {run.seed}: {run.test_error:.2f}% at the best '
-                     f'validation step, {run.final_test_error:.2f}% at the last step '
-                     f'({run.final_test_error - run.test_error:+.1f})')
+                     f'validation step, {run.last_test_error:.2f}% at the last step '
+                     f'({run.last_test_error - run.test_error:+.1f})')
   if not lines:
     lines.append(f'- No run ends {LATE_MARGIN:g} points or more above its best-step error.')
   if unknown:

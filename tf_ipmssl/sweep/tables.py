@@ -2,8 +2,8 @@
 
 Each run contributes one number, the test error (%) at the step of best validation error
 (`metrics['best']['test_error']`, the model selection of
-docs/algorithm.md#data-and-model-selection), or the final test error when the run had no
-validation split. Only finished runs count. A cell's entry is the
+docs/algorithm.md#data-and-model-selection), or the test error of its last evaluation when
+the run had no validation split. Only finished runs count. A cell's entry is the
 mean ± sample std (ddof = 1) over its runs and their number n, beside the paper's number
 (a study's tables, which have no paper numbers, show ours alone).
 
@@ -46,10 +46,10 @@ class RunResult:
   # The error (%) on its labeled training images at the best validation step and at the
   # last evaluation (None for runs written before the trainer recorded it).
   labeled_error: Optional[float] = None
-  final_labeled_error: Optional[float] = None
+  last_labeled_error: Optional[float] = None
   # The test error (%) at its last evaluation (metrics.json's `final`; None where the run
   # did not record it), beside the reported one of the best validation step.
-  final_test_error: Optional[float] = None
+  last_test_error: Optional[float] = None
   cpu: Optional[str] = None  # The CPU it trained on (versions.json; None if not recorded).
   # The lowest labeled-set error (%) over its evaluations, from its eval curve
   # (`with_lowest_labeled_errors`; None where the curve is not kept or not read).
@@ -147,12 +147,13 @@ def mean_std(values: Sequence[float]) -> Tuple[Optional[float], Optional[float]]
 
 
 def run_error(metrics: dict) -> Optional[float]:
-  """The reported test error of one run's metrics (best-validation, else final)."""
+  """The reported test error of one run's metrics (best-validation, else the last
+  evaluation's)."""
   best = (metrics.get('best') or {}).get('test_error')
   if best is not None:
     return float(best)
-  final = (metrics.get('final') or {}).get('test_error')
-  return None if final is None else float(final)
+  last = (metrics.get('final') or {}).get('test_error')
+  return None if last is None else float(last)
 
 
 def _dataset_of(model_dir: str) -> Optional[str]:
@@ -203,8 +204,8 @@ def collect_cell(root: str, cell: cells_lib.Cell,
                           steps=metrics.get('step'),
                           wall_seconds=_wall_seconds(metrics),
                           labeled_error=_error(metrics, 'best', 'labeled_error'),
-                          final_labeled_error=_error(metrics, 'final', 'labeled_error'),
-                          final_test_error=_error(metrics, 'final', 'test_error'),
+                          last_labeled_error=_error(metrics, 'final', 'labeled_error'),
+                          last_test_error=_error(metrics, 'final', 'test_error'),
                           cpu=cpu_of(model_dir), wall_split=_wall_split(metrics)))
   seen = {_seed_of(d) for d in model_dirs}
   runs += [run for run in _recordless_runs(root, cell.id)
@@ -228,7 +229,8 @@ def recordless_seeds(root: str, cell_id: str) -> Tuple[int, ...]:
 
 
 def _error(metrics, which, key):
-  """metrics.json's `which` ('best', 'final') error `key`; None where absent or NaN."""
+  """metrics.json's `which` (its key 'best' or 'final') error `key`; None where absent or
+  NaN."""
   value = (metrics.get(which) or {}).get(key)
   return None if value is None or value != value else float(value)
 
@@ -384,8 +386,8 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
       writer.writerow([result.cell.id, run.seed, f'{run.test_error:.4f}',
                        '' if paper is None else f'{paper:.2f}', run.dataset or '',
                        run.labels or '', '' if run.steps is None else run.steps, wall,
-                       _blank(run.labeled_error), _blank(run.final_labeled_error),
-                       _blank(run.final_test_error), run.cpu or '',
+                       _blank(run.labeled_error), _blank(run.last_labeled_error),
+                       _blank(run.last_test_error), run.cpu or '',
                        'yes' if run.has_record else 'no'] + split)
   return out.getvalue()
 
@@ -405,8 +407,8 @@ def read_runs_csv(path: str) -> Dict[str, CellResult]:
           dataset=row.get('dataset') or None, labels=row.get('labels') or None,
           steps=number(row, 'steps', int), wall_seconds=number(row, 'wall_seconds'),
           labeled_error=number(row, 'labeled_error'),
-          final_labeled_error=number(row, 'final_labeled_error'),
-          final_test_error=number(row, 'final_test_error'), cpu=row.get('cpu') or None,
+          last_labeled_error=number(row, 'final_labeled_error'),
+          last_test_error=number(row, 'final_test_error'), cpu=row.get('cpu') or None,
           wall_split=None if None in split else split, has_record=row.get('record') != 'no'))
   return {cell_id: CellResult(cells_lib.get_cell(cell_id),
                               tuple(sorted(runs, key=lambda r: r.seed)))

@@ -86,10 +86,10 @@ class Loop:
     self.config = run.config
     # The latest evaluation: the checkpoint's (the metrics.json beside it may be older).
     self.examples = reporting.evaluated_examples(data)
-    final = metrics.get('final') or {}
-    if int(run.state.final['step'].numpy()) >= 0:
-      final = reporting.evaluation_record(run.state.final, self.examples)
-    self.final = {key: final.get(key) for key in reporting.EVALUATION_KEYS}
+    latest = metrics.get('final') or {}
+    if int(run.state.latest['step'].numpy()) >= 0:
+      latest = reporting.evaluation_record(run.state.latest, self.examples)
+    self.latest = {key: latest.get(key) for key in reporting.EVALUATION_KEYS}
     self.extra = {k: v for k, v in metrics.items() if k == 'stopped_early'}
     self.started = time.time() if started is None else started
     # The earlier sessions' wall time; None where metrics.json holds none (an older run
@@ -113,7 +113,7 @@ class Loop:
 
   def record(self, step, finished, now=None):
     """metrics.json's content at `step`; `now`: the time.time() its wall time ends at."""
-    record = reporting.metrics_record(self.final, self.extra, self.run.state, self.examples,
+    record = reporting.metrics_record(self.latest, self.extra, self.run.state, self.examples,
                                       step, self.length.total_steps, finished)
     record['class_names'] = list(self.data.class_names)
     now = time.time() if now is None else now
@@ -191,14 +191,14 @@ class Loop:
       scalars['eval/validation_error'] = val_error
     scalars['eval/labeled_error'] = labeled_error
     tensorboard.write_scalars(self.eval_writer, step, scalars)
-    self._set_final({'step': step, 'validation_error': val_error, 'test_error': test_error,
-                     'labeled_error': labeled_error})
+    self._set_latest({'step': step, 'validation_error': val_error, 'test_error': test_error,
+                      'labeled_error': labeled_error})
 
-  def _set_final(self, final):
+  def _set_latest(self, latest):
     """The latest evaluation, in metrics.json's `final` and in the checkpointed run state."""
-    self.final = final
-    for key, value in final.items():
-      self.run.state.final[key].assign(math.nan if value is None else value)
+    self.latest = latest
+    for key, value in latest.items():
+      self.run.state.latest[key].assign(math.nan if value is None else value)
 
   def test_error(self):
     """The test error in %; None without a test split (an image folder without test/)."""
@@ -208,12 +208,12 @@ class Loop:
                                  self.config.train.eval_batch_size)
 
   @_charged_to('evaluation')
-  def complete_final_evaluation(self, step):
+  def complete_last_evaluation(self, step):
     """The test error of an early stop's last evaluation, which did not improve."""
-    if self.final['test_error'] is None and len(self.data.test_labels):
+    if self.latest['test_error'] is None and len(self.data.test_labels):
       test_error = self.test_error()
       tensorboard.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
-      self._set_final({**self.final, 'test_error': test_error})
+      self._set_latest({**self.latest, 'test_error': test_error})
 
   @_charged_to('checkpoints')
   def write_samples(self, step):
@@ -253,7 +253,7 @@ class Loop:
              if k in _SHOWN or k.startswith(('omega/', 'lambda/'))}
     print(progress_line(step, length.total_steps, length.epoch(step),
                         scalars['images_per_second'], seconds * (length.total_steps - step),
-                        shown, self.final['validation_error']), flush=True)
+                        shown, self.latest['validation_error']), flush=True)
     self.interval_start, self.interval_first_step = time.time(), step
 
   def patience_ran_out(self, step):
@@ -314,7 +314,7 @@ def train_loop(loop, algorithm, streams, step, sigterm, training_done):
         loop.log(step, values)
       stop = step % every.eval_every == 0 and not last and loop.patience_ran_out(step)
       if stop:
-        loop.complete_final_evaluation(step)
+        loop.complete_last_evaluation(step)
       saved = step % every.checkpoint_every == 0 or last or stop
       if saved:  # Finished only once the export is complete (trainer).
         loop.save(step, finished=(last or stop) and not export)

@@ -67,11 +67,12 @@ class RunState:
                  # The error on the labeled training images at the best step (NaN where
                  # the checkpoint holds none: run_dir/config_formats.py).
                  'labeled_error': counter('best_labeled_error', tf.float32, np.nan)}
-    # The latest evaluation (step -1: none yet; NaN: an error not computed there).
-    self.final = {'step': counter('final_step', tf.int64, -1),
-                  'validation_error': counter('final_validation_error', tf.float32, np.nan),
-                  'test_error': counter('final_test_error', tf.float32, np.nan),
-                  'labeled_error': counter('final_labeled_error', tf.float32, np.nan)}
+    # The latest evaluation (step -1: none yet; NaN: an error not computed there); `final/`
+    # in training checkpoints.
+    self.latest = {'step': counter('latest_step', tf.int64, -1),
+                   'validation_error': counter('latest_validation_error', tf.float32, np.nan),
+                   'test_error': counter('latest_test_error', tf.float32, np.nan),
+                   'labeled_error': counter('latest_labeled_error', tf.float32, np.nan)}
 
 
 def run_config_of(model_dir) -> run_config_lib.RunConfig:
@@ -215,7 +216,7 @@ class Run:
         critic=self.critic, critic_optimizer=self.critic_optimizer,
         **{_CHECKPOINT_NAMES.get(name, name): value for name, value in state.counters.items()},
         multipliers=tf.train.Checkpoint(**state.multipliers),
-        best=tf.train.Checkpoint(**state.best), final=tf.train.Checkpoint(**state.final),
+        best=tf.train.Checkpoint(**state.best), final=tf.train.Checkpoint(**state.latest),
         **{name: value for name, value in optional.items() if value is not None})
     checkpoint = tf.train.Checkpoint(**self.checkpointed)
     self.manager = tf.train.CheckpointManager(

@@ -182,12 +182,12 @@ def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
 
 def metrics_of(metrics: dict) -> dict:
   """The final metrics of a run from its metrics.json (None: not measured)."""
-  best, final = metrics.get('best') or {}, metrics.get('final') or {}
+  best, last = metrics.get('best') or {}, metrics.get('final') or {}
   return {
-      'test_error': best.get('test_error', final.get('test_error')),
+      'test_error': best.get('test_error', last.get('test_error')),
       'validation_error': best.get('validation_error'),
-      'final_test_error': final.get('test_error'),
-      'labeled_error': best.get('labeled_error', final.get('labeled_error')),
+      'final_test_error': last.get('test_error'),
+      'labeled_error': best.get('labeled_error', last.get('labeled_error')),
       'steps': metrics.get('step'),
       'wall_seconds': metrics.get('wall_seconds'),
   }
