@@ -8,7 +8,7 @@ else is a bug and keeps its traceback.
 
 TensorFlow's settings: importing this module, before TensorFlow is imported, sets the
 programs' defaults (`TENSORFLOW_DEFAULTS`) where the user has not set them; after, it sets
-none, so the environment, which child processes inherit and versions.json records, never
+none, so the environment, which child processes inherit and versions.json shows, never
 names settings this process does not compute with. A program's start-up (`run`) keeps
 TensorFlow's C++ start-up lines off the terminal (quiet_import.py) unless --verbosity=1 or
 more asks for them, which also lets TensorFlow's C++ INFO lines through.
@@ -28,8 +28,8 @@ from tf_ipmssl import quiet_import
 # TF_CPP_MIN_LOG_LEVEL 2: no C++ INFO or WARNING lines. TF_ENABLE_ONEDNN_OPTS 1: TensorFlow
 # turns its oneDNN CPU kernels on by itself only on AVX-512 CPUs; on AVX2 CPUs they make a
 # training step faster (measured in docs/performance.md). Numbers then differ from
-# oneDNN-off runs in float round-off only. A user's own value wins; every run records
-# TF_ENABLE_ONEDNN_OPTS in its versions.json.
+# oneDNN-off runs in float round-off only. A user's own value wins; every run writes
+# TF_ENABLE_ONEDNN_OPTS to its versions.json.
 TENSORFLOW_DEFAULTS = {'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '1'}
 # The log level a program run with --verbosity=1 or more gives TensorFlow: every C++ line.
 _VERBOSE_LOG_LEVEL = '0'

@@ -16,7 +16,7 @@ masks (the critic's dropout RNG state is rewound before each), so the split is e
 
 A term's share is its gradient norm over the sum of the three norms; `cos_ipm_ce` is the
 cosine between the IPM and CE gradients (negative: the unlabeled term works against the
-labeled one). Also recorded: E_P f, E_Q f, CE, Ω and λ per constraint at the checkpoint.
+labeled one). Also reported: E_P f, E_Q f, CE, Ω and λ per constraint at the checkpoint.
 """
 import dataclasses
 

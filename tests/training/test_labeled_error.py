@@ -120,6 +120,6 @@ def test_an_evaluation_counts_each_splits_mistakes_of_a_set_classifier(tmp_path)
   assert loop.latest['step'] == 4
   best = {k: float(run.state.best[k].numpy()) for k in expected}
   assert best == pytest.approx(expected)  # The first evaluation is the best so far.
-  # metrics.json's record: the counts' rates exactly, read back from the float32 run state.
-  record = loop.record(4, finished=False)
-  assert record['best'] == record['final'] == {'step': 4, **expected}
+  # metrics.json's content: the counts' rates exactly, read back from the float32 run state.
+  content = loop.metrics(4, finished=False)
+  assert content['best'] == content['final'] == {'step': 4, **expected}

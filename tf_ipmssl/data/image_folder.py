@@ -68,7 +68,7 @@ MEMORY_FRACTION = 0.25
 
 def resize_rule(size):
   """The resize rule to `size` (fit_images), by name, as the export's metadata and dataset.json
-  record it."""
+  hold it."""
   return f'short side to {size} (bilinear, antialiased), centre {size}x{size} crop'
 
 

@@ -12,7 +12,7 @@ trains. The final line then shows
 - the means over the table's seeds of the baseline cell and the recipe cell.
 
 A baseline whose runs trained on another dataset or another number of labels than this run
-is not shown (the line says why), nor is one whose runs.csv does not record them.
+is not shown (the line says why), nor is one whose runs.csv does not give them.
 TensorFlow-free.
 """
 import csv
@@ -41,7 +41,7 @@ class CellRuns:
   cell: str
   errors: Dict[int, float]  # {seed: test error %}
   datasets: frozenset
-  labels: frozenset  # Label counts as written ('' when the csv does not record them).
+  labels: frozenset  # Label counts as written ('' when the csv does not give them).
 
   @property
   def mean(self) -> float:

@@ -1,6 +1,6 @@
 """run_config.json's formats: today's, and the readers that bring an older one to it.
 
-A run records its configuration as run_config.json (run_config.RunConfig.to_json); every
+A run writes its configuration as run_config.json (run_config.RunConfig.to_json); every
 reader of the file (RunConfig.from_json, the HParams, the results pages) reads it through
 `upgrade`, so that it knows one layout only. Values are JSON: tuples as lists, non-finite
 floats as their repr ('inf', '-inf', 'nan'), a constraint as {'type': its class name,
@@ -31,15 +31,14 @@ Format history (`upgrade` reads each):
 - 4: the groups and 'bindings' gave way to one object per gin name, and the derived values
   were dropped (each number is stored once).
 
-Through format 3 a record may hold build_critic.image_size (always 32, the data's), which is
-no setting since the image size became build_ssl_data.image_size: `upgrade` drops it. A
-record without build_ssl_data.image_size is at its dataset's own size, as before.
+Through format 3 a run_config.json may hold build_critic.image_size (always 32, the data's),
+which is no setting since the image size became build_ssl_data.image_size: `upgrade` drops
+it. One without build_ssl_data.image_size is at its dataset's own size, as before.
 
 Older run directories hold less than today's besides their run_config.json, and every
-reader takes them as they are:
+reader takes them as they are (metrics.json's history: reporting.py; dataset.json's and
+versions.json's: run_record.py):
 
-- metrics.json without `wall_seconds` or `wall_split`: a resumed run's earlier sessions'
-  wall time is then unknown (reporting.py leaves both keys out; loop.Loop);
 - checkpoints without the labeled-set error at the best step (`best/labeled_error`: NaN,
   metrics.json's `best.labeled_error` null) or without the latest evaluation (`final/`:
   loop.Loop takes metrics.json's); run.Run.restore_to_train requires neither.
@@ -59,62 +58,63 @@ SSL_SETTINGS_IN_TRAIN = ('formulation', 'constraints', 'lambda_ce', 'reference_p
 _V1_GROUPS = ('objective', 'optimizers', 'loop', 'numerics')
 _V1_DERIVED = ('algorithm', 'constraints', 'bound_constraints', 'critic_rate',
                'generator_rate')
-# Builder settings an older record may hold that are settings no longer.
+# Builder settings an older run_config.json may hold that are settings no longer.
 NO_LONGER_SETTINGS = {'build_critic': ('image_size',)}
 
 
 class FormatError(ValueError):
-  """A run_config.json this reader does not know (a newer format, or not a record)."""
+  """A run_config.json this reader does not know (a newer format, or not a run
+  configuration)."""
 
 
-def version_of(record: dict) -> int:
-  """The format version of `record` (1 where it names none)."""
-  return record.get('format_version', 1)
+def version_of(content: dict) -> int:
+  """The format version of `content` (1 where it names none)."""
+  return content.get('format_version', 1)
 
 
-def upgrade(record: dict) -> dict:
-  """`record` (a run_config.json of format 1 to 4, as read) in format 4, a new dict.
+def upgrade(content: dict) -> dict:
+  """`content` (a run_config.json of format 1 to 4, as read) in format 4, a new dict.
 
   Raises FormatError for a format this reader does not know.
   """
-  version = version_of(record)
+  version = version_of(content)
   if version not in _UPGRADES and version != FORMAT_VERSION:
     raise FormatError(f'run_config.json of format version {version!r}: this tf_ipmssl reads '
                       f'versions 1 to {FORMAT_VERSION}; use the tf_ipmssl that wrote it')
-  record = copy.deepcopy(record)
+  content = copy.deepcopy(content)
   while version != FORMAT_VERSION:
-    record = _UPGRADES[version](record)
-    version = version_of(record)
-  return record
+    content = _UPGRADES[version](content)
+    version = version_of(content)
+  return content
 
 
-def _format_2(record):
-  """Format 1 → 2: 'train' from the groups' bound settings (a format-1 record without
+def _format_2(content):
+  """Format 1 → 2: 'train' from the groups' bound settings (a format-1 file without
   bound_constraints, from before the penalty scale, holds its constraints as bound)."""
-  objective = record['objective']
-  train = {name: value for group in _V1_GROUPS for name, value in record.get(group, {}).items()
+  objective = content['objective']
+  train = {name: value for group in _V1_GROUPS for name, value in content.get(group, {}).items()
            if name not in _V1_DERIVED}
   train['mode'] = objective['algorithm']
   if 'bound_constraints' in objective or 'constraints' in objective:
     train['constraints'] = objective.get('bound_constraints', objective.get('constraints'))
-  return {**record, 'format_version': 2, 'train': train}
+  return {**content, 'format_version': 2, 'train': train}
 
 
-def _format_3(record):
+def _format_3(content):
   """Format 2 → 3: the semi-supervised train bindings become ssl's settings (a run of
   another algorithm had them unused: they are dropped)."""
-  train = dict(record['train'])
+  train = dict(content['train'])
   moved = {name: train.pop(name) for name in SSL_SETTINGS_IN_TRAIN if name in train}
-  bindings = dict(record.get('bindings', {}))
+  bindings = dict(content.get('bindings', {}))
   if train['mode'] == 'ssl':
     bindings['ssl'] = moved
-  return {**record, 'format_version': 3, 'train': train, 'bindings': bindings}
+  return {**content, 'format_version': 3, 'train': train, 'bindings': bindings}
 
 
-def _format_4(record):
+def _format_4(content):
   """Format 3 → 4: one object per gin name; the groups (derived values) dropped."""
-  out = {'format_version': 4, 'train': record['train']}
-  for name, settings in record.get('bindings', {}).items():
+  out = {'format_version': 4, 'train': content['train']}
+  for name, settings in content.get('bindings', {}).items():
     dropped = NO_LONGER_SETTINGS.get(name, ())
     out[name] = {k: v for k, v in settings.items() if k not in dropped}
   return out

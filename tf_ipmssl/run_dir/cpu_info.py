@@ -4,7 +4,7 @@ Kernels that use AVX-512 (and its extensions: AVX512_BF16, AMX, ...) sum in anot
 than AVX2 kernels, so the same run follows another trajectory on another CPU. oneDNN, whose
 kernels TensorFlow's matrix products use even with TF_ENABLE_ONEDNN_OPTS=0, can be held to
 an older instruction set with ONEDNN_MAX_CPU_ISA (e.g. AVX2, to compute as an AVX2 CPU
-does): the signature then names that limit. A run records `description()` in
+does): the signature then names that limit. A run writes `description()` to
 versions.json; the fingerprint test keys its fingerprints by `signature`.
 """
 import os
@@ -63,6 +63,6 @@ def signature(info=None, environ=None):
 
 
 def description(info=None):
-  """{'model_name', 'signature'}: the CPU as versions.json records it."""
+  """{'model_name', 'signature'}: the CPU as versions.json holds it."""
   info = cpuinfo() if info is None else info
   return {'model_name': info.get('model name'), 'signature': signature(info)}

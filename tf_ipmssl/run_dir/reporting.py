@@ -19,12 +19,19 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   once exported; `wall_seconds_this_session`: at the end, this bin/train session's wall time;
   `wall_seconds`: the run's wall time over all its sessions, each counted from its start to
   its latest metrics.json (a killed session's work after its last checkpoint, which the next
-  session redoes, is not counted; absent where an older metrics.json had none); `wall_split`:
-  the same wall time by part (wall_time.PARTS: `startup`, `training`, `evaluation`,
-  `checkpoints`, `export`, `teardown`, in seconds, adding up to `wall_seconds`; absent where
-  `wall_seconds` is, or where an older metrics.json had none); `wall_split_this_session`: at the end, the
-  current session's; `diverged_before_step` when a loss became NaN/Inf;
+  session redoes, is not counted; absent where the earlier sessions' time is unknown: see
+  the history below); `wall_split`: the same wall time by part (wall_time.PARTS: `startup`,
+  `training`, `evaluation`, `checkpoints`, `export`, `teardown`, in seconds, adding up to
+  `wall_seconds`; absent where `wall_seconds` is, and in older files);
+  `wall_split_this_session`: at the end, the current session's; `diverged_before_step` when
+  a loss became NaN/Inf;
 - `class_names`: the name of each class, by label (the exported classifier answers them).
+
+History: every reader takes an older metrics.json as it is, a key it lacks being unknown.
+One written before the trainer wrote `wall_seconds` lacks it, and so does every later one of
+a run resumed from it (its earlier sessions' wall time is unknown; the sweep's tables then
+take the last session's, `wall_seconds_this_session`); `wall_split` came later still. One
+written before the labeled-set errors lacks `best.labeled_error` and `final.labeled_error`.
 
 An error rate is a count of mistakes over a known number of images, given in percent as
 `percent` makes it (100 · 2556 / 10000 = 25.56). The run state keeps the errors in float32
@@ -37,7 +44,7 @@ from tf_ipmssl.run_dir import baseline as baseline_lib
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.run_dir import wall_time
 
-# The keys of an evaluation's record (metrics.json's `final` and `best`).
+# The keys of an evaluation in metrics.json (its `final` and `best`).
 EVALUATION_KEYS = ('step', 'validation_error', 'test_error', 'labeled_error')
 
 
@@ -71,7 +78,7 @@ def stored_percent(value, examples):
   return percent(round(value * examples / 100.0), examples)
 
 
-def evaluation_record(variables, examples):
+def evaluation_of(variables, examples):
   """{EVALUATION_KEYS: values} of run.RunState's `best` or `latest` variables (None for an
   error not computed, NaN there); each error the rate of its count over
   `examples` (evaluated_examples), as the evaluation computed it (stored_percent), not its
@@ -79,11 +86,11 @@ def evaluation_record(variables, examples):
   def number(key):
     v = stored_percent(variables[key].numpy(), examples[key])
     return None if not math.isfinite(v) else v
-  record = {key: number(key) for key in EVALUATION_KEYS if key != 'step'}
-  return {'step': int(variables['step'].numpy()), **record}
+  errors = {key: number(key) for key in EVALUATION_KEYS if key != 'step'}
+  return {'step': int(variables['step'].numpy()), **errors}
 
 
-def metrics_record(latest, extra, state, examples, step, total_steps, finished):
+def metrics_content(latest, extra, state, examples, step, total_steps, finished):
   """metrics.json's content: `latest` (the latest evaluation, under `final`), `extra` (other
   keys of the module doc) and the run state's best (its errors over `examples`,
   evaluated_examples) and multipliers."""
@@ -91,7 +98,7 @@ def metrics_record(latest, extra, state, examples, step, total_steps, finished):
   out.update({
       'step': step, 'total_steps': total_steps, 'finished': finished,
       'final': dict(latest),
-      'best': evaluation_record(state.best, examples),
+      'best': evaluation_of(state.best, examples),
       'multipliers': {k: float(v.numpy()) for k, v in state.multipliers.items()},
   })
   return out

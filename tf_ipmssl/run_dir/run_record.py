@@ -1,4 +1,5 @@
-"""What a run writes beside its checkpoints so it can be identified and reproduced.
+"""What a run writes beside its checkpoints so it can be identified and reproduced: with
+metrics.json, its record (the small files a sweep's archive keeps, sweep/archive.py).
 
 - config.gin: the full gin configuration the run was started with (as text; nothing parses
   it again).
@@ -17,7 +18,12 @@
   changes in the last bits and a GAN's trajectory amplifies it. `train.deterministic_ops`
   pins one thread per op for bit-exact repeats; `summation_order_fixed` says the graphs were
   built without Grappler's arithmetic optimizer (training/precision.py), which otherwise sums
-  in an order that differs between processes.
+  in an order that differs between processes. Of a run written before the file named the
+  CPU, `numerics` lacks `cpu` (sweep/archive.py then keeps the CPU of the machine that saw
+  the run finish).
+- dataset.json: what a classifier restored from the run needs without loading the data
+  (`write_dataset`). Of a run written before the file held them, it lacks `class_names`
+  (`read_dataset` then gives the dataset's, or '0', '1', ...) and `resize` (then none).
 - metrics.json: the latest and the best-on-validation evaluation's errors (written by the
   trainer; reporting.py).
 
@@ -41,14 +47,14 @@ from tf_ipmssl.run_dir import cpu_info
 from tf_ipmssl.run_dir import run_files
 
 
-def record_start(model_dir, resuming, config, summation_order_fixed):
+def write_start_files(model_dir, resuming, config, summation_order_fixed):
   """Writes config.gin (the gin configuration `config`, a RunConfig, was read from),
   run_config.json (`config` as JSON) and versions.json (`summation_order_fixed`: whether
   this process's graphs are built with the summation order fixed, training/precision.py's
   summation_order_fixed()).
 
   The caller has checked a resumed run's configuration (run.check_config) before.
-  versions.json keeps the first start's record; each resume (`resuming`) appends to its
+  versions.json keeps the first start's entry; each resume (`resuming`) appends its own to
   'resumes'.
   """
   tf.io.gfile.makedirs(model_dir)
@@ -119,7 +125,7 @@ def resize_rule(data):
   return image_folder.resize_rule(data.image_shape[0]) if data.resizes_images else None
 
 
-def record_dataset(model_dir, data):
+def write_dataset(model_dir, data):
   """What a classifier restored from this run needs without loading the data: dataset.json's
   name, num_classes, image_shape (the critic's input), source, class_names (by label) and
   resize (the rule that brings images of any size to image_shape, image_folder.fit_images;
@@ -132,8 +138,8 @@ def record_dataset(model_dir, data):
 
 
 def read_dataset(model_dir):
-  """dataset.json of the run in model_dir; a run recorded before class_names were gets its
-  dataset's (dataset_specs), and no resize rule."""
+  """dataset.json of the run in model_dir; where it lacks class_names or resize (an older
+  file: the module doc), its dataset's class names (dataset_specs) and no resize rule."""
   dataset = run_files.read_json(model_dir, run_files.DATASET_FILE)
   if dataset is None:
     raise errors.UserError(f'{model_dir} is not a tf_ipmssl run directory (no '
@@ -146,7 +152,7 @@ def read_dataset(model_dir):
   return dataset
 
 
-def record_operative_config(model_dir, config):
+def write_operative_config(model_dir, config):
   """operative_config.gin: the gin parameters the run's configuration `config` was read
   from, defaults included."""
   run_files.write_text(os.path.join(model_dir, run_files.OPERATIVE_CONFIG_FILE),

@@ -9,6 +9,20 @@ pad 28x28 to 32x32) and returns class probabilities, predicted labels and their 
 a second signature, `class_names`, answers every class name. A served export needs no code
 of this library.
 
+What the signatures answer (a served format: its keys stay as they are):
+
+  SIGNATURE_KEY ('serving_default'), on `images` uint8 [N, H, W, C]:
+    'probabilities'  float32 [N, K], the softmax of the classifier's logits
+    'labels'         int32 [N], each image's predicted label (the argmax)
+    'class_names'    string [N], each image's predicted class name (not every class's: the
+                     key says class names, one per image)
+  CLASS_NAMES_KEY ('class_names'), without inputs:
+    'class_names'    string [K], every class's name, by label
+
+History: a SavedModel export written before the metadata file (metadata.py) existed has
+none; one written before the CLASS_NAMES_KEY signature existed lacks it, and its classes are
+then named '0', '1', ... (prediction.Predictor reads both from the signatures alone).
+
 An export never deletes what it did not write, and a process killed at any instant of it
 leaves directories that the next export recognizes as its own: the export is written into
 `<dir>.tmp` (marked as partial before anything else goes in), an earlier export is marked
@@ -38,10 +52,11 @@ METADATA_FILE = metadata_lib.METADATA_FILE
 
 
 def _serving_function(critic, image_shape, class_names, resize):
-  """The serving computation on uint8 images [N, H, W, C]: checked shape, empty batches; with
-  `resize`, images of any one size brought to image_shape by image_folder.fit_images."""
+  """The serving computation on uint8 images [N, H, W, C] (SIGNATURE_KEY's outputs: the
+  module doc): checked shape, empty batches; with `resize`, images of any one size brought
+  to image_shape by image_folder.fit_images. `class_names`: every class's, by label."""
   expected = ', '.join(map(str, image_shape))
-  names = tf.constant(class_names, tf.string)
+  every_class_name = tf.constant(class_names, tf.string)
   if resize:
     expected = f'H, W, {image_shape[-1]}'
   checked = tf.constant(image_shape[-1:] if resize else image_shape, tf.int32)
@@ -71,8 +86,9 @@ def _serving_function(critic, image_shape, class_names, resize):
     logits = tf.cast(critic.classify(pipelines.to_model_input(batch), training=False),
                      tf.float32)[:count]
     labels = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    # 'class_names': the predicted class's name of each image (the served key).
     return {'probabilities': tf.nn.softmax(logits, axis=-1), 'labels': labels,
-            'class_names': tf.gather(names, labels)}
+            'class_names': tf.gather(every_class_name, labels)}
   return serve
 
 
@@ -87,8 +103,8 @@ def _is_run_dir(path):
   return any(tf.io.gfile.exists(os.path.join(path, m)) for m in _RUN_MARKERS)
 
 
-# What an export holds besides its metadata, where the metadata does not list it (an export
-# written before the list was recorded).
+# What an export holds besides its metadata, where the metadata does not list it (older
+# ones do not: metadata.py).
 _EXPORT_ENTRIES = ('assets', 'fingerprint.pb', 'saved_model.pb', 'variables')
 
 
@@ -184,9 +200,10 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
   """Writes the SavedModel to export_dir: into a temporary directory beside it, then renamed
   into place. Only a previous classifier export is replaced (check_export_dir).
 
-  Its signature SIGNATURE_KEY answers probabilities, labels and the labels' class_names
-  (`class_names`, by label; default '0', '1', ...); the signature CLASS_NAMES_KEY, without
-  inputs, answers every class name. `resize`: None (images in image_shape) or the rule
+  Its signature SIGNATURE_KEY answers probabilities, labels and each image's predicted
+  class name (under the key 'class_names': the module doc); the signature CLASS_NAMES_KEY,
+  without inputs, answers every class's name. `class_names`: every class's name, by label
+  (default '0', '1', ...). `resize`: None (images in image_shape) or the rule
   (image_folder.resize_rule(image_shape[0])) by which images of any size are brought to
   image_shape in the graph.
 

@@ -55,7 +55,7 @@ def export_litert(critic, image_shape, export_dir, num_classes, dataset='', clas
       name, MODEL_FILE, image_shape, num_classes, dataset, class_names, resize,
       signature=export.SIGNATURE_KEY,
       quantization='dynamic range (int8 weights)' if quantize else None)
-  export.check_export_dir(export_dir)  # Before the conversion's minutes.
+  export.check_export_dir(export_dir)  # Before the (long) conversion.
   model = convert(critic, image_shape, resize, quantize)
 
   def write(tmp_dir):

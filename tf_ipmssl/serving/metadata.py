@@ -7,6 +7,10 @@ model takes the run's own size only; otherwise the rule the model applies in its
 images of any size), the run's dataset and the files the export wrote (`entries`, which a
 later export may replace and nothing else). ONNX models carry the same fields in their
 metadata_props as well. This module does not import TensorFlow.
+
+History: an export written before the file listed them has no `entries` (export.py then
+takes the files a SavedModel export writes), and a SavedModel export written before the file
+existed has none (export.py).
 """
 import json
 import os

@@ -4,13 +4,14 @@ export alone.
 `Predictor(export_dir)` serves an ONNX or LiteRT export in its own runtime (runtimes.py:
 onnxruntime, ai-edge-litert), learning its input size and class names from its metadata; a
 SavedModel it loads with tf.saved_model.load and learns what it needs from its signatures
-(an export written before the metadata file existed has them too): the input's size and
-channels (any size for an image folder's export, which resizes in its graph) and the class
-names (the `class_names` signature; an export written before it existed answers '0', '1',
-...). Files are decoded by TensorFlow (PNG, JPEG, BMP, GIF, WebP) whatever the format,
-brought to the export's channel count (image_folder.to_channels) and classified in batches of
-one size. A file that cannot be classified (unreadable, not an image, an animated WebP, another
-size than a fixed-size export takes) is reported with its reason; the others are classified.
+(which every SavedModel export has, with or without the metadata file: export.py): the
+input's size and channels (any size for an image folder's export, which resizes in its
+graph) and every class's name (the `class_names` signature; '0', '1', ... where an older
+export lacks it: export.py). Files are decoded by TensorFlow (PNG, JPEG, BMP, GIF, WebP)
+whatever the format, brought to the export's channel count (image_folder.to_channels) and
+classified in batches of one size. A file that cannot be classified (unreadable, not an
+image, an animated WebP, another size than a fixed-size export takes) is reported with its
+reason; the others are classified.
 """
 import dataclasses
 import os

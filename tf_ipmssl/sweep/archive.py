@@ -6,8 +6,8 @@ record — its results (metrics.json), its data (dataset.json), its configuratio
 versions, and its evaluation curves (the TensorBoard scalars of eval/; a few KB) — is
 copied to DIR/<cell id>/seed_<s>/ as soon as it finishes, beside the sweep's own identity
 of the run (sweep_run.json: cell, seed, gin files and bindings). A run whose versions.json
-does not name its CPU (trainers of an earlier layout) gets the CPU of the machine that saw
-it finish in archived_on.json.
+does not name its CPU (older ones do not: run_dir/run_record.py) gets the CPU of the machine
+that saw it finish in archived_on.json.
 Before a sweep starts, each run missing from ROOT whose finished record is archived is
 restored from it, so a sweep restarted on a fresh disk skips what it has trained already.
 
@@ -76,7 +76,7 @@ def _copy(source_dir: str, target_dir: str):
 
 
 def _without_machine_path(versions_text: str, model_dir: str) -> str:
-  """versions.json with the run directory in its recorded command as '<root>/<cell
+  """versions.json with the run directory in its command as '<root>/<cell
   id>/seed_<s>': an archive is kept (and committed) apart from the machine that trained."""
   where = os.path.abspath(model_dir)
   portable = '/'.join(['<root>'] + where.split(os.sep)[-3:])

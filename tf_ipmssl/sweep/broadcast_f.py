@@ -52,7 +52,7 @@ def table(per_example: Results, broadcast: Results,
   (claims.check_pair: marked claims.CPU_MARK where the two runs trained on different
   CPUs), each f's late validation error averaged over the seeds whose run keeps its curve
   (n where fewer), and each f's labeled-set error (%) at the last evaluation per seed ('–'
-  where not recorded). '' where no cell has broadcast runs."""
+  where the run's metrics.json lacks it). '' where no cell has broadcast runs."""
   labels = _row_labels()
   lines = []
   for cell in cells_lib.select_cells(tables=['table2'], datasets=['cifar10']):

@@ -230,8 +230,8 @@ def overall(verdicts: Sequence[str]) -> str:
 def labeled_errors(result: tables_lib.CellResult, which: str = 'last'
                    ) -> tables_lib.CellResult:
   """`result` with each run's labeled-set error in place of its test error ('last': at its
-  last evaluation, the end of training; 'best': at the best validation step); runs that did
-  not record it are left out."""
+  last evaluation, the end of training; 'best': at the best validation step); runs without
+  it are left out."""
   field = {'best': 'labeled_error', 'last': 'last_labeled_error'}[which]
   runs = tuple(dataclasses.replace(run, test_error=getattr(run, field))
                for run in result.runs if getattr(run, field) is not None)

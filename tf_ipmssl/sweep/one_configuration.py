@@ -84,7 +84,7 @@ def _one_error(runs: List[Tuple[str, tables_lib.RunResult]]) -> bool:
 
 def _equality(runs: List[Tuple[str, tables_lib.RunResult]]) -> str:
   """Whether one seed's runs of one configuration gave one error: across all of them, and
-  apart from that between the runs that trained on one recorded CPU (which must agree)."""
+  apart from that between the runs that trained on one known CPU (which must agree)."""
   if _one_error(runs):
     return 'yes'
   cpus = {run.cpu for _, run in runs}

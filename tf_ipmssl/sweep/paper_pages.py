@@ -85,12 +85,12 @@ def load(results_dir: str, records: Optional[str] = None) -> Tuple[Results, Resu
   cells = table_cells('table2')[:-1] + table_cells('table3')
   if not records:
     return table1, with_every_cell(one_configuration.with_reused_seeds(rows), cells), set()
-  recorded = tables_lib.with_lowest_labeled_errors(tables_lib.collect(records, cells))
-  kept = {(cell_id, run.seed) for cell_id, result in recorded.items() for run in result.runs
-          if run.has_record}
-  row_only = {(cell_id, run.seed) for cell_id, result in merge(rows, recorded).items()
+  from_records = tables_lib.with_lowest_labeled_errors(tables_lib.collect(records, cells))
+  kept = {(cell_id, run.seed) for cell_id, result in from_records.items()
+          for run in result.runs if run.has_record}
+  row_only = {(cell_id, run.seed) for cell_id, result in merge(rows, from_records).items()
               for run in result.runs if (cell_id, run.seed) not in kept}
-  table23 = one_configuration.with_reused_seeds(merge(rows, recorded))
+  table23 = one_configuration.with_reused_seeds(merge(rows, from_records))
   return table1, with_every_cell(table23, cells), row_only
 
 
@@ -260,7 +260,7 @@ LATE_MARGIN = 5.0
 def late_collapses(results: Results) -> str:
   """Markdown items: each run whose test error at its last evaluation is LATE_MARGIN points
   or more above the one reported at its best validation step, with both; and the runs whose
-  last evaluation is not kept (runs.csv rows of runs trained before it was)."""
+  last evaluation is unknown (a blank final_test_error in runs.csv: tables.runs_csv)."""
   lines, unknown = [], {}
   for result in results.values():
     for run in result.runs:

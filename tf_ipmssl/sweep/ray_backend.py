@@ -88,7 +88,8 @@ def _release_lock_of_dead_attempt(model_dir: str, previous: dict):
 
 
 def begin_attempt(model_dir: str, token: str) -> int:
-  """Records this attempt in the model dir; returns its number (1 for the first)."""
+  """Writes this attempt to the model dir (ATTEMPT_FILE); returns its number (1 for the
+  first)."""
   os.makedirs(model_dir, exist_ok=True)
   previous = run_files.read_json(model_dir, ATTEMPT_FILE, unreadable_ok=True)
   attempt = 1
@@ -242,7 +243,7 @@ def _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program
       outcomes[task.index] = outcome
       progress.finished(outcome)
       report(runner.describe(prefix(task.index, task.run), outcome))
-      runner.record(root, outcome, archive)
+      runner.keep_record(root, outcome, archive)
     if ready or time.time() - last_progress >= progress_seconds:
       report(progress.line())
       last_progress = time.time()

@@ -64,10 +64,10 @@ def tail(path: str, lines: int = 8) -> str:
     return ''
 
 
-def _append_jsonl(path: str, record: dict):
+def _append_jsonl(path: str, content: dict):
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(path, 'a') as f:
-    f.write(json.dumps(record) + '\n')
+    f.write(json.dumps(content) + '\n')
 
 
 def _environment(threads: Optional[int] = None, checkout: Optional[str] = None) -> dict:
@@ -163,11 +163,11 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
   lock = threading.Lock()
   # Set once a finished run's record could not be kept: no further run starts, since the
   # sweep would train runs whose records are lost (the error is raised as the plan ends).
-  record_failed = threading.Event()
+  record_lost = threading.Event()
 
   def run_and_report(index: int, run: plan_lib.Run) -> Outcome:
     prefix = report_prefix(index, len(runs), run)
-    if record_failed.is_set():
+    if record_lost.is_set():
       raise RecordError(f'{prefix}: not started, an earlier run\'s record could not be kept')
     state = run_state(run.model_dir)
     if state != FINISHED:
@@ -178,9 +178,9 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
     with lock:
       report(describe(prefix, outcome))
       try:
-        record(root, outcome, archive)
+        keep_record(root, outcome, archive)
       except Exception as e:  # pylint: disable=broad-except
-        record_failed.set()
+        record_lost.set()
         report(f'{prefix}: its record could not be kept ({type(e).__name__}: {e}); no '
                'further run starts')
         raise RecordError(f'{prefix}: its record could not be kept: {e}') from e
@@ -218,7 +218,7 @@ def describe(prefix: str, outcome: Outcome) -> str:
           f'log:\n{outcome.log_tail}')
 
 
-def record(root: str, outcome: Outcome, archive: Optional[str] = None):
+def keep_record(root: str, outcome: Outcome, archive: Optional[str] = None):
   """Appends a trained or failed run's outcome to <root>/sweep_log.jsonl, and copies the
   record of a run that finished into `archive` (if given)."""
   if outcome.status == SKIPPED:

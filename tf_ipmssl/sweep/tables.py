@@ -44,18 +44,18 @@ class RunResult:
   steps: Optional[int] = None
   wall_seconds: Optional[float] = None  # Of its last bin/train session (metrics.json).
   # The error (%) on its labeled training images at the best validation step and at the
-  # last evaluation (None for runs written before the trainer recorded it).
+  # last evaluation (None where its metrics.json lacks it: older ones do, reporting.py).
   labeled_error: Optional[float] = None
   last_labeled_error: Optional[float] = None
-  # The test error (%) at its last evaluation (metrics.json's `final`; None where the run
-  # did not record it), beside the reported one of the best validation step.
+  # The test error (%) at its last evaluation (metrics.json's `final`; None where that
+  # lacks it), beside the reported one of the best validation step.
   last_test_error: Optional[float] = None
-  cpu: Optional[str] = None  # The CPU it trained on (versions.json; None if not recorded).
+  cpu: Optional[str] = None  # The CPU it trained on (cpu_of; None where no file names it).
   # The lowest labeled-set error (%) over its evaluations, from its eval curve
   # (`with_lowest_labeled_errors`; None where the curve is not kept or not read).
   lowest_labeled_error: Optional[float] = None
   # Its wall time by part, seconds in wall_time.PARTS order (metrics.json's `wall_split`;
-  # None for runs written before the trainer recorded it).
+  # None where that lacks it: older ones do, reporting.py).
   wall_split: Optional[Tuple[float, ...]] = None
   # False for a run that stands only as a row of RECORDLESS_ROWS_FILE.
   has_record: bool = True
@@ -130,8 +130,9 @@ def with_lowest_labeled_errors(results: Dict[str, 'CellResult']) -> Dict[str, 'C
 
 
 def different_cpus(first: RunResult, second: RunResult) -> bool:
-  """Whether two runs trained on CPUs known to differ (both recorded, not the same); their
-  kernels round differently, so one run moves by about a point between CPU families."""
+  """Whether two runs trained on CPUs known to differ (both known, not the same); their
+  kernels round differently, so one run's error moves between CPU families (claims.CPU_NOTE,
+  the results pages' note)."""
   return first.cpu is not None and second.cpu is not None and first.cpu != second.cpu
 
 
@@ -258,8 +259,8 @@ def _wall_split(metrics):
 
 
 def _wall_seconds(metrics):
-  """The run's wall time over all its sessions; for a run written before metrics.json had
-  `wall_seconds`, that of its last session."""
+  """The run's wall time over all its sessions; where metrics.json lacks `wall_seconds`
+  (older ones do: reporting.py), that of its last session."""
   wall = metrics.get('wall_seconds')
   return metrics.get('wall_seconds_this_session') if wall is None else wall
 
@@ -363,14 +364,17 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
   labeled-set errors, CPU and the wall time by part.
 
   The run's directory is <root>/<cell>/seed_<seed>; wall_seconds is the run's wall time
-  summed over its bin/train sessions (metrics.json's `wall_seconds`; for runs written before
-  that key existed, that of the last session); labeled_error and final_labeled_error: the
+  summed over its bin/train sessions (metrics.json's `wall_seconds`; where that lacks it,
+  the last session's); labeled_error and final_labeled_error: the
   error on its labeled training images at the best validation step and at the end;
   final_test_error: the test error at the last evaluation; cpu:
   the CPU (versions.json, tables.cpu_of); record: 'no' for a run that stands only as a row
   of RECORDLESS_ROWS_FILE (its record was lost), else 'yes'; startup_seconds,
   training_seconds, ...: its wall time by part (metrics.json's `wall_split`,
-  wall_time.PARTS), adding up to wall_seconds; each blank where the run did not record it.
+  wall_time.PARTS), adding up to wall_seconds; each blank where the run's files lack it. A
+  runs.csv written before a column existed lacks it (read_runs_csv reads it as blank), and
+  rows of runs trained before metrics.json kept the last evaluation's test error have a
+  blank final_test_error.
   """
   out = io.StringIO()
   writer = csv.writer(out, lineterminator='\n')

@@ -194,7 +194,7 @@ class Algorithm:
   # ----- in a replica's context -----
 
   def gradients(self, tape, loss, variables, optimizer, decays=None):
-    """∇loss over `variables` (`loss` recorded by `tape`), plus the coupled weight decay
+    """∇loss over `variables` (`loss` computed under `tape`), plus the coupled weight decay
     wd·w of each variable for `decays` (weight_decay.py; None: no decay).
 
     When the run scales losses (mixed_float16), both are multiplied by `optimizer`'s loss

@@ -88,12 +88,12 @@ class Loop:
     self.examples = reporting.evaluated_examples(data)
     latest = metrics.get('final') or {}
     if int(run.state.latest['step'].numpy()) >= 0:
-      latest = reporting.evaluation_record(run.state.latest, self.examples)
+      latest = reporting.evaluation_of(run.state.latest, self.examples)
     self.latest = {key: latest.get(key) for key in reporting.EVALUATION_KEYS}
     self.extra = {k: v for k, v in metrics.items() if k == 'stopped_early'}
     self.started = time.time() if started is None else started
-    # The earlier sessions' wall time; None where metrics.json holds none (an older run
-    # directory: run_dir/config_formats.py).
+    # The earlier sessions' wall time; None where metrics.json holds none (older ones lack
+    # it: reporting.py).
     self.wall_before = metrics.get('wall_seconds') if step else 0.0
     self.split = wall_time.Split(self.started)
     self.split_before = metrics.get('wall_split') if step else {}
@@ -111,18 +111,18 @@ class Loop:
     self.interval_start, self.interval_first_step = time.time(), step
     self.wrote_operative_config = False
 
-  def record(self, step, finished, now=None):
+  def metrics(self, step, finished, now=None):
     """metrics.json's content at `step`; `now`: the time.time() its wall time ends at."""
-    record = reporting.metrics_record(self.latest, self.extra, self.run.state, self.examples,
-                                      step, self.length.total_steps, finished)
-    record['class_names'] = list(self.data.class_names)
+    content = reporting.metrics_content(self.latest, self.extra, self.run.state,
+                                        self.examples, step, self.length.total_steps, finished)
+    content['class_names'] = list(self.data.class_names)
     now = time.time() if now is None else now
     if self.wall_before is not None:
-      record['wall_seconds'] = self.wall_before + now - self.started
+      content['wall_seconds'] = self.wall_before + now - self.started
     split = wall_time.add(self.split_before, self.split.read(now))
     if split is not None:
-      record['wall_split'] = split
-    return record
+      content['wall_split'] = split
+    return content
 
   def set_learning_rates(self, step):
     train = self.config.train
@@ -137,16 +137,16 @@ class Loop:
       self.run.generator_optimizer.learning_rate.assign(self.config.generator_rate * factor)
 
   @_charged_to('checkpoints')
-  def record_operative_config_once(self):
+  def write_operative_config_once(self):
     if not self.wrote_operative_config:
-      run_record.record_operative_config(self.model_dir, self.config)
+      run_record.write_operative_config(self.model_dir, self.config)
       self.wrote_operative_config = True
 
   def check_finite(self, step):
-    """TrainingDivergedError (after recording it in metrics.json) once a loss was NaN/Inf."""
+    """TrainingDivergedError (after writing it to metrics.json) once a loss was NaN/Inf."""
     if not int(self.run.state.counters['nonfinite'].numpy()):
       return
-    run_files.write_metrics(self.model_dir, {**self.record(step, finished=False),
+    run_files.write_metrics(self.model_dir, {**self.metrics(step, finished=False),
                                              'diverged_before_step': step})
     manager = self.run.manager
     kept = (f'the last good checkpoint in {manager.directory} ({manager.latest_checkpoint}) '
@@ -257,7 +257,7 @@ class Loop:
     self.interval_start, self.interval_first_step = time.time(), step
 
   def patience_ran_out(self, step):
-    """Whether to stop early at this step (recorded in the metrics, announced)."""
+    """Whether to stop early at this step (written to metrics.json, announced)."""
     patience = self.config.train.early_stopping_patience
     best_step = int(self.run.state.best['step'].numpy())
     if not (patience is not None and best_step >= 0
@@ -282,7 +282,7 @@ class Loop:
       self.run.manager.checkpoint.save_counter.assign_add(-1)
     self.run.manager.save(checkpoint_number=step)
     fault_injection.reach('checkpoint_written')
-    run_files.write_metrics(self.model_dir, self.record(step, finished))
+    run_files.write_metrics(self.model_dir, self.metrics(step, finished))
 
 
 def train_loop(loop, algorithm, streams, step, sigterm, training_done):
@@ -302,7 +302,7 @@ def train_loop(loop, algorithm, streams, step, sigterm, training_done):
       values = algorithm.train_step(*streams)
       loop.split.switch('training')  # The session's first step ends its start-up.
       step += 1
-      loop.record_operative_config_once()
+      loop.write_operative_config_once()
       last = step == length.total_steps
       # Evaluate first: the progress line then shows this step's validation error, and its
       # time per step (and ETA) includes the evaluations.

@@ -82,8 +82,8 @@ def run_config_of(model_dir) -> run_config_lib.RunConfig:
   A ConfigError names the file and what it needs (e.g. a constraint type or algorithm this
   process has not registered: import the module that registers it).
   """
-  record = run_files.read_json(model_dir, run_files.RUN_CONFIG_FILE)
-  if record is None:
+  content = run_files.read_json(model_dir, run_files.RUN_CONFIG_FILE)
+  if content is None:
     if run_files.exists(os.path.join(model_dir, run_files.CONFIG_FILE)):
       raise errors.UserError(f'{model_dir} has no {run_files.RUN_CONFIG_FILE}: it was written '
                              'by a tf_ipmssl older than the run configuration, which this one '
@@ -95,7 +95,7 @@ def run_config_of(model_dir) -> run_config_lib.RunConfig:
     path = os.path.join(model_dir, name)
     texts.append(run_files.read_text(path) if run_files.exists(path) else '')
   try:
-    return run_config_lib.RunConfig.from_json(record, *texts)
+    return run_config_lib.RunConfig.from_json(content, *texts)
   except errors.ConfigError as e:
     raise errors.ConfigError(
         f'{os.path.join(model_dir, run_files.RUN_CONFIG_FILE)}: {e}') from None
@@ -196,7 +196,7 @@ class Run:
 
   @classmethod
   def from_model_dir(cls, model_dir) -> 'Run':
-    """The run recorded in model_dir (its run_config.json and dataset.json), with its
+    """The run in model_dir, built from its run_config.json and dataset.json, with its
     checkpoint managers; nothing is restored yet (`restore`, `restore_critic`). The
     process's gin configuration is neither read nor changed (run_config_of).
     """

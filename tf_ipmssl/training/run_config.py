@@ -3,7 +3,7 @@
 gin is the user's interface; a program reads it once, at its boundary
 (tf_ipmssl/configurables.py, the one module that speaks to gin), into a RunConfig that
 everything below receives explicitly. This module is plain data: it imports neither gin nor
-an algorithm (it finds the algorithm train.mode names, and a recorded constraint's class,
+an algorithm (it finds the algorithm train.mode names, and a stored constraint's class,
 in their registries). Its attribute paths are the gin names: `config.train.seed` is
 `train.seed`, `config.build_critic.width` is `build_critic.width`; the algorithm's settings
 are `config.algorithm_settings` (`ssl.lambda_ce` is `config.algorithm_settings.lambda_ce`
@@ -27,13 +27,13 @@ stream).
 
 `configurables.run_config()` makes the configuration of the gin config a program parsed
 (bin/train, before it touches the model dir); `RunConfig.create(...)` and
-`from_bindings(...)` make one from dicts, without gin. `to_json()` is what the run records
+`from_bindings(...)` make one from dicts, without gin. `to_json()` is what the run writes
 beside config.gin (run_config.json: one object per gin name, `{"train": {...}, "ssl":
 {...}, "build_critic": {...}, ...}`, the settings as given) and `from_json(...)` rebuilds
-the configuration from a record of any format, validated again, without gin
+the configuration from a run_config.json of any format, validated again, without gin
 (run.run_config_of: evaluate, export, diagnose, a resume's identity check). The formats and
 their history are in tf_ipmssl/run_dir/config_formats.py, whose `upgrade` brings an older
-record to today's.
+one to today's.
 """
 import dataclasses
 import difflib
@@ -223,7 +223,7 @@ class RunConfig:
   build_generator: generator_lib.BuildGenerator
   make_strategy: distribution_lib.MakeStrategy
   augmentation: augmentation_lib.Augmentations
-  # The algorithm's settings (its Settings, validated), bound in gin and recorded under the
+  # The algorithm's settings (its Settings, validated), bound in gin and written under the
   # algorithm's name (train.mode: `ssl.lambda_ce`).
   algorithm_settings: Any
   # The gin configuration it was read from (config.gin) and its operative part ('' without
@@ -283,7 +283,7 @@ class RunConfig:
     'build_critic.width': 0.5, 'ssl.lambda_ce': 1.0}), validated again as a whole; a
     ConfigError names a setting that does not exist. A new train.mode takes its algorithm's
     default settings, and those of `changes`. The gin texts are not carried over (a run
-    trained from it records it as gin anew: api.train)."""
+    trained from it writes it as gin anew: api.train)."""
     groups = self.groups()
     mode = changes.get('train.mode', self.mode)
     if mode != self.mode:
@@ -365,18 +365,18 @@ class RunConfig:
     return out
 
   @classmethod
-  def from_json(cls, record, gin_text='', operative_gin_text='') -> 'RunConfig':
-    """The configuration `record` (a run_config.json of any format version) was written
+  def from_json(cls, content, gin_text='', operative_gin_text='') -> 'RunConfig':
+    """The configuration `content` (a run_config.json of any format version) was written
     from, validated as `from_bindings` does; the gin texts are kept as given (config.gin,
     operative_config.gin). A ConfigError names a constraint type or algorithm this
     process has not registered."""
     try:
-      record = config_formats.upgrade(record)
+      content = config_formats.upgrade(content)
     except config_formats.FormatError as e:
       raise errors.ConfigError(str(e)) from None
-    bindings = record['train']
+    bindings = content['train']
     algorithms.get_algorithm(bindings['mode'])  # A ConfigError for an unregistered one.
-    groups = {name: {k: _from_jsonable(v) for k, v in record.get(name, {}).items()}
+    groups = {name: {k: _from_jsonable(v) for k, v in content.get(name, {}).items()}
               for name in (bindings['mode'], *(s.name for s in BUILDERS))}
     return cls.from_bindings(
         {k: _from_jsonable(v) for k, v in bindings.items()},
@@ -417,7 +417,7 @@ def _tuples(value):
 
 def _from_jsonable(value):
   """The value `_jsonable` wrote: lists as tuples, non-finite floats as floats, a
-  constraint's record ({'type', 'name', fields}) as the constraint, made by the class
+  constraint's JSON object ({'type', 'name', fields}) as the constraint, made by the class
   registered as its type."""
   if isinstance(value, str) and value in _NON_FINITE:
     return _NON_FINITE[value]

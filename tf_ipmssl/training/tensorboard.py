@@ -14,7 +14,7 @@ count, the preset's scale, and the algorithm's own settings by gin name: `ssl.fo
 SWEEP_ROOT` then shows every finished run of a sweep as one row of the HParams dashboard's
 table (sortable by any column) and as a line of its parallel coordinates view.
 
-Everything is read from the run's own records (run_config.json, versions.json's command
+Everything is read from the run's own files (run_config.json, versions.json's command
 line, metrics.json), so the trainer writes it after its final metrics.json and nothing it
 writes here feeds back into training. `session(...)` takes the same values directly, for
 runs known only from a results table.
@@ -109,7 +109,8 @@ def _defaults(settings, names):
   return {name: getattr(settings, name) for name in names}
 
 
-# What a run records only where its gin files bind it: the builders' defaults.
+# The builders' defaults, for a setting a run_config.json lacks (an older one holds a
+# builder's settings only where the run's gin files bind them: config_formats.py).
 _DATA_DEFAULTS = _defaults(ssl_data.BuildSslData(), ('num_labeled', 'split_seed'))
 _CRITIC_DEFAULTS = _defaults(critic_lib.BuildCritic(), ('normalization', 'width'))
 # How the dashboard names each constraint type's IPM.
@@ -146,11 +147,11 @@ def cell_and_preset(gin_files: Sequence[str]):
 def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
   """The hyperparameters of a run from its run_config.json (any format version) and gin
   files (None: absent)."""
-  record = config_formats.upgrade(run_config)
-  train = record['train']
-  settings = record.get(train['mode'], {})
-  data = {**_DATA_DEFAULTS, **record.get('build_ssl_data', {})}
-  critic = {**_CRITIC_DEFAULTS, **record.get('build_critic', {})}
+  content = config_formats.upgrade(run_config)
+  train = content['train']
+  settings = content.get(train['mode'], {})
+  data = {**_DATA_DEFAULTS, **content.get('build_ssl_data', {})}
+  critic = {**_CRITIC_DEFAULTS, **content.get('build_critic', {})}
   constraints = settings.get('constraints', [])
   cell, preset = cell_and_preset(gin_files)
   ipms = [_IPM_NAMES.get(c['type'], c['type']) for c in constraints]
@@ -174,7 +175,7 @@ def hparams_of(run_config: dict, gin_files: Sequence[str]) -> dict:
       'critic_rate': None if rate is None else rate * scale,
       'critic_ema_decay': train.get('critic_ema_decay'),
       'augmentation': augmentation_lib.describe(augmentation_lib.per_stream(
-          augmentation_lib.Augmentations(**record.get('augmentation', {})))),
+          augmentation_lib.Augmentations(**content.get('augmentation', {})))),
       **{f"{train['mode']}.{name}": value for name, value in settings.items()
          if not isinstance(value, (list, dict))},
   }
@@ -228,7 +229,7 @@ def gin_files_of(model_dir: str) -> list:
 
 
 def write_run(model_dir: str):
-  """Writes MODEL_DIR/hparams/ from the run's records (run_config.json, metrics.json).
+  """Writes MODEL_DIR/hparams/ from the run's run_config.json and metrics.json.
 
   Replaces what an earlier call wrote there, so the dashboard shows one session per run.
   """

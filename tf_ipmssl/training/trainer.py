@@ -72,7 +72,7 @@ def train(model_dir, config, started=None):
   strategy, run = _build_run(config, data, model_dir)
   step = _restore(run, resuming, model_dir, length.total_steps, metrics)
   # Only now, with the restore done, is anything in the model dir rewritten.
-  _record_start(model_dir, resuming, data, config)
+  _write_start_files(model_dir, resuming, data, config)
   # Training done but the export missing or partial (killed while exporting): export again.
   training_done = step >= length.total_steps or bool(metrics.get('stopped_early'))
   # The class train.mode names (semi_supervised.SemiSupervised for 'ssl'), updating `run`;
@@ -177,7 +177,7 @@ def _finish(loop, step):
     with loop.split.charged_to('export'):
       exported = _export_selected_classifier(run, loop.data, loop.model_dir, step)
   now = time.time()
-  metrics = loop.record(step, finished=True, now=now)
+  metrics = loop.metrics(step, finished=True, now=now)
   metrics['exported'] = exported
   metrics['wall_seconds_this_session'] = now - loop.started
   metrics['wall_split_this_session'] = loop.split.read(now)
@@ -242,12 +242,12 @@ def training_length(data, config):
                 train.batch_size * updates_per_step)
 
 
-def _record_start(model_dir, resuming, data, config):
-  run_record.record_start(model_dir, resuming, config, precision.summation_order_fixed())
+def _write_start_files(model_dir, resuming, data, config):
+  run_record.write_start_files(model_dir, resuming, config, precision.summation_order_fixed())
   run_record.remove_partial_checkpoints(
       [os.path.join(model_dir, run_files.CHECKPOINT_DIR),
        os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR)])
-  run_record.record_dataset(model_dir, data)
+  run_record.write_dataset(model_dir, data)
 
 
 def _set_aside_damaged_checkpoints(model_dir, metrics):
@@ -272,7 +272,7 @@ def _set_aside_damaged_checkpoints(model_dir, metrics):
 
 
 def _finished(metrics, total_steps, export_classifier, export_dir):
-  """Whether metrics.json records a finished run whose export (if wanted) is complete."""
+  """Whether metrics.json says the run finished, and its export (if wanted) is complete."""
   done = metrics.get('step', -1) >= total_steps or metrics.get('stopped_early')
   return bool(metrics.get('finished') and done and (
       not export_classifier or export.export_is_complete(export_dir)))
