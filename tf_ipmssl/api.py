@@ -89,13 +89,13 @@ class TrainResult:
 
   @classmethod
   def of(cls, model_dir, metrics) -> 'TrainResult':
-    best, final = metrics['best'], metrics['final']
+    best, last = metrics['best'], metrics['final']  # 'final': the last evaluation.
     selected = best['step'] >= 0
     return cls(model_dir=model_dir, steps=metrics['step'],
-               test_error=best['test_error'] if selected else final['test_error'],
+               test_error=best['test_error'] if selected else last['test_error'],
                best_step=best['step'] if selected else None,
                validation_error=best['validation_error'] if selected else None,
-               last_test_error=final['test_error'],
+               last_test_error=last['test_error'],
                export_dir=(os.path.join(model_dir, run_files.EXPORT_DIR)
                            if metrics.get('exported') else None),
                metrics=metrics)

@@ -218,7 +218,7 @@ def gin_text(config: run_config_lib.RunConfig) -> str:
   """gin bindings that make `config` again (`parse` then `run_config()`): every setting of
   every group, defaults included, in the order run_config.json lists the groups. A
   constraint becomes a scoped reference, `@constraint_0/Fisher()`, with its fields bound in
-  that scope. The record of a run trained from a configuration object (config.gin)."""
+  that scope. What a run trained from a configuration object writes as its config.gin."""
   lines, scoped = [], []
   for group, values in config.groups().items():
     lines += [f'{group}.{name} = {_gin_value(value, scoped)}'
