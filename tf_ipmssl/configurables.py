@@ -219,21 +219,22 @@ def gin_text(config: run_config_lib.RunConfig) -> str:
   every group, defaults included, in the order run_config.json lists the groups. A
   constraint becomes a scoped reference, `@constraint_0/Fisher()`, with its fields bound in
   that scope. What a run trained from a configuration object writes as its config.gin."""
-  lines, scoped = [], []
+  lines, scoped = [], []  # scoped: each constraint's lines, in the order of their scopes.
   for group, values in config.groups().items():
     lines += [f'{group}.{name} = {_gin_value(value, scoped)}'
               for name, value in sorted(values.items())]
-  return '\n'.join(lines + scoped) + '\n'
+  return '\n'.join(lines + [line for block in scoped for line in block]) + '\n'
 
 
 def _gin_value(value, scoped) -> str:
-  """`value` in gin's syntax; a constraint's bindings appended to `scoped`."""
+  """`value` in gin's syntax; a constraint's lines appended to `scoped` as one block."""
   if isinstance(value, constraint.Constraint):
-    scope = f'constraint_{sum(line.startswith("# ") for line in scoped)}'
+    scope = f'constraint_{len(scoped)}'
     name = type(value).__name__
-    scoped.append(f'# {scope}: {value.name}')
-    scoped += [f'{scope}/{name}.{field.name} = {_gin_value(getattr(value, field.name), scoped)}'
-               for field in dataclasses.fields(value)]
+    scoped.append([f'# {scope}: {value.name}'])
+    scoped[-1] += [f'{scope}/{name}.{field.name} = '
+                   f'{_gin_value(getattr(value, field.name), scoped)}'
+                   for field in dataclasses.fields(value)]
     return f'@{scope}/{name}()'
   if isinstance(value, (tuple, list)):
     items = [_gin_value(v, scoped) for v in value]

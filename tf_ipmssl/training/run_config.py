@@ -285,16 +285,14 @@ class RunConfig:
     default settings, and those of `changes`. The gin texts are not carried over (a run
     trained from it writes it as gin anew: api.train)."""
     groups = self.groups()
+    settings = {group: set(values) for group, values in groups.items()}
     mode = changes.get('train.mode', self.mode)
     if mode != self.mode:
       groups[mode] = {}
+      settings[mode] = set(_field_names(algorithms.get_algorithm(mode).Settings))
     for name, value in changes.items():
       group, _, field = name.partition('.')
-      known = (set(dataclasses.fields(algorithms.get_algorithm(mode).Settings))
-               if group == mode else None)
-      if group not in groups or not field or (
-          known is not None and field not in {f.name for f in known}) or (
-              known is None and field not in groups[group]):
+      if field not in settings.get(group, ()):
         raise errors.ConfigError(f'{name} is not a setting of this configuration (its groups: '
                                  f'{", ".join(groups)}; e.g. train.steps)')
       groups[group][field] = value
