@@ -189,7 +189,7 @@ class Algorithm:
 
   def compile_piece(self, fn):
     """`fn` (a replica's gradient computation) XLA-compiled when the run asks for it."""
-    return tf.function(fn, jit_compile=True) if self.jit_compile else fn
+    return tf.function(fn, jit_compile=True, autograph=False) if self.jit_compile else fn
 
   # ----- in a replica's context -----
 

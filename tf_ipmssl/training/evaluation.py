@@ -11,7 +11,7 @@ from tf_ipmssl.run_dir import reporting
 
 def make_predict_fn(critic, jit_compile=False):
   """A tf.function mapping a model-ready batch to predicted labels (dropout off)."""
-  @tf.function(jit_compile=jit_compile, reduce_retracing=True)
+  @tf.function(jit_compile=jit_compile, reduce_retracing=True, autograph=False)
   def predict(x):
     return tf.argmax(critic.classify(x, training=False), axis=-1, output_type=tf.int32)
   return predict

@@ -230,7 +230,7 @@ class SemiSupervised(algorithms.Algorithm):
 
   # ----- the step (cross-replica context) -----
 
-  @tf.function
+  @tf.function(autograph=False)
   def train_step(self, labeled_iterator, unlabeled_iterator):
     """n_c critic updates, then one generator update; returns the logged values."""
     values = {}

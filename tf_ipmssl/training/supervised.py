@@ -45,7 +45,7 @@ class Supervised(algorithms.Algorithm):
     return {'ce': ce, 'labeled_accuracy': accuracy,
             'grad_norm/critic': algorithms.global_norm(grads)}
 
-  @tf.function
+  @tf.function(autograph=False)
   def train_step(self, labeled_iterator):
     """One update of Φ and S on the next labeled batch; returns the logged values."""
     x_labeled, y_labeled = next(labeled_iterator)
