@@ -3,10 +3,13 @@ import os
 import pathlib
 import sys
 
+import pytest
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
   sys.path.insert(0, str(REPO_ROOT))
+from tests import program_server  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 def pytest_report_header(config):  # pylint: disable=unused-argument
@@ -20,3 +23,11 @@ def pytest_report_header(config):  # pylint: disable=unused-argument
           f'model {info.get("model", "?")}, {avx512}); TF_ENABLE_ONEDNN_OPTS '
           f'{os.environ.get("TF_ENABLE_ONEDNN_OPTS", "unset")}; oneDNN ISA limit '
           f'{"=".join(limit) if limit else "none"}')
+
+
+@pytest.fixture(scope='session', autouse=True)
+def _program_servers():
+  """The program servers this test process started (tests/program_server.py), ended by PID
+  when its tests are done, also when they failed."""
+  yield
+  program_server.stop_servers()

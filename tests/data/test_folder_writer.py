@@ -2,7 +2,6 @@
 loader's labeled and validation images, read back pixel for pixel."""
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -10,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tests import fixtures
+from tests import program_server
 from tests.training import runs
 from tf_ipmssl import errors
 from tf_ipmssl.data import dataset_specs
@@ -66,7 +66,7 @@ def test_folder_holds_the_built_in_split(fake_dir, tmp_path):
 
 def test_bin_make_image_folder(fake_dir, tmp_path):
   out = str(tmp_path / 'folder')
-  result = subprocess.run(
+  result = program_server.run(
       [sys.executable, str(runs.REPO_ROOT / 'bin' / 'make_image_folder'), f'--output={out}',
        f'--data_dir={fake_dir}', '--labeled_per_class=1', '--validation_size=0',
        '--max_test=10'], capture_output=True, text=True, env=runs.environment(), timeout=300)

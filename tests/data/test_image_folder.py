@@ -3,13 +3,13 @@ channels, symbolic links, and every bad input refused in one line (in-process, a
 bin/train before anything is written)."""
 import io
 import os
-import subprocess
 
 import numpy as np
 from PIL import Image
 import pytest
 import tensorflow as tf
 
+from tests import program_server
 from tests.training import runs
 from tf_ipmssl import errors
 from tf_ipmssl.data import image_folder
@@ -237,7 +237,7 @@ def test_bin_train_refuses_before_writing(tmp_path, damage):
     os.rename(root / 'labeled', root / 'labels')
     fragment = 'has no labeled/ folder'
   model_dir = tmp_path / 'run'
-  result = subprocess.run(runs.train_command(str(model_dir), runs.tiny_bindings(
+  result = program_server.run(runs.train_command(str(model_dir), runs.tiny_bindings(
       root, dataset='image_folder', **{'build_ssl_data.num_labeled': None,
                                        'build_ssl_data.validation_size': 0,
                                        'build_ssl_data.source': "'auto'"})),

@@ -33,9 +33,11 @@ def _pypi_reachable():
     return False
 
 
+@pytest.mark.integration
 def test_gpu_install_resolves_to_one_tensorflow_with_cuda(tmp_path):
   """`pip install --dry-run --report` of the gpu extra: tensorflow with its CUDA libraries,
-  no tensorflow-cpu (needs PyPI; skipped offline)."""
+  no tensorflow-cpu (needs PyPI; skipped offline). Integration: half a minute of pip
+  resolving on the network, whatever the code does."""
   if not _pypi_reachable():
     pytest.skip('PyPI is not reachable')
   report = tmp_path / 'report.json'

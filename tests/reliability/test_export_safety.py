@@ -5,11 +5,11 @@ leftover temporary export that is not ours is refused; an export killed at any i
 completed by exporting again."""
 import os
 import signal
-import subprocess
 import sys
 
 import pytest
 
+from tests import program_server
 from tests.reliability import checks
 from tests.training import runs
 
@@ -24,7 +24,7 @@ def finished_run(tmp_path_factory):
 
 
 def _export(model_dir, export_dir, fault=None):
-  return subprocess.run([sys.executable, EXPORT, f'--model_dir={model_dir}',
+  return program_server.run([sys.executable, EXPORT, f'--model_dir={model_dir}',
                          f'--export_dir={export_dir}'], capture_output=True, text=True,
                         env=runs.environment(fault), timeout=300)
 

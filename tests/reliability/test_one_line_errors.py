@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from tests import program_server
 from tests.reliability import checks
 from tests.training import runs
 
@@ -27,7 +28,7 @@ def test_bfloat16_under_an_avx2_kernel_limit_trains_or_stops_in_one_line(data_di
   AVX-512 CPU) the run stops before its first step with one line naming the limit; where it
   does not, the run trains."""
   model_dir = str(tmp_path / 'm')
-  result = subprocess.run(
+  result = program_server.run(
       runs.train_command(model_dir, runs.tiny_bindings(data_dir) + [
           "train.mixed_precision = 'mixed_bfloat16'"]),
       capture_output=True, text=True, timeout=600, cwd=str(runs.REPO_ROOT),

@@ -2,11 +2,11 @@
 extra is missing, the checkpoint does not exist, or an export directory of any chosen format
 holds a user's file; an unknown format is refused before TensorFlow loads."""
 import os
-import subprocess
 import sys
 
 import pytest
 
+from tests import program_server
 from tests.reliability import checks
 from tests.training import runs
 from tf_ipmssl import errors
@@ -29,7 +29,7 @@ def _listing(directory):
 
 
 def _export(*flags):
-  return subprocess.run([sys.executable, EXPORT, *flags], capture_output=True, text=True,
+  return program_server.run([sys.executable, EXPORT, *flags], capture_output=True, text=True,
                         env=runs.environment(), timeout=300)
 
 

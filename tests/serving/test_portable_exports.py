@@ -29,6 +29,7 @@ import pytest
 import tensorflow as tf
 
 from tests import fixtures
+from tests import program_server
 from tests.training import runs
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.serving import portable_graph
@@ -107,7 +108,7 @@ def exported(request, tmp_path_factory):
   result = runs.run_train(model_dir, bindings + ['train.export_classifier = False'])
   assert result.returncode == 0, result.stdout + result.stderr[-3000:]
   base = str(directory / 'export')
-  result = subprocess.run(
+  result = program_server.run(
       [sys.executable, EXPORT, f'--model_dir={model_dir}', '--checkpoint=latest',
        f'--export_dir={base}', '--format=saved_model,onnx', '--format=litert',
        '--format=litert_int8'], capture_output=True, text=True, env=runs.environment(),
@@ -242,7 +243,7 @@ def test_bin_predict_and_the_api_serve_every_format(exported, tmp_path):
   rows = {}
   for fmt in ('saved_model', 'onnx', 'litert'):
     output = tmp_path / f'{fmt}.csv'
-    result = subprocess.run(
+    result = program_server.run(
         [sys.executable, str(runs.REPO_ROOT / 'bin' / 'predict'),
          f'--export_dir={directories[fmt]}', *paths, f'--output={output}'],
         capture_output=True, text=True, env=runs.environment(), timeout=300)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 from tests import fixtures
+from tests import program_server
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 TRAIN = str(REPO_ROOT / 'bin' / 'train')
@@ -71,7 +72,7 @@ def run_train(model_dir, bindings, gin_files=(SSL_GIN,), timeout=600, fault=None
   """Runs bin/train to completion; returns the CompletedProcess (text output). `fault`:
   a fault to fire in it (fault_injection.py, e.g. 'checkpoint_written#2=kill'); `cwd`: its
   working directory (default the repository root; a relative model_dir is relative to it)."""
-  return subprocess.run(train_command(model_dir, bindings, gin_files), capture_output=True,
+  return program_server.run(train_command(model_dir, bindings, gin_files), capture_output=True,
                         text=True, timeout=timeout, env=environment(fault),
                         cwd=str(cwd or REPO_ROOT))
 

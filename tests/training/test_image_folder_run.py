@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests import numerics
+from tests import program_server
 from tests.training import runs
 
 PREDICT = str(runs.REPO_ROOT / 'bin' / 'predict')
@@ -123,7 +124,7 @@ def test_export_resizes_any_size_by_the_training_rule(folder_run):
 def test_bin_export_keeps_the_resize_rule(folder_run, tmp_path):
   _, model_dir, _ = folder_run
   export_dir = str(tmp_path / 'again')
-  result = subprocess.run([sys.executable, EXPORT, f'--model_dir={model_dir}',
+  result = program_server.run([sys.executable, EXPORT, f'--model_dir={model_dir}',
                            '--checkpoint=latest', f'--export_dir={export_dir}'],
                           capture_output=True, text=True, env=runs.environment(), timeout=300)
   assert result.returncode == 0, result.stderr
@@ -141,7 +142,7 @@ def test_bin_predict_equals_the_saved_model(folder_run, new_images, tmp_path):
   directory, paths = new_images
   export_dir = os.path.join(model_dir, 'export')
   output = tmp_path / 'preds.csv'
-  result = subprocess.run([sys.executable, PREDICT, f'--export_dir={export_dir}', directory,
+  result = program_server.run([sys.executable, PREDICT, f'--export_dir={export_dir}', directory,
                            f'--output={output}'], capture_output=True, text=True,
                           env=runs.environment(), timeout=300)
   assert result.returncode == 0, result.stderr
@@ -207,7 +208,7 @@ def test_predictor_takes_webp_and_refuses_animated_webp(folder_run, tmp_path):
 def test_bin_predict_without_any_image(folder_run, tmp_path):
   _, model_dir, _ = folder_run
   (tmp_path / 'x.png').write_bytes(b'')
-  result = subprocess.run([sys.executable, PREDICT,
+  result = program_server.run([sys.executable, PREDICT,
                            f'--export_dir={os.path.join(model_dir, "export")}',
                            str(tmp_path / 'x.png')],
                           capture_output=True, text=True, env=runs.environment(), timeout=300)

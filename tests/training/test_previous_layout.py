@@ -31,13 +31,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import program_server
 from tests.training import runs
 from tf_ipmssl import errors
 from tf_ipmssl.run_dir import config_formats
@@ -73,7 +73,7 @@ def copy_run(fixture, tmp_path):
 
 
 def _program(name, *args):
-  result = subprocess.run([sys.executable, str(runs.REPO_ROOT / 'bin' / name), *args],
+  result = program_server.run([sys.executable, str(runs.REPO_ROOT / 'bin' / name), *args],
                           capture_output=True, text=True, timeout=600, env=runs.environment(),
                           cwd=str(runs.REPO_ROOT))
   assert result.returncode == 0, result.stderr[-3000:]
