@@ -3,9 +3,9 @@ them already.
 
 Starting a program costs seconds before its first line: Python, TensorFlow, Keras and the
 package imported (about 4 CPU-seconds each time), and the default suite starts a couple of
-hundred. A test process therefore keeps a server process per environment (the two used last) that has
-done those imports as a program does them (command_line's TensorFlow defaults set before
-TensorFlow is imported) and has run nothing else: no TensorFlow op, no gin file, no flag
+hundred. A test process therefore keeps a server process per environment (the two used
+last) that has done those imports as a program does them (command_line's TensorFlow defaults
+set before TensorFlow is imported) and has run nothing else: no TensorFlow op, no gin file, no flag
 parsed. `run` asks the server of the call's environment (apart from the variables read while
 a program runs: PYTEST_CURRENT_TEST, TF_IPMSSL_FAULT) to fork, and the forked child runs the
 program file as `python bin/<program> ...` runs it: its own environment (with the defaults a
@@ -43,7 +43,8 @@ PROGRAM_DIRS = (REPO_ROOT / 'bin', REPO_ROOT / 'scripts')
 # server's.
 RUN_TIME_VARIABLES = frozenset({'PYTEST_CURRENT_TEST', 'TF_IPMSSL_FAULT'})
 _SERVED_KEYWORDS = frozenset({'capture_output', 'text', 'timeout', 'env', 'cwd', 'check'})
-# What a server imports before it forks: the modules the programs import, TensorFlow first.
+# What a server imports before it forks: the modules the programs import, command_line first
+# (the programs' TensorFlow defaults, set before TensorFlow loads).
 _IMPORTS = ('tf_ipmssl.command_line', 'tensorflow', 'keras', 'absl.app', 'tf_ipmssl.api',
             'tf_ipmssl.diagnosis', 'tf_ipmssl.sweep.runner', 'tf_ipmssl.benchmark.configs')
 _START_TIMEOUT = 300
@@ -100,7 +101,7 @@ def _servable(args, kwargs) -> bool:
   program = pathlib.Path(args[1]).resolve()
   if program.parent not in PROGRAM_DIRS or not program.is_file():
     return False
-  if not (program.suffix == '.py' or program.read_bytes()[:40].startswith(b'#!/usr/bin/env python')):
+  if program.suffix != '.py' and not program.read_bytes().startswith(b'#!/usr/bin/env python'):
     return False
   return not any(str(a) == '-v' or str(a).startswith(('--verbosity', '--v=')) for a in args[2:])
 
@@ -192,7 +193,8 @@ def _serve():
     importlib.import_module(name)
   from tf_ipmssl import command_line  # pylint: disable=g-import-not-at-top
   # The environment a program has after its imports: its TensorFlow defaults added.
-  added = {name: os.environ[name] for name in command_line._DEFAULTED}  # pylint: disable=protected-access
+  defaulted = command_line._DEFAULTED  # pylint: disable=protected-access
+  added = {name: os.environ[name] for name in defaulted}
   requests, replies = sys.stdin.buffer, sys.stdout.buffer
 
   def reply(message):
