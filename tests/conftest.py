@@ -25,6 +25,17 @@ def pytest_report_header(config):  # pylint: disable=unused-argument
           f'{"=".join(limit) if limit else "none"}')
 
 
+@pytest.fixture(scope='module', autouse=True)
+def _process_state_per_module():
+  """Each test file leaves the test process's dtype policy, Grappler options and random
+  states as it found them (process_state.preserved, what the API's calls keep): a file that
+  trains in-process (trainer.train turns Grappler's arithmetic optimizer off) must not
+  change what a later file in the same process computes with or asserts."""
+  from tf_ipmssl import process_state  # pylint: disable=g-import-not-at-top
+  with process_state.preserved():
+    yield
+
+
 @pytest.fixture(scope='session', autouse=True)
 def _program_servers():
   """The program servers this test process started (tests/program_server.py), ended by PID

@@ -42,6 +42,7 @@ PROGRAM_DIRS = (REPO_ROOT / 'bin', REPO_ROOT / 'scripts')
 # Variables a program reads while it runs, not while it imports: they may differ from the
 # server's.
 RUN_TIME_VARIABLES = frozenset({'PYTEST_CURRENT_TEST', 'TF_IPMSSL_FAULT'})
+_PYTHON_SHEBANG = b'#!/usr/bin/env python'
 _SERVED_KEYWORDS = frozenset({'capture_output', 'text', 'timeout', 'env', 'cwd', 'check'})
 # What a server imports before it forks: the modules the programs import, command_line first
 # (the programs' TensorFlow defaults, set before TensorFlow loads).
@@ -101,8 +102,10 @@ def _servable(args, kwargs) -> bool:
   program = pathlib.Path(args[1]).resolve()
   if program.parent not in PROGRAM_DIRS or not program.is_file():
     return False
-  if program.suffix != '.py' and not program.read_bytes().startswith(b'#!/usr/bin/env python'):
-    return False
+  if program.suffix != '.py':
+    with open(program, 'rb') as f:
+      if f.read(len(_PYTHON_SHEBANG)) != _PYTHON_SHEBANG:
+        return False
   return not any(str(a) == '-v' or str(a).startswith(('--verbosity', '--v=')) for a in args[2:])
 
 

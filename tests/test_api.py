@@ -223,11 +223,7 @@ def test_every_call_leaves_the_process_as_it_found_it(trained, tmp_path):
   data_dir, model_dir, _ = trained
   tiny = runs.tiny_bindings(data_dir)
   keras.mixed_precision.set_global_policy('mixed_float16')
-  # Constant folding off; the arithmetic optimizer unset, whatever this test process's
-  # earlier tests left (a run built in-process turns it off: training/precision.py).
-  saved = tf.config.optimizer.get_experimental_options()
-  tf.config.optimizer.set_experimental_options({'constant_folding': False,
-                                                'arithmetic_optimization': None})
+  tf.config.optimizer.set_experimental_options({'constant_folding': False})
   gin.parse_config(['build_critic.width = 3.0', "Fisher.component = 'f_neg'"])
   random.seed(123)
   np.random.seed(456)
@@ -250,8 +246,7 @@ def test_every_call_leaves_the_process_as_it_found_it(trained, tmp_path):
     assert 'build_critic.width = 3.0' in before[2]
   finally:
     keras.mixed_precision.set_global_policy('float32')
-    tf.config.optimizer.set_experimental_options(
-        {'constant_folding': None, 'arithmetic_optimization': None, **saved})
+    tf.config.optimizer.set_experimental_options({'constant_folding': None})
     gin.clear_config()
 
 

@@ -25,8 +25,8 @@ def finished_run(tmp_path_factory):
 
 def _export(model_dir, export_dir, fault=None):
   return program_server.run([sys.executable, EXPORT, f'--model_dir={model_dir}',
-                         f'--export_dir={export_dir}'], capture_output=True, text=True,
-                        env=runs.environment(fault), timeout=300)
+                             f'--export_dir={export_dir}'], capture_output=True, text=True,
+                            env=runs.environment(fault), timeout=300)
 
 
 def _listing(directory):

@@ -30,7 +30,7 @@ def _listing(directory):
 
 def _export(*flags):
   return program_server.run([sys.executable, EXPORT, *flags], capture_output=True, text=True,
-                        env=runs.environment(), timeout=300)
+                            env=runs.environment(), timeout=300)
 
 
 @pytest.mark.parametrize('fmt, extra, module', [

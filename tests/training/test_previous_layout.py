@@ -74,8 +74,8 @@ def copy_run(fixture, tmp_path):
 
 def _program(name, *args):
   result = program_server.run([sys.executable, str(runs.REPO_ROOT / 'bin' / name), *args],
-                          capture_output=True, text=True, timeout=600, env=runs.environment(),
-                          cwd=str(runs.REPO_ROOT))
+                              capture_output=True, text=True, timeout=600, env=runs.environment(),
+                              cwd=str(runs.REPO_ROOT))
   assert result.returncode == 0, result.stderr[-3000:]
   return result.stdout
 
