@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The confirmation of docs/results/confirmation.md: its 10 cells on the label splits 20-25
-# (60 runs), split by split so that a split's runs train on one CPU where a session allows;
-# then its readings: the step-900 runs of broadcast Omega_S(f) (3, trained by the commit
-# that trained the originals) and the longer budget (6). Two runs at a time, every run of a
-# part trained by one commit (a git worktree). Each finished run's record goes under
-# RECORDS, in this checkout, as it finishes; recorded runs are never trained again, so
-# rerunning this script on any machine continues the sweep.
+# (60 runs), split by split so that a split's runs train on one CPU where a session allows,
+# and its readings: the step-900 runs of broadcast Omega_S(f) (3, trained by the commit that
+# trained the originals; before splits 23-25) and, after the primary runs, the longer budget
+# (6). Two runs at a time, every run of a part trained by one commit (a git worktree). Each
+# finished run's record goes under RECORDS, in this checkout, as it finishes; recorded runs
+# are never trained again, so rerunning this script on any machine continues the sweep.
 #
 #   scripts/sweep_confirmation.sh [--commit]
 #
@@ -55,17 +55,20 @@ echo "confirmation sweep: training with $TRAIN_COMMIT; records in $RECORDS" \
      "($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs))"
 PER_EXAMPLE=table2/cifar10_fisher_f_sobolev_f,table2/cifar10_fisher_f_sobolev_fneg,table3/cifar10_batch_norm_fisher,table3/cifar10_none_fisher,table1/cifar10_fisher_plain,table1/cifar10_fisher_kplus1,table1/cifar10_sobolev_plain,table1/cifar10_sobolev_kplus1
 BROADCAST=table2/cifar10_fisher_f_sobolev_f,table2/cifar10_fisher_f_sobolev_fneg
+# The step-900 reading first (it trained between splits 22 and 23): a defect at a run's end
+# would move every run's late endpoint, family (2)'s primary one. It judges none of the tests;
+# its runs train in the originals' commit and binding, split 0's two one after the other.
+sweep step900/steps_900 "$STEP900_SRC" --cells=table2/cifar10_sobolev_f --seeds=0, \
+    --gin_bindings='train.reference_pairwise_f = True'
+sweep step900/steps_1800 "$STEP900_SRC" --cells=table2/cifar10_sobolev_f --seeds=0,1 \
+    --gin_bindings='train.reference_pairwise_f = True' --gin_bindings='train.critic_updates = 3600'
 for s in 20 21 22 23 24 25; do
   sweep per_example "$SRC" --cells="$PER_EXAMPLE" --seeds="$s,"
   sweep broadcast "$SRC" --cells="$BROADCAST" --seeds="$s," \
       --gin_bindings='ssl.reference_pairwise_f = True'
 done
-# Readings after the primary runs. The step-900 runs, in the originals' commit and binding.
-sweep step900/steps_900 "$STEP900_SRC" --cells=table2/cifar10_sobolev_f --seeds=0, \
-    --gin_bindings='train.reference_pairwise_f = True'
-sweep step900/steps_1800 "$STEP900_SRC" --cells=table2/cifar10_sobolev_f --seeds=0,1 \
-    --gin_bindings='train.reference_pairwise_f = True' --gin_bindings='train.critic_updates = 3600'
-# The longer budget: 4x the critic updates, the ramp-up unchanged.
+# The reading after the primary runs: the longer budget, 4x the critic updates, the ramp-up
+# unchanged.
 sweep longer_per_example "$SRC" --cells="$BROADCAST" --seeds=20,21 \
     --gin_bindings='train.critic_updates = 7200'
 sweep longer_broadcast "$SRC" --cells=table2/cifar10_fisher_f_sobolev_f --seeds=20,21 \
