@@ -10,6 +10,7 @@ from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import one_configuration
 from tf_ipmssl.sweep import paper_claims
 from tf_ipmssl.sweep import paper_pages
+from tf_ipmssl.sweep import step900_reading
 from tf_ipmssl.sweep import tables as tables_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -203,6 +204,9 @@ def test_the_script_regenerates_every_page(tmp_path):
   assert 'fisher_plain − fisher_kplus1: +66.1 / +7.0 / +5.3 (n=3, mean +26.1): holds' in \
       conclusions
   assert 'K+1 vs plain, fisher: within noise' in conclusions  # The replaced rule's line.
+  # No step-900 runs and rows without curves: the reading waits and lists no other record.
+  step900 = conclusions.split('<!-- begin step900 -->\n')[1].split('<!--')[0]
+  assert step900 == f'- {step900_reading.CONCLUSIONS[step900_reading.WAITING]}\n'
   with open(os.path.join(results_dir, 'table3_fashion_mnist_100.md')) as f:
     table3 = f.read()
   assert '0 of 33 runs finished' in table3

@@ -10,14 +10,15 @@ is written by hand:
   table2_fashion_mnist_100.md: status, comparison, takeaways, labeled, wall_times, rule;
   table3_fashion_mnist_100.md: status, comparison, takeaways, wall_times, rule;
   conclusions.md: confirmation, exploratory, primary, broadcast, conclusion1, conclusion2,
-  conclusion3, rule, late;
+  conclusion3, rule, late, step900;
   README.md (where `write` is given its path): verdicts.
 The decisions are docs/results/confirmation.md's (confirmation.py): its cells and splits read
 from that page, its runs from confirmation_records. The earlier runs are re-read with the
 split as the unit (split_reading.py, exploratory); the earlier protocol's pair test stays as
 the `primary` part (protocol.py): its pairs read from docs/results/protocol.md, the runs with the released code's broadcast f from its records folder
 (docs/results/broadcast_f_records), whose every cell the broadcast part sets beside the
-per-example runs (broadcast_f.py).
+per-example runs (broadcast_f.py). The step-900 reading (step900_reading.py) reads its runs
+from confirmation_records/step900 beside the originals in broadcast_f_records.
 Table 3's page also shows the seeds run in two cells of one configuration
 (one_configuration.py), and a Table 3 cell that is a Table 2 cell has that cell's runs of
 the extra seeds.
@@ -36,6 +37,7 @@ from tf_ipmssl.sweep import paper_comparison
 from tf_ipmssl.sweep import protocol
 from tf_ipmssl.sweep import results_page
 from tf_ipmssl.sweep import split_reading
+from tf_ipmssl.sweep import step900_reading
 from tf_ipmssl.sweep import tables as tables_lib
 
 Results = Dict[str, tables_lib.CellResult]
@@ -279,6 +281,26 @@ def late_collapses(results: Results) -> str:
   return '\n'.join(lines)
 
 
+STEP900_RECORDS = 'step900'  # Under the confirmation's records.
+
+
+def step900(results_dir: str, results: Results, broadcast: Results) -> str:
+  """The step-900 reading's part: its runs and the originals, what they point to, and the
+  rise at the last evaluation of every other record (`results`' and `broadcast`'s runs but
+  the originals, and the confirmation's)."""
+  confirmation_records = os.path.join(results_dir, confirmation.RECORDS)
+  reading = step900_reading.load(os.path.join(confirmation_records, STEP900_RECORDS),
+                                 os.path.join(results_dir, protocol.BROADCAST_RECORDS))
+  dirs = [run.model_dir
+          for found, leave_out in ((results, ''), (broadcast, step900_reading.CELL))
+          for result in found.values() if result.cell.id != leave_out
+          for run in result.runs if run.has_record and run.model_dir]
+  dirs += step900_reading.record_dirs(confirmation_records, leave_out=(STEP900_RECORDS,))
+  # A run that stands in two cells (a Table 3 cell that is a Table 2 cell) counts once.
+  unique = sorted({os.path.realpath(d) for d in dirs})
+  return step900_reading.part(reading, step900_reading.other_last_rises(unique))
+
+
 def rule(table1: Results) -> str:
   """The verdict rule, what it can show, and Table 1 under the replaced rule."""
   return '\n\n'.join(textwrap.fill(text, results_page.WIDTH, break_long_words=False,
@@ -333,6 +355,7 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
   judged = protocol.judge(pairs, {**table1, **table23}, broadcast)
   found['conclusions.md']['primary'] = primary(judged)
   found['conclusions.md']['broadcast'] = broadcast_f.table(table23, broadcast)
+  found['conclusions.md']['step900'] = step900(results_dir, {**table1, **table23}, broadcast)
   plan = confirmation.read_plan(os.path.join(results_dir, confirmation.PAGE))
   confirmed = confirmation.judge(plan, confirmation.load(
       os.path.join(results_dir, confirmation.RECORDS), plan))

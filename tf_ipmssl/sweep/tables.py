@@ -177,7 +177,7 @@ def _labels_of(model_dir: str) -> Optional[str]:
   return 'all' if match.group(1) == 'None' else match.group(1)
 
 
-def _seed_of(model_dir: str) -> int:
+def seed_of(model_dir: str) -> int:
   name = os.path.basename(model_dir)
   try:
     return int(name[len(plan_lib.SEED_DIR_PREFIX):])
@@ -190,9 +190,9 @@ def collect_cell(root: str, cell: cells_lib.Cell,
   """The finished runs of `cell` under root (all seed_* directories, or only `seeds`),
   and the rows of root's RECORDLESS_ROWS_FILE for seeds without a directory."""
   pattern = os.path.join(root, *cell.id.split('/'), f'{plan_lib.SEED_DIR_PREFIX}*')
-  model_dirs = sorted((d for d in glob.glob(pattern) if os.path.isdir(d)), key=_seed_of)
+  model_dirs = sorted((d for d in glob.glob(pattern) if os.path.isdir(d)), key=seed_of)
   if seeds is not None:
-    model_dirs = [d for d in model_dirs if _seed_of(d) in set(seeds)]
+    model_dirs = [d for d in model_dirs if seed_of(d) in set(seeds)]
   runs, unfinished = [], 0
   for model_dir in model_dirs:
     metrics = run_files.read_metrics(model_dir, unreadable_ok=True)
@@ -200,7 +200,7 @@ def collect_cell(root: str, cell: cells_lib.Cell,
     if error is None:
       unfinished += 1
       continue
-    runs.append(RunResult(seed=_seed_of(model_dir), test_error=error, model_dir=model_dir,
+    runs.append(RunResult(seed=seed_of(model_dir), test_error=error, model_dir=model_dir,
                           dataset=_dataset_of(model_dir), labels=_labels_of(model_dir),
                           steps=metrics.get('step'),
                           wall_seconds=_wall_seconds(metrics),
@@ -208,7 +208,7 @@ def collect_cell(root: str, cell: cells_lib.Cell,
                           last_labeled_error=_error(metrics, 'final', 'labeled_error'),
                           last_test_error=_error(metrics, 'final', 'test_error'),
                           cpu=cpu_of(model_dir), wall_split=_wall_split(metrics)))
-  seen = {_seed_of(d) for d in model_dirs}
+  seen = {seed_of(d) for d in model_dirs}
   runs += [run for run in _recordless_runs(root, cell.id)
            if run.seed not in seen and (seeds is None or run.seed in set(seeds))]
   return CellResult(cell, tuple(sorted(runs, key=lambda r: r.seed)), unfinished)
