@@ -10,15 +10,18 @@ is written by hand:
   table2_fashion_mnist_100.md: status, comparison, takeaways, labeled, wall_times, rule;
   table3_fashion_mnist_100.md: status, comparison, takeaways, wall_times, rule;
   conclusions.md: confirmation, exploratory, primary, broadcast, conclusion1, conclusion2,
-  conclusion3, rule, late, step900;
+  conclusion3, rule, late, longer, step900;
   README.md (where `write` is given its path): verdicts.
 The decisions are docs/results/confirmation.md's (confirmation.py): its cells and splits read
 from that page, its runs from confirmation_records. The earlier runs are re-read with the
 split as the unit (split_reading.py, exploratory); the earlier protocol's pair test stays as
-the `primary` part (protocol.py): its pairs read from docs/results/protocol.md, the runs with the released code's broadcast f from its records folder
-(docs/results/broadcast_f_records), whose every cell the broadcast part sets beside the
-per-example runs (broadcast_f.py). The step-900 reading (step900_reading.py) reads its runs
-from confirmation_records/step900 beside the originals in broadcast_f_records.
+the `primary` part (protocol.py): its pairs read from docs/results/protocol.md, the runs
+with the released code's broadcast f from its records folder (docs/results/broadcast_f_records),
+whose every cell the broadcast part sets beside the per-example runs (broadcast_f.py). The
+confirmation's readings: the longer budget (longer_budget.py, its runs in confirmation_records/
+longer_per_example and longer_broadcast, beside the 900-step runs of splits 20 and 21) and the
+step-900 reading (step900_reading.py: confirmation_records/step900 beside the originals in
+broadcast_f_records).
 Table 3's page also shows the seeds run in two cells of one configuration
 (one_configuration.py), and a Table 3 cell that is a Table 2 cell has that cell's runs of
 the extra seeds.
@@ -31,6 +34,7 @@ from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import broadcast_f
 from tf_ipmssl.sweep import claims
 from tf_ipmssl.sweep import confirmation
+from tf_ipmssl.sweep import longer_budget
 from tf_ipmssl.sweep import one_configuration
 from tf_ipmssl.sweep import paper_claims
 from tf_ipmssl.sweep import paper_comparison
@@ -357,11 +361,14 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
   found['conclusions.md']['broadcast'] = broadcast_f.table(table23, broadcast)
   found['conclusions.md']['step900'] = step900(results_dir, {**table1, **table23}, broadcast)
   plan = confirmation.read_plan(os.path.join(results_dir, confirmation.PAGE))
-  confirmed = confirmation.judge(plan, confirmation.load(
-      os.path.join(results_dir, confirmation.RECORDS), plan))
+  confirmation_records = os.path.join(results_dir, confirmation.RECORDS)
+  observed = confirmation.load(confirmation_records, plan)
+  confirmed = confirmation.judge(plan, observed)
   exploratory = split_reading.read(split_reading.observations({**table1, **table23},
                                                               broadcast))
   found['conclusions.md']['confirmation'] = confirmation.part(confirmed)
+  found['conclusions.md']['longer'] = longer_budget.part(
+      observed, longer_budget.load(confirmation_records))
   found['conclusions.md']['exploratory'] = split_reading.part(exploratory)
   found[README] = {'verdicts': '\n'.join(
       f'- {title}, as {confirmation.TITLES[str(k)]}: '
