@@ -2,14 +2,12 @@
 loader's labeled and validation images, read back pixel for pixel."""
 import os
 import re
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests import fixtures
-from tests import program_server
 from tests.training import runs
 from tf_ipmssl import errors
 from tf_ipmssl.data import dataset_specs
@@ -66,10 +64,8 @@ def test_folder_holds_the_built_in_split(fake_dir, tmp_path):
 
 def test_bin_make_image_folder(fake_dir, tmp_path):
   out = str(tmp_path / 'folder')
-  result = program_server.run(
-      [sys.executable, str(runs.REPO_ROOT / 'bin' / 'make_image_folder'), f'--output={out}',
-       f'--data_dir={fake_dir}', '--labeled_per_class=1', '--validation_size=0',
-       '--max_test=10'], capture_output=True, text=True, env=runs.environment(), timeout=300)
+  result = runs.run_program('make_image_folder', f'--output={out}', f'--data_dir={fake_dir}',
+                            '--labeled_per_class=1', '--validation_size=0', '--max_test=10')
   assert result.returncode == 0, result.stderr
   # 160 training images: 10 labeled, 150 unlabeled; 10 of the 40 test images.
   where = fixtures.fake_dataset_dir(fake_dir, 'fashion_mnist')

@@ -9,7 +9,6 @@ from PIL import Image
 import pytest
 import tensorflow as tf
 
-from tests import program_server
 from tests.training import runs
 from tf_ipmssl import errors
 from tf_ipmssl.data import image_folder
@@ -237,12 +236,10 @@ def test_bin_train_refuses_before_writing(tmp_path, damage):
     os.rename(root / 'labeled', root / 'labels')
     fragment = 'has no labeled/ folder'
   model_dir = tmp_path / 'run'
-  result = program_server.run(runs.train_command(str(model_dir), runs.tiny_bindings(
+  result = runs.run_train(str(model_dir), runs.tiny_bindings(
       root, dataset='image_folder', **{'build_ssl_data.num_labeled': None,
                                        'build_ssl_data.validation_size': 0,
-                                       'build_ssl_data.source': "'auto'"})),
-                          capture_output=True, text=True, timeout=600, env=runs.environment(),
-                          cwd=str(runs.REPO_ROOT))
+                                       'build_ssl_data.source': "'auto'"}))
   assert result.returncode == 1, result.stdout + result.stderr
   assert 'Traceback' not in result.stderr
   lines = [line for line in result.stderr.splitlines() if line.startswith('error: ')]

@@ -6,12 +6,10 @@ completed without a word."""
 import os
 import shutil
 import signal
-import sys
 
 import numpy as np
 import pytest
 
-from tests import program_server
 from tests.reliability import checks
 from tests.training import runs
 
@@ -86,9 +84,7 @@ def test_a_truncated_index_is_one_line_in_evaluate_and_export(six_steps, tmp_pat
   for program, extra in (('evaluate', ['--checkpoint=latest']),
                          ('export', ['--checkpoint=latest',
                                      f'--export_dir={tmp_path / "exported"}'])):
-    result = program_server.run(
-        [sys.executable, str(runs.REPO_ROOT / 'bin' / program), f'--model_dir={model_dir}',
-         *extra], capture_output=True, text=True, env=runs.environment(), timeout=300)
+    result = runs.run_program(program, f'--model_dir={model_dir}', *extra)
     checks.assert_one_error_line(result, f'checkpoint {model_dir}/checkpoints/ckpt-6 is damaged and cannot be '
                       'read')
 

@@ -5,15 +5,11 @@ leftover temporary export that is not ours is refused; an export killed at any i
 completed by exporting again."""
 import os
 import signal
-import sys
 
 import pytest
 
-from tests import program_server
 from tests.reliability import checks
 from tests.training import runs
-
-EXPORT = str(runs.REPO_ROOT / 'bin' / 'export')
 
 
 @pytest.fixture(scope='module')
@@ -24,9 +20,8 @@ def finished_run(tmp_path_factory):
 
 
 def _export(model_dir, export_dir, fault=None):
-  return program_server.run([sys.executable, EXPORT, f'--model_dir={model_dir}',
-                             f'--export_dir={export_dir}'], capture_output=True, text=True,
-                            env=runs.environment(fault), timeout=300)
+  return runs.run_program('export', f'--model_dir={model_dir}', f'--export_dir={export_dir}',
+                          fault=fault)
 
 
 def _listing(directory):

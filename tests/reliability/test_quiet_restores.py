@@ -1,11 +1,8 @@
 """A normal resume, evaluation and export print no TensorFlow warning: a restore meant to be
 partial says so (`expect_partial`), so TensorFlow has nothing to warn about when the
 checkpoint object goes, and one meant to be complete still asserts that it is."""
-import sys
-
 import pytest
 
-from tests import program_server
 from tests.training import runs
 
 # TensorFlow's warnings of a restore that left values of the checkpoint unread.
@@ -43,9 +40,7 @@ def test_evaluate_and_export_print_no_restore_warning(resumed_run, tmp_path, pro
   model_dir, _ = resumed_run
   if program == 'export':
     flags = flags + [f'--export_dir={tmp_path / "export"}']
-  _assert_quiet(program_server.run(
-      [sys.executable, str(runs.REPO_ROOT / 'bin' / program), f'--model_dir={model_dir}',
-       *flags], capture_output=True, text=True, env=runs.environment(), timeout=300))
+  _assert_quiet(runs.run_program(program, f'--model_dir={model_dir}', *flags))
 
 
 def test_a_restore_to_train_still_asserts_what_training_needs(resumed_run, tmp_path):

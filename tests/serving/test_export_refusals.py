@@ -2,17 +2,13 @@
 extra is missing, the checkpoint does not exist, or an export directory of any chosen format
 holds a user's file; an unknown format is refused before TensorFlow loads."""
 import os
-import sys
 
 import pytest
 
-from tests import program_server
 from tests.reliability import checks
 from tests.training import runs
 from tf_ipmssl import errors
 from tf_ipmssl.serving import formats
-
-EXPORT = str(runs.REPO_ROOT / 'bin' / 'export')
 
 
 @pytest.fixture(scope='module')
@@ -29,8 +25,7 @@ def _listing(directory):
 
 
 def _export(*flags):
-  return program_server.run([sys.executable, EXPORT, *flags], capture_output=True, text=True,
-                            env=runs.environment(), timeout=300)
+  return runs.run_program('export', *flags)
 
 
 @pytest.mark.parametrize('fmt, extra, module', [

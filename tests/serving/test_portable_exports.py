@@ -29,13 +29,11 @@ import pytest
 import tensorflow as tf
 
 from tests import fixtures
-from tests import program_server
 from tests.training import runs
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.serving import portable_graph
 from tf_ipmssl.serving import runtimes
 
-EXPORT = str(runs.REPO_ROOT / 'bin' / 'export')
 FORMATS = ('onnx', 'litert', 'litert_int8')
 ATOL, RESIZED_ATOL = 1e-5, 1e-3
 
@@ -108,11 +106,9 @@ def exported(request, tmp_path_factory):
   result = runs.run_train(model_dir, bindings + ['train.export_classifier = False'])
   assert result.returncode == 0, result.stdout + result.stderr[-3000:]
   base = str(directory / 'export')
-  result = program_server.run(
-      [sys.executable, EXPORT, f'--model_dir={model_dir}', '--checkpoint=latest',
-       f'--export_dir={base}', '--format=saved_model,onnx', '--format=litert',
-       '--format=litert_int8'], capture_output=True, text=True, env=runs.environment(),
-      timeout=600)
+  result = runs.run_program('export', f'--model_dir={model_dir}', '--checkpoint=latest',
+                            f'--export_dir={base}', '--format=saved_model,onnx',
+                            '--format=litert', '--format=litert_int8', timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   directories = {'saved_model': base, **{f: f'{base}_{f}' for f in FORMATS}}
   assert result.stdout.splitlines() == [
@@ -243,10 +239,8 @@ def test_bin_predict_and_the_api_serve_every_format(exported, tmp_path):
   rows = {}
   for fmt in ('saved_model', 'onnx', 'litert'):
     output = tmp_path / f'{fmt}.csv'
-    result = program_server.run(
-        [sys.executable, str(runs.REPO_ROOT / 'bin' / 'predict'),
-         f'--export_dir={directories[fmt]}', *paths, f'--output={output}'],
-        capture_output=True, text=True, env=runs.environment(), timeout=300)
+    result = runs.run_program('predict', f'--export_dir={directories[fmt]}', *paths,
+                              f'--output={output}')
     assert result.returncode == 0, result.stderr[-3000:]
     with open(output, newline='') as f:
       rows[fmt] = list(csv.reader(f))

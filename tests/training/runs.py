@@ -50,11 +50,13 @@ def tiny_bindings(data_dir, dataset='fashion_mnist', **overrides):
   return [f'{k} = {v}' for k, v in bindings.items()]
 
 
+def train_flags(model_dir, bindings, gin_files=(SSL_GIN,)):
+  return ([f'--model_dir={model_dir}'] + [f'--gin_file={f}' for f in gin_files]
+          + [f'--gin_bindings={b}' for b in bindings])
+
+
 def train_command(model_dir, bindings, gin_files=(SSL_GIN,)):
-  command = [sys.executable, TRAIN, f'--model_dir={model_dir}']
-  command += [f'--gin_file={f}' for f in gin_files]
-  command += [f'--gin_bindings={b}' for b in bindings]
-  return command
+  return [sys.executable, TRAIN, *train_flags(model_dir, bindings, gin_files)]
 
 
 def environment(fault=None):
@@ -68,13 +70,22 @@ def environment(fault=None):
   return env
 
 
+def run_program(name, *flags, timeout=300, cwd=None, fault=None):
+  """Runs bin/<name> with `flags` to completion in environment(fault), forked from a server
+  where it can be (tests/program_server.py); returns the CompletedProcess (text output).
+  `fault`: a fault to fire in it (fault_injection.py, e.g. 'checkpoint_written#2=kill');
+  `cwd`: its working directory (default this process's)."""
+  return program_server.run([sys.executable, str(REPO_ROOT / 'bin' / name), *flags],
+                            capture_output=True, text=True, timeout=timeout,
+                            env=environment(fault), cwd=cwd)
+
+
 def run_train(model_dir, bindings, gin_files=(SSL_GIN,), timeout=600, fault=None, cwd=None):
   """Runs bin/train to completion; returns the CompletedProcess (text output). `fault`:
   a fault to fire in it (fault_injection.py, e.g. 'checkpoint_written#2=kill'); `cwd`: its
   working directory (default the repository root; a relative model_dir is relative to it)."""
-  return program_server.run(train_command(model_dir, bindings, gin_files), capture_output=True,
-                        text=True, timeout=timeout, env=environment(fault),
-                        cwd=str(cwd or REPO_ROOT))
+  return run_program('train', *train_flags(model_dir, bindings, gin_files), timeout=timeout,
+                     cwd=str(cwd or REPO_ROOT), fault=fault)
 
 
 def train_with_gin_lines(directory, gin_lines, **overrides):

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import program_server
 from tf_ipmssl import diagnosis
 from tf_ipmssl import errors
 from tf_ipmssl.networks import critic as critic_lib
@@ -99,7 +98,6 @@ def test_bin_diagnose_reports_the_rampup_weight_of_each_checkpoint(tmp_path):
   has made 2s critic updates, so its IPM weight is exp(−5 (1 − 2s/6)²), 1 from step 3 on."""
   import json  # pylint: disable=g-import-not-at-top
   import os  # pylint: disable=g-import-not-at-top
-  import sys  # pylint: disable=g-import-not-at-top
   from tests.training import runs  # pylint: disable=g-import-not-at-top
   data_dir = runs.make_data(tmp_path / 'data')
   model_dir = str(tmp_path / 'run')
@@ -107,9 +105,8 @@ def test_bin_diagnose_reports_the_rampup_weight_of_each_checkpoint(tmp_path):
       'train.steps': 4, 'train.checkpoint_every': 1, 'train.keep_checkpoints': 4,
       'ssl.ipm_rampup_updates': 6, 'train.export_classifier': False}))
   assert result.returncode == 0, result.stderr
-  diagnose = program_server.run(
-      [sys.executable, str(runs.REPO_ROOT / 'bin' / 'diagnose'), f'--model_dir={model_dir}',
-       '--num_batches=1'], capture_output=True, text=True, env=runs.environment(), timeout=600)
+  diagnose = runs.run_program('diagnose', f'--model_dir={model_dir}', '--num_batches=1',
+                              timeout=600)
   assert diagnose.returncode == 0, diagnose.stderr
   with open(os.path.join(model_dir, 'diagnosis.json')) as f:
     rows = json.load(f)['checkpoints']

@@ -10,7 +10,6 @@ import pytest
 
 from tests import fixtures
 from tests import numerics
-from tests import program_server
 from tests.training import runs
 
 _RELOAD_SCRIPT = """
@@ -126,19 +125,14 @@ def test_export_rejects_wrong_shape_and_dtype(exported_run):
 def test_bin_export_and_evaluate(exported_run, tmp_path):
   _, model_dir = exported_run
   export_dir = str(tmp_path / 'best_export')
-  result = program_server.run(
-      [sys.executable, str(runs.REPO_ROOT / 'bin' / 'export'), f'--model_dir={model_dir}',
-       '--checkpoint=best', f'--export_dir={export_dir}'],
-      capture_output=True, text=True, env=runs.environment(), timeout=300)
+  result = runs.run_program('export', f'--model_dir={model_dir}', '--checkpoint=best',
+                            f'--export_dir={export_dir}')
   assert result.returncode == 0, result.stderr
   assert os.path.isfile(os.path.join(export_dir, 'saved_model.pb'))
   evaluations = {}
   for name, extra in (('latest', []), ('best', ['--checkpoint=best']),
                       ('export', [f'--export_dir={os.path.join(model_dir, "export")}'])):
-    result = program_server.run(
-        [sys.executable, str(runs.REPO_ROOT / 'bin' / 'evaluate'), f'--model_dir={model_dir}',
-         '--split=test'] + extra, capture_output=True, text=True, env=runs.environment(),
-        timeout=300)
+    result = runs.run_program('evaluate', f'--model_dir={model_dir}', '--split=test', *extra)
     assert result.returncode == 0, result.stderr
     evaluations[name] = json.loads(result.stdout.strip().splitlines()[-1])
     assert evaluations[name]['examples'] == 40
@@ -165,10 +159,8 @@ def test_bin_predict_on_a_native_size_export(exported_run, tmp_path):
   for path, image in zip(paths, (gray, colour, np.zeros([32, 32, 1], np.uint8))):
     tf.io.write_file(path, tf.io.encode_png(image))
   export_dir = os.path.join(model_dir, 'export')
-  result = program_server.run(
-      [sys.executable, str(runs.REPO_ROOT / 'bin' / 'predict'), f'--export_dir={export_dir}',
-       *paths, f'--output={tmp_path / "p.csv"}'],
-      capture_output=True, text=True, env=runs.environment(), timeout=300)
+  result = runs.run_program('predict', f'--export_dir={export_dir}', *paths,
+                            f'--output={tmp_path / "p.csv"}')
   assert result.returncode == 0, result.stderr
   assert f'skipped {paths[2]}: is 32x32; this classifier takes 28x28 images' in result.stderr
   serve = tf.saved_model.load(export_dir).signatures['serving_default']

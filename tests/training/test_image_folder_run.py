@@ -13,11 +13,8 @@ import pytest
 import tensorflow as tf
 
 from tests import numerics
-from tests import program_server
 from tests.training import runs
 
-PREDICT = str(runs.REPO_ROOT / 'bin' / 'predict')
-EXPORT = str(runs.REPO_ROOT / 'bin' / 'export')
 CLASSES = {'light': 190, 'dark': 60}  # Written out of order: the class names come sorted.
 
 
@@ -124,9 +121,8 @@ def test_export_resizes_any_size_by_the_training_rule(folder_run):
 def test_bin_export_keeps_the_resize_rule(folder_run, tmp_path):
   _, model_dir, _ = folder_run
   export_dir = str(tmp_path / 'again')
-  result = program_server.run([sys.executable, EXPORT, f'--model_dir={model_dir}',
-                               '--checkpoint=latest', f'--export_dir={export_dir}'],
-                              capture_output=True, text=True, env=runs.environment(), timeout=300)
+  result = runs.run_program('export', f'--model_dir={model_dir}', '--checkpoint=latest',
+                            f'--export_dir={export_dir}')
   assert result.returncode == 0, result.stderr
   image = _image(np.random.default_rng(3), 125, 27, 61)[np.newaxis]
   answers = [tf.saved_model.load(d).signatures['serving_default'](images=tf.constant(image))
@@ -142,9 +138,8 @@ def test_bin_predict_equals_the_saved_model(folder_run, new_images, tmp_path):
   directory, paths = new_images
   export_dir = os.path.join(model_dir, 'export')
   output = tmp_path / 'preds.csv'
-  result = program_server.run([sys.executable, PREDICT, f'--export_dir={export_dir}', directory,
-                               f'--output={output}'], capture_output=True, text=True,
-                              env=runs.environment(), timeout=300)
+  result = runs.run_program('predict', f'--export_dir={export_dir}', directory,
+                            f'--output={output}')
   assert result.returncode == 0, result.stderr
   assert 'Traceback' not in result.stderr
   broken = os.path.join(directory, 'd_broken.png')
@@ -208,10 +203,8 @@ def test_predictor_takes_webp_and_refuses_animated_webp(folder_run, tmp_path):
 def test_bin_predict_without_any_image(folder_run, tmp_path):
   _, model_dir, _ = folder_run
   (tmp_path / 'x.png').write_bytes(b'')
-  result = program_server.run([sys.executable, PREDICT,
-                               f'--export_dir={os.path.join(model_dir, "export")}',
-                               str(tmp_path / 'x.png')],
-                              capture_output=True, text=True, env=runs.environment(), timeout=300)
+  result = runs.run_program('predict', f'--export_dir={os.path.join(model_dir, "export")}',
+                            str(tmp_path / 'x.png'))
   assert result.returncode == 1
   errors = [line for line in result.stderr.splitlines() if line.startswith('error: ')]
   assert errors == ['error: none of the 1 file(s) could be classified (see above)']

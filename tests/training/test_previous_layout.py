@@ -31,13 +31,11 @@ import json
 import os
 import re
 import shutil
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import program_server
 from tests.training import runs
 from tf_ipmssl import errors
 from tf_ipmssl.run_dir import config_formats
@@ -70,14 +68,6 @@ def copy_run(fixture, tmp_path):
       'build_ssl_data.data_dir') else line for line in config.read_text().splitlines()]
   config.write_text('\n'.join(lines) + '\n')
   return str(model_dir)
-
-
-def _program(name, *args):
-  result = program_server.run([sys.executable, str(runs.REPO_ROOT / 'bin' / name), *args],
-                              capture_output=True, text=True, timeout=600, env=runs.environment(),
-                              cwd=str(runs.REPO_ROOT))
-  assert result.returncode == 0, result.stderr[-3000:]
-  return result.stdout
 
 
 def _still_settings(builder, settings):
@@ -207,12 +197,16 @@ def test_earlier_run_restores_evaluates_exports_and_resumes(tmp_path, fixture):
   np.testing.assert_array_equal(critic.s_head.kernel.numpy(),
                                 saved['critic/s_head/_kernel/.ATTRIBUTES/VARIABLE_VALUE'])
 
-  out = json.loads(_program('evaluate', f'--model_dir={model_dir}', '--checkpoint=best',
-                            '--split=validation'))
+  result = runs.run_program('evaluate', f'--model_dir={model_dir}', '--checkpoint=best',
+                            '--split=validation', timeout=600, cwd=str(runs.REPO_ROOT))
+  assert result.returncode == 0, result.stderr[-3000:]
+  out = json.loads(result.stdout)
   metrics = json.load(open(os.path.join(model_dir, 'metrics.json')))
   assert out['error'] == metrics['best']['validation_error']
   export_dir = os.path.join(model_dir, 'export_latest')
-  _program('export', f'--model_dir={model_dir}', '--checkpoint=latest')
+  result = runs.run_program('export', f'--model_dir={model_dir}', '--checkpoint=latest',
+                            timeout=600, cwd=str(runs.REPO_ROOT))
+  assert result.returncode == 0, result.stderr[-3000:]
   assert tf.saved_model.contains_saved_model(export_dir)
 
   config_gin = os.path.join(model_dir, 'config.gin')

@@ -7,12 +7,10 @@ import math
 import os
 import pathlib
 import re
-import sys
 
 import gin
 import pytest
 
-from tests import program_server
 from tests.training import runs
 from tests.training import toy_algorithm
 from tests.training import toy_constraint
@@ -238,9 +236,7 @@ def test_a_record_of_an_unregistered_type_is_refused_naming_it(tmp_path):
     run_config.RunConfig.from_json({**toy.to_json(), 'format_version': 5})
   # A program reading such a run says so in one line, naming the file and the type.
   (tmp_path / 'run_config.json').write_text(json.dumps(toy.to_json()))
-  result = program_server.run([sys.executable, str(runs.REPO_ROOT / 'bin' / 'evaluate'),
-                               f'--model_dir={tmp_path}'], capture_output=True, text=True,
-                              timeout=300, env=runs.environment(), cwd=str(runs.REPO_ROOT))
+  result = runs.run_program('evaluate', f'--model_dir={tmp_path}', cwd=str(runs.REPO_ROOT))
   assert result.returncode == 1 and 'Traceback' not in result.stderr, result.stderr
   assert (f'error: {tmp_path / "run_config.json"}: constraint ToyCentering is not '
           'registered in this process') in result.stderr

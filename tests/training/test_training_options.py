@@ -1,13 +1,11 @@
 """Training options beyond the paper: early stopping, the weight-averaged critic, the IPM ramp-up."""
 import json
 import os
-import sys
 import types
 
 import numpy as np
 import pytest
 
-from tests import program_server
 from tests.training import runs
 
 
@@ -54,9 +52,7 @@ def test_averaged_critic_is_evaluated_checkpointed_and_restored(tmp_path):
     averaged, trained = values[f'averaged_critic/{key}'], values[f'critic/{key}']
     assert averaged.shape == trained.shape and (averaged != trained).any()
   # bin/evaluate restores the averaged critic: its error is the one the run logged.
-  evaluate = program_server.run(
-      [sys.executable, str(runs.REPO_ROOT / 'bin' / 'evaluate'), f'--model_dir={model_dir}'],
-      capture_output=True, text=True, env=runs.environment(), timeout=300)
+  evaluate = runs.run_program('evaluate', f'--model_dir={model_dir}')
   assert evaluate.returncode == 0, evaluate.stderr[-2000:]
   assert json.loads(evaluate.stdout.strip().splitlines()[-1])['error'] == (
       _metrics(model_dir)['final']['test_error'])
