@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # The confirmation of docs/results/confirmation.md: its 10 cells on the label splits 20-25
 # (60 runs), split by split so that a split's runs train on one CPU where a session allows,
-# and its readings: the step-900 runs of broadcast Omega_S(f) (3 trained by the commit that
-# trained the originals, 2 by the confirmation's; before splits 23-25) and, after the primary
-# runs, the longer budget (6). Two runs at a time, every run of a part trained by one commit
-# (a git worktree). Each finished run's record goes under RECORDS, in this checkout, as it
-# finishes; recorded runs are never trained again, so rerunning this script on any machine
-# continues the sweep.
+# and its readings: the step-900 runs of broadcast Omega_S(f) (3, trained by the commit that
+# trained the originals; before splits 23-25) and, after the primary runs, the longer budget
+# (6). Two runs at a time, every run of a part trained by one commit (a git worktree). Each
+# finished run's record goes under RECORDS, in this checkout, as it finishes; recorded runs
+# are never trained again, so rerunning this script on any machine continues the sweep.
 #
 #   scripts/sweep_confirmation.sh [--commit]
 #
@@ -42,7 +41,7 @@ records_message() {
   echo "Records: confirmation, $(find "$RECORDS/per_example" "$RECORDS/broadcast" \
        -name metrics.json 2>/dev/null | wc -l) of 60 primary run(s) recorded;" \
        "readings, $(find "$RECORDS"/step900 "$RECORDS"/longer_* -name metrics.json \
-       2>/dev/null | wc -l) of 11"
+       2>/dev/null | wc -l) of 9"
 }
 [ "$COMMIT" = 1 ] && keep_committing records_message "$RECORDS"
 
@@ -63,18 +62,6 @@ sweep step900/steps_900 "$STEP900_SRC" --cells=table2/cifar10_sobolev_f --seeds=
     --gin_bindings='train.reference_pairwise_f = True'
 sweep step900/steps_1800 "$STEP900_SRC" --cells=table2/cifar10_sobolev_f --seeds=0,1 \
     --gin_bindings='train.reference_pairwise_f = True' --gin_bindings='train.critic_updates = 3600'
-# bbbb1c3's processes differ in their last bits from the first steps on (Grappler's arithmetic
-# optimizer, docs/reliability.md), so its two runs of split 0 cannot be one computation. The
-# same comparison by the confirmation's training commit, whose processes build one graph,
-# single-threaded with deterministic ops: split 0 at 900 and 1,800 steps, side by side.
-STEP900_CURRENT=('--cells=table2/cifar10_sobolev_f' '--seeds=0,'
-                 '--gin_bindings=ssl.reference_pairwise_f = True'
-                 '--gin_bindings=train.deterministic_ops = True')
-sweep step900/deterministic_900 "$SRC" "${STEP900_CURRENT[@]}" &
-SHORT_RUN=$!
-sweep step900/deterministic_1800 "$SRC" "${STEP900_CURRENT[@]}" \
-    --gin_bindings='train.critic_updates = 3600'
-wait "$SHORT_RUN"
 for s in 20 21 22 23 24 25; do
   sweep per_example "$SRC" --cells="$PER_EXAMPLE" --seeds="$s,"
   sweep broadcast "$SRC" --cells="$BROADCAST" --seeds="$s," \

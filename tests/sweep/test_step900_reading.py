@@ -51,61 +51,56 @@ def test_rises_and_first_difference_known_answers():
   assert reading_lib.first_difference(curve, {50: 40.0}) == 100  # Missing counts as unequal.
 
 
-def _reading(tmp_path, short, long, long_cpu='CPU A'):
-  """The runs of the confirmation's trainer, 900 and 1,800 steps, as the sweep records them."""
+def _reading(tmp_path, short, longs, probe=None):
+  """The reading's records: the 900-step run of split 0, the 1,800-step runs by split."""
   records = tmp_path / 'step900'
-  _record(str(records / reading_lib.DETERMINISTIC_SHORT), 0, short)
-  _record(str(records / reading_lib.DETERMINISTIC_LONG), 0, long, cpu=long_cpu)
-  found = reading_lib.load(str(records), str(tmp_path / 'originals'))
-  return found.deterministic_short.get(0), found.deterministic_long.get(0)
+  _record(str(records / reading_lib.SHORT), 0, short)
+  for seed, curve in longs.items():
+    _record(str(records / reading_lib.LONG), seed, curve)
+  if probe:
+    _record(str(records / reading_lib.PROBE), 0, probe, finished=False)
+  return reading_lib.load(str(records), str(tmp_path / 'originals'))
 
 
-def test_a_jump_in_the_short_run_alone_is_the_run_end(tmp_path):
-  long = _flat(range(50, 1801, 50))
-  reading = _reading(tmp_path, _flat(STEPS, s900=70.0), long)
-  assert reading_lib.cause(*reading) == (reading_lib.RUN_END, 900)
+LONG_STEPS = range(50, 1801, 50)
 
 
-def test_the_same_jump_in_both_is_the_training(tmp_path):
-  long = _flat(range(50, 1801, 50), s900=70.0, s950=72.0)
-  reading = _reading(tmp_path, _flat(STEPS, s900=70.0), long)
-  assert reading_lib.cause(*reading) == (reading_lib.TRAINING, None)
+def test_a_jump_before_a_longer_runs_end_is_the_training(tmp_path):
+  reading = _reading(tmp_path, _flat(STEPS), {0: _flat(LONG_STEPS, s900=52.0, s950=49.0),
+                                              1: _flat(LONG_STEPS)})
+  assert reading_lib.jumps_before_the_end(reading.long[0]) == [(900, 14.0)]
+  assert reading_lib.cause(reading) == reading_lib.TRAINING
+  # A jump at a 1,800-step run's own end is not before it.
+  at_end = _reading(tmp_path / 'b', _flat(STEPS), {0: _flat(LONG_STEPS, s1800=60.0),
+                                                   1: _flat(LONG_STEPS)})
+  assert reading_lib.jumps_before_the_end(at_end.long[0]) == []
+  assert reading_lib.cause(at_end) == reading_lib.NO_JUMP
 
 
-def test_equal_curves_without_a_jump(tmp_path):
-  long = _flat(range(50, 1801, 50), s900=39.0, s1000=80.0)
-  reading = _reading(tmp_path, _flat(STEPS, s900=39.0), long)
-  assert reading_lib.cause(*reading) == (reading_lib.NO_JUMP, None)
-  # A rise just under the threshold is not a jump.
+def test_a_jump_at_the_short_runs_end_alone_points_to_the_end(tmp_path):
+  reading = _reading(tmp_path, _flat(STEPS, s900=48.0), {0: _flat(LONG_STEPS),
+                                                          1: _flat(LONG_STEPS)})
+  assert reading_lib.cause(reading) == reading_lib.AT_THE_END_ONLY
+  # 9.9 points is under the threshold.
+  close = _reading(tmp_path / 'b', _flat(STEPS, s900=47.9), {0: _flat(LONG_STEPS),
+                                                              1: _flat(LONG_STEPS)})
   assert reading_lib.JUMP == 10.0
-  close = _reading(tmp_path / 'b', _flat(STEPS, s900=47.9), _flat(range(50, 1801, 50),
-                                                                   s900=47.9))
-  assert reading_lib.cause(*close) == (reading_lib.NO_JUMP, None)
-
-
-def test_an_earlier_difference_and_other_cpus(tmp_path):
-  long = _flat(range(50, 1801, 50), s400=38.02)
-  assert reading_lib.cause(*_reading(tmp_path, _flat(STEPS), long)) == (
-      reading_lib.EARLIER, 400)
-  other = _reading(tmp_path / 'b', _flat(STEPS, s900=70.0), _flat(range(50, 1801, 50)),
-                   long_cpu='CPU B')
-  assert reading_lib.cause(*other) == (reading_lib.OTHER_CPUS, None)
+  assert reading_lib.cause(close) == reading_lib.NO_JUMP
 
 
 def test_unfinished_or_missing_runs_wait(tmp_path):
   records = tmp_path / 'step900'
-  _record(str(records / reading_lib.DETERMINISTIC_SHORT), 0, _flat(STEPS))
-  _record(str(records / reading_lib.DETERMINISTIC_LONG), 0, _flat(range(50, 1001, 50)),
-          finished=False)
+  _record(str(records / reading_lib.SHORT), 0, _flat(STEPS))
+  _record(str(records / reading_lib.LONG), 0, _flat(LONG_STEPS, s900=60.0))
+  _record(str(records / reading_lib.LONG), 1, _flat(range(50, 1001, 50)), finished=False)
   reading = reading_lib.load(str(records), str(tmp_path / 'none'))
-  assert reading.deterministic_long == {} and reading.originals == {}
-  assert reading_lib.cause(reading.deterministic_short.get(0),
-                           reading.deterministic_long.get(0)) == (reading_lib.WAITING, None)
+  assert set(reading.long) == {0} and reading.originals == {}
+  assert reading_lib.cause(reading) == reading_lib.WAITING
   # A curve differing only on the labeled set is another computation too.
   labeled = reading_lib.Run(0, 900, 'CPU A', _flat(STEPS), _flat(STEPS, s450=20.0))
-  same = reading_lib.Run(0, 1800, 'CPU A', _flat(range(50, 1801, 50)),
-                         _flat(range(50, 1801, 50), s450=21.0))
-  assert reading_lib.cause(labeled, same) == (reading_lib.EARLIER, 450)
+  same = reading_lib.Run(0, 1800, 'CPU A', _flat(LONG_STEPS), _flat(LONG_STEPS, s450=21.0))
+  assert labeled.first_difference(same) == 450
+  assert labeled.first_difference(labeled) is None
 
 
 def test_part_numbers_and_the_other_records(tmp_path):
@@ -113,44 +108,41 @@ def test_part_numbers_and_the_other_records(tmp_path):
   # Split 1: 38 → 80.74 at step 900; labeled 24 → 79.
   _record(str(originals), 1, _flat(STEPS, s850=38.74, s900=80.74),
           labeled=_flat(STEPS, level=24.0, s900=79.0))
-  records = tmp_path / 'step900'
-  # The originals' trainer: the 1,800-step run parts from the 900-step one at step 150, a
-  # second process of the 900-step run (unfinished, evaluated up to step 200) at
-  # step 200.
-  _record(str(records / reading_lib.SHORT), 0, _flat(STEPS, s900=39.0))
-  _record(str(records / reading_lib.LONG), 0, _flat(range(50, 1801, 50), s150=37.0))
-  _record(str(records / reading_lib.PROBE), 0, _flat(range(50, 201, 50), s200=38.5),
-          finished=False)
-  _record(str(records / reading_lib.DETERMINISTIC_SHORT), 0, _flat(STEPS, s900=39.0))
-  _record(str(records / reading_lib.DETERMINISTIC_LONG), 0, _flat(
-      range(50, 1801, 50), s900=39.0, s1200=58.0, s1800=36.5))
-  reading = reading_lib.load(str(records), str(originals))
+  # The 1,800-step run of split 0 parts from the 900-step one at step 150 and jumps at 1,200;
+  # a second process of the 900-step run (unfinished, evaluated up to step 200) parts at 200.
+  reading = _reading(tmp_path, _flat(STEPS, s900=39.0),
+                     {0: _flat(LONG_STEPS, s150=37.0, s900=39.0, s1200=58.0, s1800=36.5),
+                      1: _flat(LONG_STEPS)},
+                     probe=_flat(range(50, 201, 50), s200=38.5))
+  assert set(reading.originals) == {1}
   others_root = tmp_path / 'others'
   rises = []
   for seed, (before, last) in enumerate([(30.0, 31.5), (40.0, 32.0), (20.0, 20.25)]):
-    _record(str(others_root), seed, {850: before, 900: last},
-            cell='table1/cifar10_fisher_plain')
+    # Seed 1 also jumps mid-run: 30 → 45 at step 300.
+    curve = {250: 30.0, 300: 45.0 if seed == 1 else 30.0, 850: before, 900: last}
+    _record(str(others_root), seed, curve, cell='table1/cifar10_fisher_plain')
     rises.append(last - before)
   _record(str(others_root / 'step900'), 5, {850: 30.0, 900: 90.0})
   assert len(reading_lib.record_dirs(str(others_root))) == 4
   dirs = reading_lib.record_dirs(str(others_root), leave_out=('step900',))
   assert len(dirs) == 3
-  others = reading_lib.other_last_rises(dirs)
-  assert sorted(others) == sorted(rises)
-  text = reading_lib.part(reading, others)
+  assert sorted(reading_lib.other_last_rises(dirs)) == sorted(rises)
+  assert reading_lib.mid_run_jumps(dirs) == (1, 3, [300])
+  text = reading_lib.part(reading, dirs)
   lines = text.splitlines()
   assert lines[0].startswith('- Original (broadcast_f_records), 900 steps, split 1: '
                              'validation 80.74% at step 900 (+42.0 from the evaluation '
                              'before), 80.74% at its last step 900, lowest 38.00%; largest '
                              'rise +42.0 at step 900; labeled-set error 79% at the end')
-  assert ("- The same, 1,800 steps, split 0: validation 39.00% at step 900 (+1.0 from the "
+  assert ('- Again, 1,800 steps, split 0: validation 39.00% at step 900 (+1.0 from the '
           'evaluation before), 36.50% at its last step 1800, lowest 36.50%; largest rise '
           '+20.0 at step 1200') in text
-  assert ("- Split 0 by the originals' trainer: its 900- and 1,800-step runs first differ at "
-          'step 150; its 900-step run and a second process of it (evaluated up to step 200) '
-          'first differ at step 200.') in text
-  assert (reading_lib.DETERMINISTIC_HEAD + reading_lib.CONCLUSIONS[reading_lib.NO_JUMP]
-          in text)
+  assert ('- Split 0: its 900- and 1,800-step runs first differ at step 150; its 900-step '
+          'run and a second process of it (evaluated up to step 200) first differ at step '
+          '200.') in text
+  assert (f'- {reading_lib.CONCLUSIONS[reading_lib.TRAINING]} Split 0 at step 1200 (+20.0).'
+          in lines)
   # Median of +1.5, −8.0, +0.25 is +0.25; the largest +1.5.
-  assert lines[-1] == ("- Every other record's rise at its last evaluation (n=3): median "
-                       '+0.25, largest +1.5 points.')
+  assert lines[-1] == ('- Every other record (n=3): its rise at its last evaluation, median '
+                       '+0.25, largest +1.5 points; a jump before its last evaluation in 1 '
+                       'of 3, at step 300.')

@@ -290,8 +290,8 @@ STEP900_RECORDS = 'step900'  # Under the confirmation's records.
 
 def step900(results_dir: str, results: Results, broadcast: Results) -> str:
   """The step-900 reading's part: its runs and the originals, what they point to, and the
-  rise at the last evaluation of every other record (`results`' and `broadcast`'s runs but
-  the originals, and the confirmation's)."""
+  rises of every other record (`results`' and `broadcast`'s runs but the originals, and the
+  confirmation's)."""
   confirmation_records = os.path.join(results_dir, confirmation.RECORDS)
   reading = step900_reading.load(os.path.join(confirmation_records, STEP900_RECORDS),
                                  os.path.join(results_dir, protocol.BROADCAST_RECORDS))
@@ -302,7 +302,7 @@ def step900(results_dir: str, results: Results, broadcast: Results) -> str:
   dirs += step900_reading.record_dirs(confirmation_records, leave_out=(STEP900_RECORDS,))
   # A run that stands in two cells (a Table 3 cell that is a Table 2 cell) counts once.
   unique = sorted({os.path.realpath(d) for d in dirs})
-  return step900_reading.part(reading, step900_reading.other_last_rises(unique))
+  return step900_reading.part(reading, unique)
 
 
 def rule(table1: Results) -> str:

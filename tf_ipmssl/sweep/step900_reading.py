@@ -3,28 +3,23 @@ broadcast Ω_S(f) at its last evaluation a defect at a run's end or the training
 
 Broadcast Ω_S(f) (table2/cifar10_sobolev_f with the broadcast f; records in
 docs/results/broadcast_f_records) ended with a jump of its validation error at step 900 on two
-of its three splits. The reading (records in docs/results/confirmation_records/step900):
+of its three splits. The reading trains it again with the commit and binding that trained it
+(bbbb1c3), on one CPU (records in docs/results/confirmation_records/step900): split 0 at 900
+steps (steps_900), splits 0 and 1 at 1,800 steps (steps_1800).
 
-- steps_900, steps_1800: the commit and binding that trained the originals (bbbb1c3), on one
-  CPU: split 0 at 900 steps, splits 0 and 1 at 1,800 steps. Do the longer runs jump, at step
-  900 or elsewhere?
-- probe_900_again: a second process of the 900-step run of split 0, stopped at step 225. That
-  commit's processes differ in their last bits from the first steps on (Grappler's arithmetic
-  optimizer, docs/reliability.md), so its two runs of split 0 cannot be one computation.
-- deterministic_900, deterministic_1800: split 0 at 900 and 1,800 steps by the confirmation's
-  training commit (whose processes build one graph), single-threaded with deterministic ops.
-  If nothing in a run depends on its length before its end, these two are one computation,
-  and their curves are equal through step 900:
-  - equal before step 900, then unequal at it: the run's end changes what it evaluates (a
-    defect);
-  - equal through step 900: nothing happens at a run's end (the end of a run is the same code
-    at both commits, training/loop.py's train_loop); a jump there is the training's own;
-  - unequal before step 900: something depends on the run's length from earlier on.
+The reading was planned as an exact comparison: split 0's 900-step run and the first 900
+steps of its 1,800-step run are one computation unless something depends on the run's length.
+That commit's processes are not one computation (their curves part within the first 150 steps,
+as a second process of the 900-step run, evaluated up to step 200, shows: probe_900_again),
+so the comparison can only say where they part. What the runs do show is whether a jump
+happens where a run does not end, and the decision follows the rule the confirmation fixed
+before the runs: a jump in a 1,800-step run before its end, staying or recovering after it,
+is the training's own (`cause`).
 
-Curves are compared on the validation and the labeled-set error, exactly (both count images).
 A jump is a rise of JUMP points or more of the validation error from one evaluation to the
 next (the originals rose 24.7 and 42.0 points; a threshold read after seeing them, so this is
-a reading, not a test). Every other record's rise at its last evaluation is given beside it.
+a reading, not a test). Every other record's rises are given beside it: at its last
+evaluation, and anywhere before it.
 """
 import dataclasses
 import os
@@ -35,9 +30,7 @@ from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.sweep import tables as tables_lib
 
 CELL = 'table2/cifar10_sobolev_f'
-# Folders under the reading's records (see the module doc).
-SHORT, LONG, PROBE = 'steps_900', 'steps_1800', 'probe_900_again'
-DETERMINISTIC_SHORT, DETERMINISTIC_LONG = 'deterministic_900', 'deterministic_1800'
+SHORT, LONG, PROBE = 'steps_900', 'steps_1800', 'probe_900_again'  # Under the records.
 VALIDATION, LABELED = 'eval/validation_error', 'eval/labeled_error'
 JUMP = 10.0  # Points of validation error from one evaluation to the next.
 
@@ -127,11 +120,9 @@ def _runs(folder: str, finished_only: bool = True) -> Dict[int, Run]:
 class Reading:
   """Each part's runs by split (see the module doc)."""
   originals: Dict[int, Run]  # The broadcast Ω_S(f) runs that jumped.
-  short: Dict[int, Run]  # The originals' commit: 900 steps,
+  short: Dict[int, Run]  # Again: 900 steps,
   long: Dict[int, Run]  # 1,800 steps,
   probe: Dict[int, Run]  # and the 900-step run again, stopped early.
-  deterministic_short: Dict[int, Run]  # The confirmation's commit: 900 steps,
-  deterministic_long: Dict[int, Run]  # 1,800 steps.
 
 
 def load(step900_records: str, originals_records: str) -> Reading:
@@ -140,32 +131,35 @@ def load(step900_records: str, originals_records: str) -> Reading:
   part = lambda name, finished_only=True: _runs(  # pylint: disable=unnecessary-lambda-assignment
       os.path.join(step900_records, name), finished_only)
   return Reading(originals=_runs(originals_records), short=part(SHORT), long=part(LONG),
-                 probe=part(PROBE, finished_only=False),
-                 deterministic_short=part(DETERMINISTIC_SHORT),
-                 deterministic_long=part(DETERMINISTIC_LONG))
+                 probe=part(PROBE, finished_only=False))
+
+
+def jumps_before_the_end(run: Run) -> List[Tuple[int, float]]:
+  """(step, rise) of each jump of the run's validation error before its last evaluation."""
+  return [(step, rise) for step, rise in rises(run.validation)
+          if rise >= JUMP and step < run.steps]
 
 
 # The causes `cause` names.
 WAITING = 'waiting'
-OTHER_CPUS = 'other CPUs'
-RUN_END = 'the run end'
-EARLIER = 'the run length earlier'
 TRAINING = 'the training'
+AT_THE_END_ONLY = 'at the end only'
 NO_JUMP = 'no jump'
 
 
-def cause(short: Optional[Run], long: Optional[Run]) -> Tuple[str, Optional[int]]:
-  """(what a run and a longer run of one configuration point to, the first step where their
-  curves differ)."""
-  if short is None or long is None:
-    return WAITING, None
-  if short.cpu is None or short.cpu != long.cpu:
-    return OTHER_CPUS, None
-  step = short.first_difference(long)
-  if step is None:
-    rise = last_rise(short.validation)
-    return (TRAINING if rise is not None and rise >= JUMP else NO_JUMP), None
-  return (RUN_END if step == short.steps else EARLIER), step
+def cause(reading: Reading, planned_long: int = 2) -> str:
+  """What the reading's runs point to, once its `planned_long` 1,800-step runs are in: a
+  jump in a 1,800-step run before its end is the training's own (TRAINING); a jump only at
+  the end of a 900-step run points to the run's end (AT_THE_END_ONLY); no jump tells
+  nothing (NO_JUMP)."""
+  if len(reading.long) < planned_long or not reading.short:
+    return WAITING
+  if any(jumps_before_the_end(run) for run in reading.long.values()):
+    return TRAINING
+  ends = [last_rise(run.validation) for run in reading.short.values()]
+  if any(rise is not None and rise >= JUMP for rise in ends):
+    return AT_THE_END_ONLY
+  return NO_JUMP
 
 
 def _points(value: Optional[float]) -> str:
@@ -193,26 +187,19 @@ def _run_line(label: str, run: Run) -> str:
 
 
 CONCLUSIONS = {
-    WAITING: 'not both recorded yet: no cause is named.',
-    OTHER_CPUS: ('trained on different CPUs, so their curves can differ from rounding alone: '
-                 'the comparison cannot name a cause.'),
-    RUN_END: ('one computation up to the evaluation before step 900 and different at step '
-              '900: the run\'s end changes what it evaluates, a defect.'),
-    EARLIER: ('different before step 900: something depends on the run\'s length before its '
-              'end, a defect.'),
-    TRAINING: ('one computation through step 900 (equal curves, step 900 included), and both '
-               'jump there: the jump is the training\'s own, not the run\'s end.'),
-    NO_JUMP: ('one computation through step 900 (equal curves, step 900 included): nothing in '
-              'a run depends on its length before its end, and its last evaluation reads the '
-              'trained critic as every other evaluation does.'),
+    WAITING: 'Its runs are not all recorded yet: no cause is named.',
+    TRAINING: ('A 1,800-step run jumps before its end: such a jump is not the run\'s end but '
+               'the training\'s own (the rule fixed before the runs).'),
+    AT_THE_END_ONLY: ('The 900-step run jumps at its end and no 1,800-step run jumps before '
+                      'its end: the reading points to the run\'s end.'),
+    NO_JUMP: ('None of its runs jumps: the jump did not recur, and the reading names no '
+              'cause.'),
 }
-DETERMINISTIC_HEAD = ('Split 0\'s 900- and 1,800-step runs by the confirmation\'s trainer, with '
-                      'deterministic ops: ')
 
 
 def original_trainer_line(reading: Reading, seed: int = 0) -> Optional[str]:
-  """Where the originals' trainer's runs of split `seed` part: its 900-step run against its
-  1,800-step run and against a second process of it; None before either pair is recorded."""
+  """Where split `seed`'s 900-step run parts from its 1,800-step run and from a second
+  process of it; None before either pair is recorded."""
   short = reading.short.get(seed)
   if short is None:
     return None
@@ -227,9 +214,24 @@ def original_trainer_line(reading: Reading, seed: int = 0) -> Optional[str]:
     return None
   told = '; '.join(f'{label} first differ at step {step}' if step is not None else
                    f'{label} are equal throughout' for label, step in parts)
-  return (f'- Split {seed} by the originals\' trainer: {told}. Its processes differ in the '
-          'last bits from the first steps on (docs/reliability.md), so its runs are not one '
-          'computation and cannot tell the run\'s end from the rest.')
+  return (f'- Split {seed}: {told}. The trainer\'s processes differ in their last bits '
+          '(docs/reliability.md), so its runs are not one computation and their curves '
+          'cannot be compared step for step.')
+
+
+def mid_run_jumps(model_dirs: Sequence[str]) -> Tuple[int, int, List[int]]:
+  """(runs with a jump before their last evaluation, finished runs with a curve, the steps
+  of those jumps)."""
+  with_jump, runs, steps = 0, 0, []
+  for model_dir in model_dirs:
+    run = read_run(model_dir)
+    if run is None:
+      continue
+    runs += 1
+    found = jumps_before_the_end(run)
+    with_jump += bool(found)
+    steps += [step for step, _ in found]
+  return with_jump, runs, sorted(steps)
 
 
 def other_last_rises(model_dirs: Sequence[str]) -> List[float]:
@@ -256,24 +258,32 @@ def record_dirs(root: str, leave_out: Sequence[str] = ()) -> List[str]:
   return sorted(found)
 
 
-def part(reading: Reading, others: Sequence[float]) -> str:
-  """conclusions.md's step-900 part: the runs, what they point to, the other records."""
+def _steps_text(steps: Sequence[int]) -> str:
+  if not steps:
+    return ''
+  return f', at step {steps[0]}' if steps[0] == steps[-1] else f', at steps {steps[0]}–{steps[-1]}'
+
+
+def part(reading: Reading, others: Sequence[str]) -> str:
+  """conclusions.md's step-900 part: the runs, what they point to, and the other records'
+  rises (`others`: their model dirs)."""
   lines = []
   for label, runs in (('Original (broadcast_f_records), 900 steps', reading.originals),
-                      ('Again by the originals\' trainer, 900 steps', reading.short),
-                      ('The same, 1,800 steps', reading.long),
-                      ('The confirmation\'s trainer, deterministic ops, 900 steps',
-                       reading.deterministic_short),
-                      ('The same, 1,800 steps', reading.deterministic_long)):
+                      ('Again, 900 steps', reading.short), ('Again, 1,800 steps', reading.long)):
     lines += [_run_line(label, run) for _, run in sorted(runs.items())]
   original = original_trainer_line(reading)
   if original:
     lines.append(original)
-  found, step = cause(reading.deterministic_short.get(0), reading.deterministic_long.get(0))
-  lines.append('- ' + DETERMINISTIC_HEAD + CONCLUSIONS[found]
-               + (f' First difference at step {step}.' if step is not None else ''))
-  if others:
-    lines.append(f'- Every other record\'s rise at its last evaluation (n={len(others)}): '
-                 f'median {statistics.median(others):+.2f}, largest {max(others):+.1f} '
-                 f'points.')
+  found = cause(reading)
+  jumps = sorted({(run.seed, step, rise) for run in reading.long.values()
+                  for step, rise in jumps_before_the_end(run)})
+  where = ''.join(f' Split {seed} at step {step} ({rise:+.1f}).' for seed, step, rise in jumps)
+  lines.append(f'- {CONCLUSIONS[found]}{where}')
+  last = other_last_rises(others)
+  if last:
+    with_jump, runs, steps = mid_run_jumps(others)
+    lines.append(f'- Every other record (n={len(last)}): its rise at its last evaluation, '
+                 f'median {statistics.median(last):+.2f}, largest {max(last):+.1f} points; a '
+                 f'jump before its last evaluation in {with_jump} of {runs}'
+                 + _steps_text(steps) + '.')
   return '\n'.join(lines)
