@@ -77,6 +77,12 @@ def test_costs_at_both_budgets_and_their_changes(tmp_path):
           'broadcast cost +0.00.') in text
   assert ('- Split 21, from 900 to 3,600 steps: the per-example cost moves +0.00 points, the '
           'broadcast cost –.') in text
+  assert longer_budget.verdict_text(short, long) == '5 of 6 runs trained'
+  _record(os.path.join(records, longer_budget.FOLDERS[BC]), F_SF, 21, 39.0, 40.0, 1800)
+  complete = longer_budget.load(records)
+  assert longer_budget.verdict_text(short, complete) == (
+      'the per-example cost of Sobolev on f moves +3.50 points on split 20, +0.00 points on '
+      'split 21 from 900 to 3,600 steps (best step)')
 
 
 def test_no_longer_runs_yet(tmp_path):

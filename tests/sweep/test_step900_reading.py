@@ -70,6 +70,13 @@ def test_a_jump_before_a_longer_runs_end_is_the_training(tmp_path):
                                               1: _flat(LONG_STEPS)})
   assert reading_lib.jumps_before_the_end(reading.long[0]) == [(900, 14.0)]
   assert reading_lib.cause(reading) == reading_lib.TRAINING
+  # 38 before the jump, 38 at the end: it recovers.
+  assert reading_lib.verdict_text(reading) == (
+      "the training's own, not the run's end; split 0 jumps at step 900 (+14.0) of 1,800 and "
+      'recovers')
+  stays = _reading(tmp_path / 'c', _flat(STEPS), {0: _flat(LONG_STEPS, s900=52.0, s1800=40.0),
+                                                  1: _flat(LONG_STEPS)})
+  assert reading_lib.verdict_text(stays).endswith('split 0 jumps at step 900 (+14.0) of 1,800')
   # A jump at a 1,800-step run's own end is not before it.
   at_end = _reading(tmp_path / 'b', _flat(STEPS), {0: _flat(LONG_STEPS, s1800=60.0),
                                                    1: _flat(LONG_STEPS)})
@@ -96,6 +103,7 @@ def test_unfinished_or_missing_runs_wait(tmp_path):
   reading = reading_lib.load(str(records), str(tmp_path / 'none'))
   assert set(reading.long) == {0} and reading.originals == {}
   assert reading_lib.cause(reading) == reading_lib.WAITING
+  assert reading_lib.verdict_text(reading) == 'its runs are not all recorded yet'
   # A curve differing only on the labeled set is another computation too.
   labeled = reading_lib.Run(0, 900, 'CPU A', _flat(STEPS), _flat(STEPS, s450=20.0))
   same = reading_lib.Run(0, 1800, 'CPU A', _flat(LONG_STEPS), _flat(LONG_STEPS, s450=21.0))

@@ -133,3 +133,16 @@ def part(short: Observations, long: Observations) -> str:
                    f'{_number(broadcast, True)}.')
     blocks.append('\n'.join(lines))
   return '\n\n'.join(blocks)
+
+
+def verdict_text(short: Observations, long: Observations) -> str:
+  """README's words: how many longer runs are in, then each split's change of the
+  per-example cost at the best step."""
+  runs = sum(len(by_seed) for by_seed in long.values())
+  planned = len(CELLS) * len(SEEDS)
+  if runs < planned:
+    return f'{runs} of {planned} runs trained'
+  moves = changes(splits(short, long, protocol.BEST))
+  return 'the per-example cost of Sobolev on f moves ' + ', '.join(
+      f'{_number(per_example, True)} points on split {seed}' for seed, per_example, _ in moves
+  ) + ' from 900 to 3,600 steps (best step)'

@@ -288,18 +288,24 @@ def late_collapses(results: Results) -> str:
 STEP900_RECORDS = 'step900'  # Under the confirmation's records.
 
 
-def step900(results_dir: str, results: Results, broadcast: Results) -> str:
+def load_step900(results_dir: str) -> step900_reading.Reading:
+  """The step-900 reading's runs (under the confirmation's records) and the originals."""
+  return step900_reading.load(
+      os.path.join(results_dir, confirmation.RECORDS, STEP900_RECORDS),
+      os.path.join(results_dir, protocol.BROADCAST_RECORDS))
+
+
+def step900(results_dir: str, reading: step900_reading.Reading, results: Results,
+            broadcast: Results) -> str:
   """The step-900 reading's part: its runs and the originals, what they point to, and the
   rises of every other record (`results`' and `broadcast`'s runs but the originals, and the
   confirmation's)."""
-  confirmation_records = os.path.join(results_dir, confirmation.RECORDS)
-  reading = step900_reading.load(os.path.join(confirmation_records, STEP900_RECORDS),
-                                 os.path.join(results_dir, protocol.BROADCAST_RECORDS))
   dirs = [run.model_dir
           for found, leave_out in ((results, ''), (broadcast, step900_reading.CELL))
           for result in found.values() if result.cell.id != leave_out
           for run in result.runs if run.has_record and run.model_dir]
-  dirs += step900_reading.record_dirs(confirmation_records, leave_out=(STEP900_RECORDS,))
+  dirs += step900_reading.record_dirs(os.path.join(results_dir, confirmation.RECORDS),
+                                      leave_out=(STEP900_RECORDS,))
   # A run that stands in two cells (a Table 3 cell that is a Table 2 cell) counts once.
   unique = sorted({os.path.realpath(d) for d in dirs})
   return step900_reading.part(reading, unique)
@@ -359,7 +365,9 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
   judged = protocol.judge(pairs, {**table1, **table23}, broadcast)
   found['conclusions.md']['primary'] = primary(judged)
   found['conclusions.md']['broadcast'] = broadcast_f.table(table23, broadcast)
-  found['conclusions.md']['step900'] = step900(results_dir, {**table1, **table23}, broadcast)
+  step900_runs = load_step900(results_dir)
+  found['conclusions.md']['step900'] = step900(results_dir, step900_runs,
+                                               {**table1, **table23}, broadcast)
   plan = confirmation.read_plan(os.path.join(results_dir, confirmation.PAGE))
   confirmation_records = os.path.join(results_dir, confirmation.RECORDS)
   observed = confirmation.load(confirmation_records, plan)
@@ -367,14 +375,17 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
   exploratory = split_reading.read(split_reading.observations({**table1, **table23},
                                                               broadcast))
   found['conclusions.md']['confirmation'] = confirmation.part(confirmed)
-  found['conclusions.md']['longer'] = longer_budget.part(
-      observed, longer_budget.load(confirmation_records))
+  longer = longer_budget.load(confirmation_records)
+  found['conclusions.md']['longer'] = longer_budget.part(observed, longer)
   found['conclusions.md']['exploratory'] = split_reading.part(exploratory)
-  found[README] = {'verdicts': '\n'.join(
-      f'- {title}, as {confirmation.TITLES[str(k)]}: '
-      f'{confirmation.verdict_text(confirmed, str(k))}; '
-      f'{split_reading.verdict_text(exploratory, str(k))}'
-      for k, title in enumerate(paper_claims.CONCLUSIONS, start=1))}
+  lines = [f'- {title}, as {confirmation.TITLES[str(k)]}: '
+           f'{confirmation.verdict_text(confirmed, str(k))}; '
+           f'{split_reading.verdict_text(exploratory, str(k))}'
+           for k, title in enumerate(paper_claims.CONCLUSIONS, start=1)]
+  lines.append('- Readings: the longer budget (splits 20–21 at 4× the critic updates): '
+               f'{longer_budget.verdict_text(observed, longer)}; the step-900 jump of '
+               f'broadcast Ω_S(f): {step900_reading.verdict_text(step900_runs)}')
+  found[README] = {'verdicts': '\n'.join(lines)}
   return found
 
 

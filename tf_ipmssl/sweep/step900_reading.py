@@ -258,6 +258,32 @@ def record_dirs(root: str, leave_out: Sequence[str] = ()) -> List[str]:
   return sorted(found)
 
 
+SHORT_CONCLUSIONS = {
+    WAITING: 'its runs are not all recorded yet',
+    TRAINING: "the training's own, not the run's end",
+    AT_THE_END_ONLY: "it points to the run's end",
+    NO_JUMP: 'it did not recur; no cause named',
+}
+
+
+def verdict_text(reading: Reading) -> str:
+  """README's words: the cause, and where a 1,800-step run jumps before its end."""
+  found = cause(reading)
+  jumps = sorted((run.seed, step, rise) for run in reading.long.values()
+                 for step, rise in jumps_before_the_end(run))
+  where = ''.join(f'; split {seed} jumps at step {step} ({rise:+.1f}) of 1,800 and recovers'
+                  if run_recovers(reading.long[seed], step) else
+                  f'; split {seed} jumps at step {step} ({rise:+.1f}) of 1,800'
+                  for seed, step, rise in jumps) if found == TRAINING else ''
+  return SHORT_CONCLUSIONS[found] + where
+
+
+def run_recovers(run: Run, step: int) -> bool:
+  """Whether the run's validation error ends below its value before the jump at `step`."""
+  before = max(s for s in run.validation if s < step)
+  return run.validation[run.steps] <= run.validation[before]
+
+
 def _steps_text(steps: Sequence[int]) -> str:
   if not steps:
     return ''
