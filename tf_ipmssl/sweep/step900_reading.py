@@ -11,10 +11,10 @@ The reading was planned as an exact comparison: split 0's 900-step run and the f
 steps of its 1,800-step run are one computation unless something depends on the run's length.
 That commit's processes are not one computation (their curves part within the first 150 steps,
 as a second process of the 900-step run, evaluated up to step 200, shows: probe_900_again),
-so the comparison can only say where they part. What the runs do show is whether a jump
-happens where a run does not end, and the decision follows the rule the confirmation fixed
-before the runs: a jump in a 1,800-step run before its end, staying or recovering after it,
-is the training's own (`cause`).
+so the comparison can only say where they part. The rule the confirmation fixed before the
+runs called a jump in both runs, staying or recovering in the longer one, the training's own;
+the reading asks the part of it the runs can still answer: does a 1,800-step run jump before
+its end (`cause`)?
 
 A jump is a rise of JUMP points or more of the validation error from one evaluation to the
 next (the originals rose 24.7 and 42.0 points; a threshold read after seeing them, so this is
@@ -188,8 +188,8 @@ def _run_line(label: str, run: Run) -> str:
 
 CONCLUSIONS = {
     WAITING: 'Its runs are not all recorded yet: no cause is named.',
-    TRAINING: ('A 1,800-step run jumps before its end: such a jump is not the run\'s end but '
-               'the training\'s own (the rule fixed before the runs).'),
+    TRAINING: ('A 1,800-step run jumps before its end: a jump of this cell happens where no '
+               'run ends, the training\'s own.'),
     AT_THE_END_ONLY: ('The 900-step run jumps at its end and no 1,800-step run jumps before '
                       'its end: the reading points to the run\'s end.'),
     NO_JUMP: ('None of its runs jumps: the jump did not recur, and the reading names no '
