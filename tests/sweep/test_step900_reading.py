@@ -134,8 +134,9 @@ def test_part_numbers_and_the_other_records(tmp_path):
   assert len(reading_lib.record_dirs(str(others_root))) == 4
   dirs = reading_lib.record_dirs(str(others_root), leave_out=('step900',))
   assert len(dirs) == 3
-  assert sorted(reading_lib.other_last_rises(dirs)) == sorted(rises)
-  assert reading_lib.mid_run_jumps(dirs) == (1, 3, [300])
+  others = reading_lib.read_runs(dirs)
+  assert sorted(reading_lib.other_last_rises(others)) == sorted(rises)
+  assert reading_lib.mid_run_jumps(others) == (1, 3, [300])
   text = reading_lib.part(reading, dirs)
   lines = text.splitlines()
   assert lines[0].startswith('- Original (broadcast_f_records), 900 steps, split 1: '

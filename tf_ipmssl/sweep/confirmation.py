@@ -98,16 +98,23 @@ def read_plan(page_path: str) -> Plan:
 Observations = Dict[Key, Dict[int, protocol.Observation]]
 
 
-def load(records: str, plan: Plan) -> Observations:
-  """{(cell id, f): {seed: Observation}} of the plan's cells from the records folder (its
-  per_example/ and broadcast/ subfolders); only the plan's seeds."""
+def load_cells(records: str, keys: Sequence[Key], seeds: Sequence[int],
+               folders: Dict[str, str]) -> Observations:
+  """{(cell id, f): {seed: Observation}} of `keys` on `seeds`, each f's runs from the records
+  subfolder folders[f] (no runs where it is missing)."""
   found: Observations = {}
-  for cell, f in plan.keys:
-    folder = os.path.join(records, F_FOLDERS[f])
-    result = (tables_lib.collect_cell(folder, cells_lib.get_cell(cell), plan.seeds)
+  for cell, f in keys:
+    folder = os.path.join(records, folders[f])
+    result = (tables_lib.collect_cell(folder, cells_lib.get_cell(cell), seeds)
               if os.path.isdir(folder) else tables_lib.CellResult(cells_lib.get_cell(cell)))
     found[(cell, f)] = protocol.observe(result)
   return found
+
+
+def load(records: str, plan: Plan) -> Observations:
+  """{(cell id, f): {seed: Observation}} of the plan's cells from the records folder (its
+  per_example/ and broadcast/ subfolders); only the plan's seeds."""
+  return load_cells(records, plan.keys, plan.seeds, F_FOLDERS)
 
 
 @dataclasses.dataclass(frozen=True)

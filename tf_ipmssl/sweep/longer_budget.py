@@ -13,13 +13,10 @@ at the best validation step (family (3)'s primary endpoint) and late
 (protocol.late_validation_error). Two splits: a reading, with no p value.
 """
 import dataclasses
-import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import confirmation
 from tf_ipmssl.sweep import protocol
-from tf_ipmssl.sweep import tables as tables_lib
 
 PE, BC = protocol.PER_EXAMPLE, protocol.BROADCAST
 F_SF, F_SFNEG = 'table2/cifar10_fisher_f_sobolev_f', 'table2/cifar10_fisher_f_sobolev_fneg'
@@ -29,18 +26,12 @@ CELLS = ((F_SF, PE), (F_SFNEG, PE), (F_SF, BC))
 SHORT, LONG = '900 steps', '3,600 steps'
 BUDGETS = (SHORT, LONG)
 
-Observations = Dict[confirmation.Key, Dict[int, protocol.Observation]]
+Observations = confirmation.Observations
 
 
 def load(records: str) -> Observations:
   """{(cell id, f): {seed: Observation}} of the longer runs under the records folder."""
-  found: Observations = {}
-  for cell, f in CELLS:
-    folder = os.path.join(records, FOLDERS[f])
-    result = (tables_lib.collect_cell(folder, cells_lib.get_cell(cell), SEEDS)
-              if os.path.isdir(folder) else tables_lib.CellResult(cells_lib.get_cell(cell)))
-    found[(cell, f)] = protocol.observe(result)
-  return found
+  return confirmation.load_cells(records, CELLS, SEEDS, FOLDERS)
 
 
 def _difference(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -87,8 +78,8 @@ def _number(value: Optional[float], sign: bool = False) -> str:
 def table(found: Sequence[Split], endpoint: str) -> str:
   """One row per split and budget: the three cells (with the best step at the best step),
   the per-example cost and the broadcast cost."""
-  lines = [f'| split | budget | per-example Ω_F(f)+Ω_S(f) | per-example Ω_F(f)+Ω_S(f−) | '
-           f'per-example cost | broadcast Ω_F(f)+Ω_S(f) | broadcast cost |',
+  lines = ['| split | budget | per-example Ω_F(f)+Ω_S(f) | per-example Ω_F(f)+Ω_S(f−) | '
+           'per-example cost | broadcast Ω_F(f)+Ω_S(f) | broadcast cost |',
            '|---:|---|---:|---:|---:|---:|---:|']
   for split in found:
     cells = []

@@ -37,12 +37,12 @@ JUMP = 10.0  # Points of validation error from one evaluation to the next.
 Curve = Dict[int, float]  # {step: error (%)}
 
 
-def read_curve(model_dir: str, tag: str = VALIDATION) -> Curve:
-  """The run's eval curve of `tag`; a step evaluated twice (a resumed run) keeps the later
-  value. {} where the run keeps no curve."""
+def read_curves(model_dir: str) -> Dict[str, Curve]:
+  """The run's eval curves by tag, its event files read once; a step evaluated twice (a
+  resumed run) keeps the later value. {} where the run keeps no curve."""
   from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
   directory = os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR)
-  return dict(tensorboard.read_scalars(directory).get(tag, ()))
+  return {tag: dict(points) for tag, points in tensorboard.read_scalars(directory).items()}
 
 
 def rises(curve: Curve) -> List[Tuple[int, float]]:
@@ -95,12 +95,18 @@ def read_run(model_dir: str, finished_only: bool = True) -> Optional[Run]:
   metrics = run_files.read_json(model_dir, run_files.METRICS_FILE, unreadable_ok=True) or {}
   if finished_only and not metrics.get('finished'):
     return None
-  validation = read_curve(model_dir)
+  curves = read_curves(model_dir)
+  validation = curves.get(VALIDATION)
   if not validation:
     return None
   return Run(seed=tables_lib.seed_of(model_dir), steps=max(validation),
              cpu=tables_lib.cpu_of(model_dir), validation=validation,
-             labeled=read_curve(model_dir, LABELED))
+             labeled=curves.get(LABELED, {}))
+
+
+def read_runs(model_dirs: Sequence[str]) -> List[Run]:
+  """The finished runs with a validation curve among `model_dirs`, each read once."""
+  return [run for run in map(read_run, model_dirs) if run is not None]
 
 
 def _runs(folder: str, finished_only: bool = True) -> Dict[int, Run]:
@@ -219,31 +225,16 @@ def original_trainer_line(reading: Reading, seed: int = 0) -> Optional[str]:
           'cannot be compared step for step.')
 
 
-def mid_run_jumps(model_dirs: Sequence[str]) -> Tuple[int, int, List[int]]:
-  """(runs with a jump before their last evaluation, finished runs with a curve, the steps
-  of those jumps)."""
-  with_jump, runs, steps = 0, 0, []
-  for model_dir in model_dirs:
-    run = read_run(model_dir)
-    if run is None:
-      continue
-    runs += 1
-    found = jumps_before_the_end(run)
-    with_jump += bool(found)
-    steps += [step for step, _ in found]
-  return with_jump, runs, sorted(steps)
+def mid_run_jumps(runs: Sequence[Run]) -> Tuple[int, int, List[int]]:
+  """(runs with a jump before their last evaluation, runs, the steps of those jumps)."""
+  found = [jumps_before_the_end(run) for run in runs]
+  return (sum(bool(jumps) for jumps in found), len(runs),
+          sorted(step for jumps in found for step, _ in jumps))
 
 
-def other_last_rises(model_dirs: Sequence[str]) -> List[float]:
-  """Each finished run's validation rise at its last evaluation (runs with a curve of two
-  evaluations or more)."""
-  found = []
-  for model_dir in model_dirs:
-    run = read_run(model_dir)
-    rise = None if run is None else last_rise(run.validation)
-    if rise is not None:
-      found.append(rise)
-  return found
+def other_last_rises(runs: Sequence[Run]) -> List[float]:
+  """Each run's validation rise at its last evaluation (runs with two evaluations or more)."""
+  return [rise for rise in (last_rise(run.validation) for run in runs) if rise is not None]
 
 
 def record_dirs(root: str, leave_out: Sequence[str] = ()) -> List[str]:
@@ -266,11 +257,16 @@ SHORT_CONCLUSIONS = {
 }
 
 
+def longer_run_jumps(reading: Reading) -> List[Tuple[int, int, float]]:
+  """(split, step, rise) of each jump of a 1,800-step run before its end."""
+  return sorted((run.seed, step, rise) for run in reading.long.values()
+                for step, rise in jumps_before_the_end(run))
+
+
 def verdict_text(reading: Reading) -> str:
   """README's words: the cause, and where a 1,800-step run jumps before its end."""
   found = cause(reading)
-  jumps = sorted((run.seed, step, rise) for run in reading.long.values()
-                 for step, rise in jumps_before_the_end(run))
+  jumps = longer_run_jumps(reading)
   where = ''.join(f'; split {seed} jumps at step {step} ({rise:+.1f}) of 1,800 and recovers'
                   if run_recovers(reading.long[seed], step) else
                   f'; split {seed} jumps at step {step} ({rise:+.1f}) of 1,800'
@@ -300,14 +296,13 @@ def part(reading: Reading, others: Sequence[str]) -> str:
   original = original_trainer_line(reading)
   if original:
     lines.append(original)
-  found = cause(reading)
-  jumps = sorted({(run.seed, step, rise) for run in reading.long.values()
-                  for step, rise in jumps_before_the_end(run)})
-  where = ''.join(f' Split {seed} at step {step} ({rise:+.1f}).' for seed, step, rise in jumps)
-  lines.append(f'- {CONCLUSIONS[found]}{where}')
-  last = other_last_rises(others)
+  where = ''.join(f' Split {seed} at step {step} ({rise:+.1f}).'
+                  for seed, step, rise in longer_run_jumps(reading))
+  lines.append(f'- {CONCLUSIONS[cause(reading)]}{where}')
+  other_runs = read_runs(others)
+  last = other_last_rises(other_runs)
   if last:
-    with_jump, runs, steps = mid_run_jumps(others)
+    with_jump, runs, steps = mid_run_jumps(other_runs)
     lines.append(f'- Every other record (n={len(last)}): its rise at its last evaluation, '
                  f'median {statistics.median(last):+.2f}, largest {max(last):+.1f} points; a '
                  f'jump before its last evaluation in {with_jump} of {runs}'
