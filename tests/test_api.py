@@ -25,6 +25,7 @@ from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.run_dir import reporting
 from tf_ipmssl.serving import prediction
+from tf_ipmssl.training import precision
 
 README = runs.REPO_ROOT / 'README.md'
 
@@ -211,14 +212,15 @@ def test_bindings_stay_with_their_call(trained, tmp_path):
 def _process_state():
   """What the API's calls leave as they found it (process_state.py, configurables.isolated)."""
   return (keras.mixed_precision.global_policy().name,
-          tf.config.optimizer.get_experimental_options(), gin.config_str(),
+          tf.config.optimizer.get_experimental_options(), precision.memory_optimization(),
+          gin.config_str(),
           gin.config_is_locked(), random.getstate(), np.random.get_state()[1].tobytes())
 
 
 def test_every_call_leaves_the_process_as_it_found_it(trained, tmp_path):
   """Each call of the API, from a process whose dtype policy, Grappler options, gin
   configuration and random states are not the defaults, leaves them as they were: train sets
-  the run's float32 policy, seeds and arithmetic optimizer; load, evaluate and export fix
+  the run's float32 policy, seeds and Grappler's arithmetic and memory optimizers; load, evaluate and export fix
   the summation order; configuration and train empty gin for their call."""
   data_dir, model_dir, _ = trained
   tiny = runs.tiny_bindings(data_dir)
@@ -243,7 +245,8 @@ def test_every_call_leaves_the_process_as_it_found_it(trained, tmp_path):
       assert _process_state() == before, name
     assert before[0] == 'mixed_float16' and before[1]['constant_folding'] is False
     assert 'arithmetic_optimization' not in before[1]
-    assert 'build_critic.width = 3.0' in before[2]
+    assert before[2] == precision.DEFAULT_MEMORY_OPTIMIZATION
+    assert 'build_critic.width = 3.0' in before[3]
   finally:
     keras.mixed_precision.set_global_policy('float32')
     tf.config.optimizer.set_experimental_options({'constant_folding': None})
