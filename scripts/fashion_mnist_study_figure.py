@@ -11,7 +11,6 @@ supervised-only, every seed (thin) and their mean (thick).
 Also prints, per row, mean ± std, n, the per-seed errors, the mean wall time, the steps
 of best validation error and the mean test error at the last step.
 """
-import os
 import pathlib
 import sys
 
@@ -33,8 +32,7 @@ CURVES = (('kplus1_fisher_f', 2, 'SSL: K+1, Fisher(f)'), ('supervised', 1, 'supe
 
 def validation_curve(run_dir):
   """[(step, validation error %)] from the run's eval TensorBoard events."""
-  curves = tensorboard.read_scalars(os.path.join(run_dir, run_files.EVAL_SUMMARY_DIR))
-  return curves.get('eval/validation_error', [])
+  return sorted(tensorboard.read_eval_curves(run_dir).get('eval/validation_error', {}).items())
 
 
 def main(root):

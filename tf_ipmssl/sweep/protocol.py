@@ -10,7 +10,6 @@ Hodges–Lehmann estimate and interval, the median difference and the sign rule'
 (claims.py) are the secondary readings.
 """
 import dataclasses
-import os
 import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -88,12 +87,9 @@ def late_validation_error(run: tables_lib.RunResult) -> Optional[float]:
   eval curve; a step evaluated twice across sessions counts once, the later value); None
   where the run keeps no curve."""
   from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
-  if not run.has_record or not run.model_dir:
+  if not run.has_record:
     return None
-  directory = os.path.join(run.model_dir, run_files.EVAL_SUMMARY_DIR)
-  if not os.path.isdir(directory):
-    return None
-  curve = dict(tensorboard.read_scalars(directory).get(VALIDATION_CURVE, ()))
+  curve = tensorboard.read_eval_curves(run.model_dir).get(VALIDATION_CURVE, {})
   if len(curve) < LATE_EVALUATIONS:
     return None
   return statistics.fmean(curve[s] for s in sorted(curve)[-LATE_EVALUATIONS:])

@@ -37,14 +37,6 @@ JUMP = 10.0  # Points of validation error from one evaluation to the next.
 Curve = Dict[int, float]  # {step: error (%)}
 
 
-def read_curves(model_dir: str) -> Dict[str, Curve]:
-  """The run's eval curves by tag, its event files read once; a step evaluated twice (a
-  resumed run) keeps the later value. {} where the run keeps no curve."""
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
-  directory = os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR)
-  return {tag: dict(points) for tag, points in tensorboard.read_scalars(directory).items()}
-
-
 def rises(curve: Curve) -> List[Tuple[int, float]]:
   """(step, error at step − error at the evaluation before it) from the second evaluation on."""
   steps = sorted(curve)
@@ -95,7 +87,8 @@ def read_run(model_dir: str, finished_only: bool = True) -> Optional[Run]:
   metrics = run_files.read_json(model_dir, run_files.METRICS_FILE, unreadable_ok=True) or {}
   if finished_only and not metrics.get('finished'):
     return None
-  curves = read_curves(model_dir)
+  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  curves = tensorboard.read_eval_curves(model_dir)
   validation = curves.get(VALIDATION)
   if not validation:
     return None

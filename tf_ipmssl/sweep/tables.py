@@ -118,13 +118,10 @@ def with_lowest_labeled_errors(results: Dict[str, 'CellResult']) -> Dict[str, 'C
   runs without the curve are left as they are."""
   from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
   def lowest(run):
-    directory = os.path.join(run.model_dir, run_files.EVAL_SUMMARY_DIR)
-    if not run.model_dir or not os.path.isdir(directory):
-      return run
-    curve = tensorboard.read_scalars(directory).get(LABELED_ERROR_CURVE)
+    curve = tensorboard.read_eval_curves(run.model_dir).get(LABELED_ERROR_CURVE)
     if not curve:
       return run
-    return dataclasses.replace(run, lowest_labeled_error=min(v for _, v in curve))
+    return dataclasses.replace(run, lowest_labeled_error=min(curve.values()))
   return {cell_id: dataclasses.replace(result, runs=tuple(lowest(r) for r in result.runs))
           for cell_id, result in results.items()}
 

@@ -74,6 +74,15 @@ def read_scalars(directory):
   return {tag: sorted(points, key=lambda point: point[0]) for tag, points in curves.items()}
 
 
+def read_eval_curves(model_dir):
+  """{tag: {step: value}} of a run's evaluations (its eval/ events, read once); a step
+  evaluated twice (a resumed run) keeps the later value. {} where the run keeps none."""
+  if not model_dir:
+    return {}
+  directory = os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR)
+  return {tag: dict(points) for tag, points in read_scalars(directory).items()}
+
+
 # The hyperparameters every run has (the dashboard sorts its columns by name), with what
 # each one is; `columns()` adds the algorithms' settings.
 HPARAMS = (
