@@ -94,6 +94,30 @@ def test_a_split_missing_a_run_is_left_out_and_the_sequence_waits():
       'confirmation: 5 of 6 label splits trained')
 
 
+def test_a_complete_family_waits_for_one_before_it_in_the_sequence():
+  """(1) has all six splits while (3) misses one: (1) is not tested yet, and its words say
+  it waits, not that the sequence stopped."""
+  values = _interaction_values(PLAN.seeds, 10.0, 1.0)
+  del values[(F_SF, PE)][25]
+  for seed in PLAN.seeds:
+    for ipm in ('fisher', 'sobolev'):
+      values.setdefault((f'table1/cifar10_{ipm}_plain', PE), {})[seed] = (30.0, None)
+      values.setdefault((f'table1/cifar10_{ipm}_kplus1', PE), {})[seed] = (20.0, None)
+  judgement = confirmation.judge(PLAN, _observations(values))
+  assert [s.word for s in judgement.steps] == [
+      split_test.NO_RUNS, split_test.NO_RUNS, split_test.WAITING]
+  assert confirmation.verdict_text(judgement, '1') == (
+      'confirmation: 6 of 6 label splits trained, waiting for the families before it in the '
+      'sequence')
+  assert f'**{split_test.WAITING}**' in confirmation.results_table(judgement)
+  assert split_test.NOT_TESTED not in confirmation.part(judgement)
+  assert not any(confirmation.decided(judgement, f) for f in ('3', '2', '1'))
+  # Until it is decided, README's item gives the exploratory reading beside.
+  assert confirmation.readme_line('Title', judgement, '1', 'exploratory, the earlier') == (
+      f'- Title, as {confirmation.TITLES["1"]}: confirmation: 6 of 6 label splits trained, '
+      'waiting for the families before it in the sequence; exploratory, the earlier')
+
+
 def test_mixed_cpus_are_named_and_left_out_beside():
   values = _interaction_values(PLAN.seeds, 10.0, 1.0)
   values[(F_SF, BC)][21] = (10.0, 10.0)  # Split 21 the other way ...
@@ -124,6 +148,12 @@ def test_judge_and_its_words_on_complete_splits():
   # interval is [min, max] with coverage 1 − 2/64.
   assert confirmation.verdict_text(judgement, '2') == (
       'confirmation (late): **supported** (n=6 splits, p=0.016; +32.5 [+30.0, +35.0] (96.9%))')
+  # Decided: README's item gives the confirmation alone (the exploratory reading stays in
+  # conclusions.md).
+  assert all(confirmation.decided(judgement, f) for f in ('3', '2', '1'))
+  assert confirmation.readme_line('Title', judgement, '2', 'exploratory, the earlier') == (
+      f'- Title, as {confirmation.TITLES["2"]}: confirmation (late): **supported** (n=6 '
+      'splits, p=0.016; +32.5 [+30.0, +35.0] (96.9%))')
   page = confirmation.part(judgement)
   assert len(re.findall(r'^\| \d \| \(\d\)', page, re.MULTILINE)) == 3  # A row per family.
   assert 'late (secondary): no split with every run yet (0 of 6)' in ' '.join(page.split())

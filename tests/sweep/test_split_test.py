@@ -139,5 +139,14 @@ def test_fixed_sequence():
   assert steps[2].p_value == 1 / 64
   steps = split_test.fixed_sequence([('3', result(0.9, 1 / 64)), ('2', result(1 / 64))])
   assert [s.word for s in steps] == [paired_test.CONTRADICTED, split_test.NOT_TESTED]
-  steps = split_test.fixed_sequence([('3', None), ('2', result(1 / 64))])
-  assert [s.word for s in steps] == ['no runs yet', split_test.NOT_TESTED]
+  # A family not tested yet holds the ones after it: they wait, they are not stopped.
+  steps = split_test.fixed_sequence([('3', None), ('2', result(1 / 64)), ('1', result(0.5))])
+  assert [s.word for s in steps] == [split_test.NO_RUNS, split_test.WAITING,
+                                     split_test.WAITING]
+  steps = split_test.fixed_sequence([('3', result(1 / 64)), ('2', None), ('1', result(1 / 64))])
+  assert [s.word for s in steps] == [paired_test.SUPPORTED, split_test.NO_RUNS,
+                                     split_test.WAITING]
+  # Once the sequence has stopped, a family without runs does not make the later ones wait.
+  steps = split_test.fixed_sequence([('3', result(0.2)), ('2', None), ('1', result(1 / 64))])
+  assert [s.word for s in steps] == [paired_test.NOT_SHOWN, split_test.NO_RUNS,
+                                     split_test.NOT_TESTED]

@@ -233,6 +233,26 @@ def part(judgement: Judgement) -> str:
       results_page.wrapped(item) for item in readings(judgement))
 
 
+def decided(judgement: Judgement, family: str) -> bool:
+  """Whether the sequence has given `family` its word: its splits are all in and no family
+  before it waits for its own."""
+  for result, step in zip(judgement.primary, judgement.steps):
+    if result.plan.family == family:
+      return result.n == result.planned and step.word not in (split_test.WAITING,
+                                                                split_test.NO_RUNS)
+  raise KeyError(family)
+
+
+def readme_line(title: str, judgement: Judgement, family: str, exploratory: str) -> str:
+  """README's verdict item for one family: the confirmation's words, and until the
+  confirmation has decided the family, the exploratory re-reading beside them (once it has,
+  that reading stays in conclusions.md)."""
+  text = verdict_text(judgement, family)
+  if not decided(judgement, family):
+    text += f'; {exploratory}'
+  return f'- {title}, as {TITLES[family]}: {text}'
+
+
 def verdict_text(judgement: Judgement, family: str) -> str:
   """README's words for one family: 'confirmation (splits 20–25): **supported** (n=6 splits,
   p=0.016; +9.1 [+6.8, +14.0] (96.9%))', or how many splits are in."""
@@ -241,6 +261,9 @@ def verdict_text(judgement: Judgement, family: str) -> str:
       continue
     if result.n < result.planned:
       return f'confirmation: {result.n} of {result.planned} label splits trained'
+    if step.word == split_test.WAITING:
+      return (f'confirmation: {result.n} of {result.planned} label splits trained, '
+              f'{split_test.WAITING}')
     return (f'confirmation ({result.endpoint}): **{step.word}** (n={result.n} splits, '
             f'p={_p(result.test.p_value)}; {result.interval.text})')
   raise KeyError(family)

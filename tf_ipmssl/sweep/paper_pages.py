@@ -378,9 +378,8 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
   longer = longer_budget.load(confirmation_records)
   found['conclusions.md']['longer'] = longer_budget.part(observed, longer)
   found['conclusions.md']['exploratory'] = split_reading.part(exploratory)
-  lines = [f'- {title}, as {confirmation.TITLES[str(k)]}: '
-           f'{confirmation.verdict_text(confirmed, str(k))}; '
-           f'{split_reading.verdict_text(exploratory, str(k))}'
+  lines = [confirmation.readme_line(title, confirmed, str(k),
+                                    split_reading.verdict_text(exploratory, str(k)))
            for k, title in enumerate(paper_claims.CONCLUSIONS, start=1)]
   lines.append('- Readings: the longer budget (splits 20–21 at 4× the critic updates): '
                f'{longer_budget.verdict_text(observed, longer)}; the step-900 jump of '

@@ -98,28 +98,36 @@ def rank_within_splits(splits: Sequence[Sequence[float]]) -> SplitTestResult:
 class SequenceStep:
   """One family's place in a fixed sequence of tests."""
   family: str
-  word: str  # paired_test's words, or NOT_TESTED.
+  word: str  # paired_test's words, NOT_TESTED, WAITING or NO_RUNS.
   p_value: Optional[float]
 
 
 NOT_TESTED = 'not tested (the sequence stopped)'
+# A family whose runs are in while one before it still waits for its own.
+WAITING = 'waiting for the families before it in the sequence'
+NO_RUNS = 'no runs yet'
 
 
 def fixed_sequence(ordered: Sequence[Tuple[str, Optional[SplitTestResult]]],
                    level: float = paired_test.LEVEL) -> Tuple[SequenceStep, ...]:
   """Each family in order tested at `level` while every earlier one was supported; the
-  first one not supported (or without runs) ends the sequence, and those after it are not
-  tested. Contradicted: p < level the other way, at its place in the sequence."""
-  steps, going = [], True
+  first one not supported ends the sequence, and those after it are not tested. A family
+  without its runs (None) is not tested yet, and those after it wait for it (WAITING):
+  the sequence decides nothing past a family it has not tested. Contradicted: p < level the
+  other way, at its place in the sequence."""
+  steps, state = [], 'going'
   for family, result in ordered:
     if result is None:
-      steps.append(SequenceStep(family, 'no runs yet', None))
-      going = False
+      steps.append(SequenceStep(family, NO_RUNS, None))
+      if state == 'going':
+        state = 'waiting'
       continue
-    if not going:
-      steps.append(SequenceStep(family, NOT_TESTED, result.p_value))
+    if state != 'going':
+      steps.append(SequenceStep(family, WAITING if state == 'waiting' else NOT_TESTED,
+                                result.p_value))
       continue
     word = paired_test.word(result.p_value, result.p_other, level)
     steps.append(SequenceStep(family, word, result.p_value))
-    going = word == paired_test.SUPPORTED
+    if word != paired_test.SUPPORTED:
+      state = 'stopped'
   return tuple(steps)
