@@ -220,8 +220,9 @@ def _process_state():
 def test_every_call_leaves_the_process_as_it_found_it(trained, tmp_path):
   """Each call of the API, from a process whose dtype policy, Grappler options, gin
   configuration and random states are not the defaults, leaves them as they were: train sets
-  the run's float32 policy, seeds and Grappler's arithmetic and memory optimizers; load, evaluate and export fix
-  the summation order; configuration and train empty gin for their call."""
+  the run's float32 policy, seeds and Grappler's arithmetic and memory optimizers; load,
+  evaluate and export fix the summation order; configuration and train empty gin for their
+  call."""
   data_dir, model_dir, _ = trained
   tiny = runs.tiny_bindings(data_dir)
   keras.mixed_precision.set_global_policy('mixed_float16')

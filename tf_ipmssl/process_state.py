@@ -3,9 +3,9 @@
 Training sets process-wide state as its configuration says: Keras's global dtype policy
 (train.mixed_precision), the seeds (keras.utils.set_random_seed(train.seed): Python's,
 NumPy's, TensorFlow's and Keras's global seeds), and Grappler's arithmetic and memory
-optimizers off (training/precision.py, which reading a run does too). The programs run once per process; a
-notebook calls the API many times, so `preserved()` puts back, when its block ends, what the
-public APIs can read and set again:
+optimizers off (training/precision.py, which reading a run does too). The programs run once
+per process; a notebook calls the API many times, so `preserved()` puts back, when its block
+ends, what the public APIs can read and set again:
 
 - Keras's global dtype policy (keras.mixed_precision.global_policy);
 - Grappler's experimental options (tf.config.optimizer.get_experimental_options; an option

@@ -233,14 +233,20 @@ def part(judgement: Judgement) -> str:
       results_page.wrapped(item) for item in readings(judgement))
 
 
-def decided(judgement: Judgement, family: str) -> bool:
-  """Whether the sequence has given `family` its word: its splits are all in and no family
-  before it waits for its own."""
+def _place(judgement: Judgement, family: str
+           ) -> Tuple[FamilyResult, split_test.SequenceStep]:
+  """`family`'s primary result and its step in the sequence."""
   for result, step in zip(judgement.primary, judgement.steps):
     if result.plan.family == family:
-      return result.n == result.planned and step.word not in (split_test.WAITING,
-                                                                split_test.NO_RUNS)
+      return result, step
   raise KeyError(family)
+
+
+def decided(judgement: Judgement, family: str) -> bool:
+  """Whether the sequence has given `family` its word: its splits are all in (judge gives
+  the sequence no result otherwise: NO_RUNS) and no family before it waits for its own."""
+  _, step = _place(judgement, family)
+  return step.word not in (split_test.WAITING, split_test.NO_RUNS)
 
 
 def readme_line(title: str, judgement: Judgement, family: str, exploratory: str) -> str:
@@ -256,14 +262,11 @@ def readme_line(title: str, judgement: Judgement, family: str, exploratory: str)
 def verdict_text(judgement: Judgement, family: str) -> str:
   """README's words for one family: 'confirmation (splits 20–25): **supported** (n=6 splits,
   p=0.016; +9.1 [+6.8, +14.0] (96.9%))', or how many splits are in."""
-  for result, step in zip(judgement.primary, judgement.steps):
-    if result.plan.family != family:
-      continue
-    if result.n < result.planned:
-      return f'confirmation: {result.n} of {result.planned} label splits trained'
-    if step.word == split_test.WAITING:
-      return (f'confirmation: {result.n} of {result.planned} label splits trained, '
-              f'{split_test.WAITING}')
-    return (f'confirmation ({result.endpoint}): **{step.word}** (n={result.n} splits, '
-            f'p={_p(result.test.p_value)}; {result.interval.text})')
-  raise KeyError(family)
+  result, step = _place(judgement, family)
+  if result.n < result.planned:
+    return f'confirmation: {result.n} of {result.planned} label splits trained'
+  if step.word == split_test.WAITING:
+    return (f'confirmation: {result.n} of {result.planned} label splits trained, '
+            f'{split_test.WAITING}')
+  return (f'confirmation ({result.endpoint}): **{step.word}** (n={result.n} splits, '
+          f'p={_p(result.test.p_value)}; {result.interval.text})')
