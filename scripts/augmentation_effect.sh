@@ -10,7 +10,7 @@
 #
 #   scripts/augmentation_effect.sh [--commit]
 #
-# --commit: also commit RECORDS every few minutes while it runs (and at its end).
+# --commit: also commit RECORDS every minute while it runs (and at its end).
 # Settings (environment): TRAIN_COMMIT (default below), WORK (run directories and the
 # worktree; default runs/augmentation, ignored by git), RECORDS (default
 # docs/results/augmentation_records), WORKERS (default 1), PYTHON (default .venv/bin/python).

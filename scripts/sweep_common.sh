@@ -33,11 +33,11 @@ commit_records() {
   fi
 }
 
-# keep_committing MESSAGE_FUNCTION DIR...: commit_records every 5 minutes in the background,
+# keep_committing MESSAGE_FUNCTION DIR...: commit_records every minute in the background,
 # and once more when the script exits, however it exits.
 keep_committing() {
   COMMIT_ARGS=("$@")
-  ( while sleep 300; do commit_records "${COMMIT_ARGS[@]}"; done ) &
+  ( while sleep 60; do commit_records "${COMMIT_ARGS[@]}"; done ) &
   COMMITTER=$!
   trap 'kill $COMMITTER 2>/dev/null; commit_records "${COMMIT_ARGS[@]}"' EXIT
 }

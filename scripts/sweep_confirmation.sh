@@ -9,7 +9,7 @@
 #
 #   scripts/sweep_confirmation.sh [--commit]
 #
-# --commit: also commit RECORDS every few minutes while the sweep runs (and at its end),
+# --commit: also commit RECORDS every minute while the sweep runs (and at its end),
 # so that a session that ends abruptly loses no finished run.
 # Settings (environment): WORK (run directories and the worktrees; default
 # runs/confirmation, ignored by git), RECORDS (default docs/results/confirmation_records),

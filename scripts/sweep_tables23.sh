@@ -11,7 +11,7 @@
 #
 #   scripts/sweep_tables23.sh [--commit]
 #
-# --commit: also commit RECORDS every few minutes while the sweep runs (and at its end),
+# --commit: also commit RECORDS every minute while the sweep runs (and at its end),
 # so that a session that ends abruptly loses no finished run.
 # Settings (environment): TRAIN_COMMIT (default below), WORK (run directories and the
 # worktree; default runs/tables23, ignored by git), RECORDS (default
