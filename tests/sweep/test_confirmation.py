@@ -82,6 +82,30 @@ def test_the_interaction_per_split():
   assert late.contrasts == pytest.approx([0.0] * 6)  # (31 − 30) − (26 − 25).
 
 
+def test_the_interactions_simple_differences_under_each_f():
+  """(3)'s cost of Sobolev on f rather than f− under each f alone, both signed as a cost."""
+  parts = dict(confirmation.simple_differences(PLAN.families[0]))
+  assert dict(parts[BC].weights) == {(F_SF, BC): 1, (F_SFNEG, BC): -1}
+  assert dict(parts[PE].weights) == {(F_SF, PE): 1, (F_SFNEG, PE): -1}
+  assert confirmation.difference_text(parts[PE].weights) == 'Ω_F(f)+Ω_S(f) − Ω_F(f)+Ω_S(f−)'
+  assert confirmation.simple_differences(PLAN.families[1]) == ()  # (2) is on one f.
+  # Costs 10 (broadcast) and 1 (per-example) on every split, the interaction's 9 between.
+  values = _interaction_values(PLAN.seeds, 10.0, 1.0)
+  values[(F_SF, PE)][22] = (25.0 - 2.0 + 22, 26.0)  # Split 22 costs −2 per-example.
+  judgement = confirmation.judge(PLAN, _observations(values))
+  simple = {f: result for f, result in judgement.simple}
+  assert simple[BC].contrasts == pytest.approx([10.0] * 6)
+  assert simple[PE].contrasts == pytest.approx([1, 1, -2, 1, 1, 1])
+  # Ranks of |d|: the five 1s share 3, the −2 has 6: W = 15 − 6 = 9. Over the 64 sign
+  # patterns, W = 6k − 15 ± 6 with k of the 1s positive: W ≥ 9 with the 6 positive needs
+  # k ≥ 3 (10 + 5 + 1 patterns), with it negative k = 5 (1 pattern): p = 17/64.
+  assert simple[PE].test.p_value == pytest.approx(17 / 64)
+  text = ' '.join(confirmation.part(judgement).split())
+  assert ('(3) under the per-example f alone, Ω_F(f)+Ω_S(f) − Ω_F(f)+Ω_S(f−), best step '
+          '(secondary): +1.0 (20) / +1.0 (21) / -2.0 (22)') in text
+  assert '(3) under the broadcast f alone' in text
+
+
 def test_a_split_missing_a_run_is_left_out_and_the_sequence_waits():
   values = _interaction_values(PLAN.seeds, 10.0, 1.0)
   del values[(F_SF, PE)][25]

@@ -9,6 +9,7 @@ splits, cells, weights and endpoints it fixed: `confirmation splits` (the seeds)
 lie in confirmation_records/per_example and confirmation_records/broadcast beside the page.
 """
 import dataclasses
+import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -166,11 +167,50 @@ def family_result(plan: FamilyPlan, endpoint: str, seeds: Sequence[int],
   return FamilyResult(plan, endpoint, tuple(kept), tuple(contrasts), tuple(mixed), len(seeds))
 
 
+def simple_differences(plan: FamilyPlan) -> Tuple[Tuple[str, FamilyPlan], ...]:
+  """For a family whose cells span both critic fs (an interaction), each f's part of its
+  contrast alone: (f, the plan of that part), signed so that the family's first cell counts
+  as it does in the family (for (3): the cost of Sobolev on f rather than f− under that f).
+  Empty for a family on one f."""
+  fs = list(dict.fromkeys(f for (_, f), _ in plan.weights))
+  if len(fs) < 2:
+    return ()
+  (first_cell, _), first_weight = plan.weights[0]
+  parts = []
+  for f in fs:
+    weights = tuple((key, w) for key, w in plan.weights if key[1] == f)
+    sign = math.copysign(1, first_weight) * math.copysign(
+        1, dict(weights).get((first_cell, f), first_weight))
+    parts.append((f, dataclasses.replace(
+        plan, weights=tuple((key, w * sign) for key, w in weights))))
+  return tuple(parts)
+
+
+def _cell_label(cell_id: str) -> str:
+  """'Ω_F(f)+Ω_S(f−)' for table2/cifar10_fisher_f_sobolev_fneg: its table row's label."""
+  cell = cells_lib.get_cell(cell_id)
+  label = dict(cells_lib.TABLES[cell.table].rows).get(cell.row, cell.row)
+  return label.replace(', ', '+').replace('f-', 'f−')
+
+
+def difference_text(weights: Sequence[Tuple[Key, float]]) -> str:
+  """'Ω_F(f)+Ω_S(f) − Ω_F(f)+Ω_S(f−)': a contrast's cells with their signs (and their
+  weights where not ±1)."""
+  terms = []
+  for (cell, _), w in weights:
+    factor = '' if abs(w) == 1 else f'{abs(w):g}·'
+    sign = ('− ' if w < 0 else '+ ') if terms else ('−' if w < 0 else '')
+    terms.append(f'{sign}{factor}{_cell_label(cell)}')
+  return ' '.join(terms)
+
+
 @dataclasses.dataclass(frozen=True)
 class Judgement:
   primary: Tuple[FamilyResult, ...]  # In the sequence's order.
   steps: Tuple[split_test.SequenceStep, ...]
   secondary: Tuple[FamilyResult, ...]
+  # Per interaction family, each f's part alone at the primary endpoint: (f, result).
+  simple: Tuple[Tuple[str, FamilyResult], ...] = ()
 
 
 def judge(plan: Plan, observations: Observations) -> Judgement:
@@ -181,7 +221,9 @@ def judge(plan: Plan, observations: Observations) -> Judgement:
                     for f in plan.families)
   steps = split_test.fixed_sequence([(r.plan.family, r.test if r.n == r.planned else None)
                                      for r in primary])
-  return Judgement(primary, steps, secondary)
+  simple = tuple((f, family_result(part, f_plan.primary, plan.seeds, observations))
+                 for f_plan in plan.families for f, part in simple_differences(f_plan))
+  return Judgement(primary, steps, secondary, simple)
 
 
 def _p(value: Optional[float]) -> str:
@@ -214,12 +256,17 @@ def _reading(result: FamilyResult) -> str:
 
 
 def readings(judgement: Judgement) -> List[str]:
-  """Markdown items: per family the secondary endpoint and, where splits mix CPUs, the
-  primary result without them."""
+  """Markdown items: per family the secondary endpoint, an interaction's part under each f
+  alone (secondary) and, where splits mix CPUs, the primary result without them."""
   lines = []
   for primary, secondary in zip(judgement.primary, judgement.secondary):
     head = f'({primary.plan.family}) {primary.plan.title}'
     lines.append(f'- {head}, {secondary.endpoint} (secondary): {_reading(secondary)}.')
+    for f, part in judgement.simple:
+      if part.plan.family == primary.plan.family:
+        lines.append(f'- ({part.plan.family}) under the {f} f alone, '
+                     f'{difference_text(part.plan.weights)}, {part.endpoint} (secondary): '
+                     f'{_reading(part)}.')
     if primary.mixed_cpus:
       lines.append(f'- {head}, {primary.endpoint}, without the splits whose runs mix CPUs '
                    f'({", ".join(map(str, primary.mixed_cpus))}): '
