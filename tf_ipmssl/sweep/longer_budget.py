@@ -134,6 +134,5 @@ def verdict_text(short: Observations, long: Observations) -> str:
   if runs < planned:
     return f'{runs} of {planned} runs trained'
   moves = changes(splits(short, long, protocol.BEST))
-  return 'the per-example cost of Sobolev on f moves ' + ', '.join(
-      f'{_number(per_example, True)} points on split {seed}' for seed, per_example, _ in moves
-  ) + ' from 900 to 3,600 steps (best step)'
+  return 'the per-example cost of Sobolev on f moves ' + ' and '.join(
+      _number(per_example, True) for _, per_example, _ in moves) + ' points (best step)'
