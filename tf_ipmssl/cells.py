@@ -84,6 +84,11 @@ class Cell:
     return cell_id(self.table, self.dataset, self.row, self.column)
 
   @property
+  def row_label(self) -> str:
+    """The label of its row in its Table or study, e.g. 'Ω_F(f), Ω_S(f-)'."""
+    return dict({**TABLES, **STUDIES}[self.table].rows)[self.row]
+
+  @property
   def gin_file(self) -> str:
     """The gin file, relative to the repository root."""
     return f'gin/{self.id}.gin'

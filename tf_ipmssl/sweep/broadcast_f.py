@@ -20,11 +20,6 @@ HEADER = ('| constraints | paper | seeds | per-example f | broadcast f | '
           '|---|---:|---|---:|---:|---|---:|---:|---|---|')
 
 
-def _row_labels() -> Dict[str, str]:
-  table = cells_lib.TABLES['table2']
-  return dict(table.rows)
-
-
 def _mean_text(values: Sequence[float]) -> str:
   mean, std = tables_lib.mean_std(values)
   if mean is None:
@@ -53,7 +48,6 @@ def table(per_example: Results, broadcast: Results,
   CPUs), each f's late validation error averaged over the seeds whose run keeps its curve
   (n where fewer), and each f's labeled-set error (%) at the last evaluation per seed ('–'
   where the run's metrics.json lacks it). '' where no cell has broadcast runs."""
-  labels = _row_labels()
   lines = []
   for cell in cells_lib.select_cells(tables=['table2'], datasets=['cifar10']):
     if cell.id not in broadcast or cell.id not in per_example:
@@ -64,7 +58,7 @@ def table(per_example: Results, broadcast: Results,
     mine = _runs_of(broadcast[cell.id], pair.seeds)
     other = _runs_of(per_example[cell.id], pair.seeds)
     lines.append(
-        f'| {labels[cell.row]} | {cell.paper_text} | {protocol.seed_range(pair.seeds)} | '
+        f'| {cell.row_label} | {cell.paper_text} | {protocol.seed_range(pair.seeds)} | '
         f'{_mean_text([r.test_error for r in other])} | '
         f'{_mean_text([r.test_error for r in mine])} | {pair.per_seed} | '
         f'{_late_text([late(r) for r in other], pair.n)} | '

@@ -188,9 +188,7 @@ def simple_differences(plan: FamilyPlan) -> Tuple[Tuple[str, FamilyPlan], ...]:
 
 def _cell_label(cell_id: str) -> str:
   """'Ω_F(f)+Ω_S(f−)' for table2/cifar10_fisher_f_sobolev_fneg: its table row's label."""
-  cell = cells_lib.get_cell(cell_id)
-  label = dict(cells_lib.TABLES[cell.table].rows).get(cell.row, cell.row)
-  return label.replace(', ', '+').replace('f-', 'f−')
+  return cells_lib.get_cell(cell_id).row_label.replace(', ', '+').replace('f-', 'f−')
 
 
 def difference_text(weights: Sequence[Tuple[Key, float]]) -> str:
