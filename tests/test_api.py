@@ -90,7 +90,10 @@ def test_evaluate_recomputes_the_recorded_errors(trained):
   best = api.evaluate(model_dir)  # The best checkpoint, as load and export default to.
   assert best == api.Evaluation(
       source=os.path.join(model_dir, 'best', f'ckpt-{result.best_step}'), split='test',
-      examples=40, error=metrics['best']['test_error'])
+      examples=40, error=metrics['best']['test_error'],
+      class_errors=metrics['best']['test_class_errors'],
+      balanced_error=metrics['best']['test_balanced_error'],
+      confusion=metrics['best']['test_confusion'])
   latest = api.evaluate(model_dir, checkpoint='latest', split='validation')
   assert latest.source.endswith('ckpt-4') and latest.examples == 20
   assert latest.error == metrics['final']['validation_error']
@@ -98,6 +101,10 @@ def test_evaluate_recomputes_the_recorded_errors(trained):
   # The same classifier, the same count, the same division (reporting.percent): equal.
   assert exported.source == result.export_dir
   assert exported.error == best.error
+  assert exported.confusion == best.confusion
+  assert list(best.class_errors) == metrics['class_names']
+  lines = best.text().splitlines()
+  assert len(lines) == 11 and lines[1].split()[0] == metrics['class_names'][0]
 
 
 @pytest.mark.numerics

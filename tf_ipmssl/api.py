@@ -44,6 +44,7 @@ from tf_ipmssl import configurables
 from tf_ipmssl import errors
 from tf_ipmssl import process_state
 from tf_ipmssl.data import ssl_data
+from tf_ipmssl.run_dir import class_results
 from tf_ipmssl.run_dir import reporting
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.run_dir import run_lock
@@ -110,11 +111,38 @@ class Evaluation:
     split: 'test', 'validation' or 'labeled'.
     examples: the images of the split.
     error: the error in percent (100 · mistakes / examples).
+    class_errors: {class name: the error in percent on the split's images of that class}
+      (None for a class without images there), in label order.
+    balanced_error: the mean of the class errors (classes without images left out).
+    confusion: the confusion matrix, a list of rows: [t][p] counts the images of class t
+      predicted as p; the trace gives `error` exactly (run_dir/class_results.py).
   """
   source: str
   split: str
   examples: int
   error: float
+  class_errors: Optional[dict] = None
+  balanced_error: Optional[float] = None
+  confusion: Optional[list] = None
+
+  @classmethod
+  def of(cls, source, split, confusion, class_names) -> 'Evaluation':
+    """The Evaluation of a confusion matrix (numpy int [K, K]) of `split`."""
+    return cls(source, split, int(confusion.sum()), class_results.error(confusion),
+               dict(zip(class_names, class_results.class_errors(confusion))),
+               class_results.balanced_error(confusion), confusion.tolist())
+
+  def text(self) -> str:
+    """The evaluation as a few lines for a person: the error, then each class's."""
+    lines = [f'{self.split} error {self.error:.2f}% of {self.examples:,} images '
+             f'({self.source}); balanced error '
+             f'{reporting.fmt(self.balanced_error)} (the mean of the classes\' errors)']
+    if self.class_errors:
+      width = max(len(name) for name in self.class_errors)
+      for c, (name, error) in enumerate(self.class_errors.items()):
+        lines.append(f'  {name:<{width}}  {reporting.fmt(error):>7}  of '
+                     f'{sum(self.confusion[c]):,}')
+    return '\n'.join(lines)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,12 +235,13 @@ class LoadedRun:
     """The restored critic's error on a split of the run's data, as bin/evaluate computes it
     (evaluation.error_rate, in batches of batch_size)."""
     errors.check_choice(split, SPLITS, 'split')
-    images, labels = _split(self.data(), split)
+    data = self.data()
+    images, labels = _split(data, split)
     with process_state.preserved():
       precision.fix_summation_order()  # The graphs of training's evaluations (precision.py).
-      error = evaluation.error_rate(evaluation.make_predict_fn(self.critic), images, labels,
-                                    batch_size)
-    return Evaluation(self.checkpoint, split, int(len(labels)), error)
+      confusion = evaluation.confusion_matrix(evaluation.make_predict_fn(self.critic), images,
+                                              labels, data.num_classes, batch_size)
+    return Evaluation.of(self.checkpoint, split, confusion, data.class_names)
 
 
 def configuration(gin_files: Union[PathLike, Sequence[PathLike]] = (),
@@ -338,11 +367,13 @@ def _evaluate_export(model_dir, export_dir, split, batch_size):
   """`evaluate` of an exported classifier."""
   config = run_lib.run_config_of(model_dir)
   classifier = runtimes.open_classifier(export_dir)
-  images, labels = _split(ssl_data.build_ssl_data(config.build_ssl_data), split)
+  data = ssl_data.build_ssl_data(config.build_ssl_data)
+  images, labels = _split(data, split)
   predicted = np.concatenate([classifier(images[i:i + batch_size])['labels']
                               for i in range(0, len(images), batch_size)])
-  return Evaluation(export_dir, split, int(len(labels)),
-                    reporting.percent(int(np.sum(predicted != labels)), len(labels)))
+  return Evaluation.of(export_dir, split,
+                       class_results.confusion_matrix(labels, predicted, data.num_classes),
+                       data.class_names)
 
 
 def export(model_dir: PathLike, export_dir: Optional[PathLike] = None,

@@ -277,3 +277,33 @@ def test_study_tables_show_ours_without_a_paper_column(tmp_path):
   from tf_ipmssl.sweep import plots  # pylint: disable=g-import-not-at-top
   (png,) = plots.plot_tables(results, str(tmp_path / 'tables'))
   assert os.path.basename(png) == 'fashion_mnist_study.png'
+
+
+def test_per_class_tables_of_runs_with_per_class_results(tmp_path):
+  """class_errors.csv has a run's balanced error and each class's error at its reported step;
+  class_errors.md their means per cell over the runs that have them; neither is written where
+  no run has per-class results (as for the committed records)."""
+  root = str(tmp_path / 'sweep')
+  cell = cells_lib.get_cell('table1/cifar10_fisher_kplus1')
+  fake_results.write_run(root, cell, 0, 10.0, class_errors={'cat': 20.0, 'dog': 0.0})
+  fake_results.write_run(root, cell, 1, 12.0, class_errors={'cat': 30.0, 'dog': 4.0})
+  fake_results.write_run(root, cell, 2, 14.0)  # Older: no per-class results.
+  plain = cells_lib.get_cell('table1/svhn_fisher_plain')
+  fake_results.write_run(root, plain, 0, 20.0, best=False, class_errors={'cat': 6.0,
+                                                                         'dog': 2.0})
+  results = tables.collect(root, cells_lib.all_cells())
+  out = str(tmp_path / 'tables')
+  written = [os.path.basename(p) for p in tables.write_tables(results, out)]
+  assert 'class_errors.csv' in written and 'class_errors.md' in written
+  rows = list(csv.DictReader(open(os.path.join(out, 'class_errors.csv'))))
+  assert [(r['cell'], r['seed'], r['balanced_test_error'], r['cat'], r['dog']) for r in rows] == [
+      ('table1/cifar10_fisher_kplus1', '0', '10.00', '20.00', '0.00'),
+      ('table1/cifar10_fisher_kplus1', '1', '17.00', '30.00', '4.00'),
+      ('table1/svhn_fisher_plain', '0', '4.00', '6.00', '2.00')]
+  markdown = _markdown_rows(open(os.path.join(out, 'class_errors.md')).read())
+  assert markdown['table1/cifar10_fisher_kplus1'] == ['2', '13.50', '25.00', '2.00']
+  older = str(tmp_path / 'older')
+  fake_results.write_run(older, cell, 0, 10.0)
+  written = tables.write_tables(tables.collect(older, cells_lib.all_cells()),
+                                str(tmp_path / 'older_tables'))
+  assert not any('class_errors' in p for p in written)

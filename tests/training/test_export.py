@@ -11,6 +11,7 @@ import pytest
 from tests import fixtures
 from tests import numerics
 from tests.training import runs
+from tf_ipmssl.run_dir import reporting
 
 _RELOAD_SCRIPT = """
 import json, sys
@@ -143,6 +144,18 @@ def test_bin_export_and_evaluate(exported_run, tmp_path):
   assert evaluations['best']['error'] == pytest.approx(metrics['best']['test_error'])
   assert evaluations['export']['error'] == pytest.approx(metrics['best']['test_error'])
   assert metrics['exported'] == {'checkpoint': 'best', 'step': metrics['best']['step']}
+  # Each class's error by name, and the confusion matrix, as the run recorded them.
+  for name, part in (('latest', 'final'), ('best', 'best'), ('export', 'best')):
+    assert evaluations[name]['class_errors'] == metrics[part]['test_class_errors']
+    assert evaluations[name]['confusion'] == metrics[part]['test_confusion']
+  text = runs.run_program('evaluate', f'--model_dir={model_dir}', '--checkpoint=best',
+                          '--output=text')
+  assert text.returncode == 0, text.stderr
+  lines = text.stdout.strip().splitlines()[-11:]
+  assert lines[0].startswith(f'test error {metrics["best"]["test_error"]:.2f}% of 40 images')
+  for line, (name, error) in zip(lines[1:], metrics['best']['test_class_errors'].items()):
+    assert line.split()[0] == name.split()[0]
+    assert reporting.fmt(error) in line
 
 
 def test_bin_predict_on_a_native_size_export(exported_run, tmp_path):

@@ -6,8 +6,8 @@ fingerprint is one SHA-256 over every variable of the final checkpoint (name, dt
 shape, bytes) and the errors of metrics.json (best's as the checkpoint's float32, and
 final). A change that alters what a run computes, even in the last bit, changes it. What
 the run records beside its training (the labeled-set error, which reads the weights and
-changes nothing; the latest evaluation kept in the checkpoint, whose errors are
-metrics.json's) is left out, so that recording more keeps the fingerprints.
+changes nothing; the confusion matrices; the latest evaluation kept in the checkpoint, whose
+errors are metrics.json's) is left out, so that recording more keeps the fingerprints.
 
 Float results differ between CPU types (AVX-512 and AVX2 kernels sum in another order) and
 TensorFlow versions, so fingerprints.json keeps one per CPU signature; on a machine whose
@@ -41,7 +41,8 @@ BINDINGS = ['train.steps = 20', 'train.deterministic_ops = True',
             'train.export_classifier = False']
 STEPS = 20
 # Recorded beside the training, not part of what it computes (see the module doc).
-OBSERVED_VARIABLES = ('best/labeled_error/', 'final/')
+OBSERVED_VARIABLES = ('best/labeled_error/', 'best/test_confusion/',
+                      'best/validation_confusion/', 'final/')
 FINGERPRINTED_ERRORS = ('step', 'validation_error', 'test_error')
 
 

@@ -1,4 +1,5 @@
-"""The labeled-set error a run records at every evaluation, against an independent count.
+"""The labeled-set error and the per-class results a run records at every evaluation, against
+an independent count.
 
 End to end: the run's own 20 labeled images, rebuilt from its data settings, classified by the
 restored critic (the last step) and by the exported classifier (the best validation step), the
@@ -86,10 +87,10 @@ def _bright_pixel_classes(images):
   return np.count_nonzero(images.reshape(len(images), -1) >= 128, axis=1) % 10
 
 
-def test_an_evaluation_counts_each_splits_mistakes_of_a_set_classifier(tmp_path):
-  """Loop.evaluate with its classifier replaced by `_bright_pixel_classes` (on the model input
-  x = pixel / 127.5 − 1, padded with −1: a pixel >= 128 is x > 0): each split's error is
-  that classifier's count of mistakes on that split."""
+def _loop_of_a_set_classifier(tmp_path):
+  """A run's Loop whose classifier is replaced by `_bright_pixel_classes` (on the model input
+  x = pixel / 127.5 − 1, padded with −1: a pixel >= 128 is x > 0), evaluated at step 4, the
+  last; returns (loop, data, run)."""
   from tf_ipmssl.objectives import fisher  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import loop as loop_lib  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
@@ -108,7 +109,12 @@ def test_an_evaluation_counts_each_splits_mistakes_of_a_set_classifier(tmp_path)
     return tf.cast(bright % 10, tf.int32)
   loop.predict = predict
   loop.evaluate(4, last=True)
+  return loop, data, run
 
+
+def test_an_evaluation_counts_each_splits_mistakes_of_a_set_classifier(tmp_path):
+  """Each split's error is the set classifier's count of mistakes on that split."""
+  loop, data, run = _loop_of_a_set_classifier(tmp_path)
   expected = {}
   for split in ('labeled', 'validation', 'test'):
     images, labels = getattr(data, f'{split}_images'), np.asarray(getattr(data, f'{split}_labels'))
@@ -122,4 +128,75 @@ def test_an_evaluation_counts_each_splits_mistakes_of_a_set_classifier(tmp_path)
   assert best == pytest.approx(expected)  # The first evaluation is the best so far.
   # metrics.json's content: the counts' rates exactly, read back from the float32 run state.
   content = loop.metrics(4, finished=False)
-  assert content['best'] == content['final'] == {'step': 4, **expected}
+  keys = ('step', *expected)
+  assert ({k: content['best'][k] for k in keys} == {k: content['final'][k] for k in keys} ==
+          {'step': 4, **expected})
+
+
+def test_an_evaluation_reports_each_splits_confusion_matrix_of_a_set_classifier(tmp_path):
+  """metrics.json's per-class results of the validation and test splits, at the best and the
+  last evaluation, against NumPy's count of the set classifier's answers: each matrix's rows
+  sum to the split's images of each class, its trace gives exactly the reported error, and
+  the class errors and balanced error are the rows' rates and their mean; TensorBoard has the
+  same numbers and the matrix as an image."""
+  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  loop, data, _ = _loop_of_a_set_classifier(tmp_path)
+  content = loop.metrics(4, finished=False)
+  scalars = tensorboard.read_scalars(os.path.join(loop.model_dir, 'eval'))
+  for split in ('validation', 'test'):
+    images, labels = getattr(data, f'{split}_images'), np.asarray(getattr(data, f'{split}_labels'))
+    predicted = _bright_pixel_classes(images)
+    expected = np.zeros([10, 10], np.int64)
+    for true, answer in zip(labels, predicted):
+      expected[true, answer] += 1
+    rows = np.bincount(labels, minlength=10)
+    class_errors = {name: (100.0 * (rows[c] - expected[c, c]) / rows[c] if rows[c] else None)
+                    for c, name in enumerate(data.class_names)}
+    present = [e for e in class_errors.values() if e is not None]
+    assert len(set(present)) >= 2  # Not one rate for every class: the rows are told apart.
+    for part in ('best', 'final'):
+      reported = content[part]
+      matrix = np.array(reported[f'{split}_confusion'])
+      np.testing.assert_array_equal(matrix, expected)
+      np.testing.assert_array_equal(matrix.sum(axis=1), rows)
+      assert reported[f'{split}_error'] == 100.0 * (len(labels) - np.trace(matrix)) / len(labels)
+      assert reported[f'{split}_class_errors'] == pytest.approx(class_errors)
+      assert list(reported[f'{split}_class_errors']) == list(data.class_names)
+      assert reported[f'{split}_balanced_error'] == pytest.approx(np.mean(present))
+    assert dict(scalars[f'eval/{split}_balanced_error'])[4] == pytest.approx(np.mean(present))
+    for name, error in class_errors.items():
+      tag = f'class_error/{split}/{name.replace("/", "_").replace(" ", "_")}'
+      assert (tag in scalars) == (error is not None)
+      if error is not None:
+        assert dict(scalars[tag])[4] == pytest.approx(error)
+  assert 'confusion/test' in _image_tags(os.path.join(loop.model_dir, 'eval'))
+
+
+def _image_tags(directory):
+  """The tags of the image summaries in a directory's event files."""
+  tags = set()
+  for name in os.listdir(directory):
+    for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+      for value in event.summary.value:
+        if tf.make_ndarray(value.tensor).ndim:
+          tags.add(value.tag)
+  return tags
+
+
+def test_the_finished_runs_confusion_matrices_are_its_critics_answers(finished_run):
+  """End to end: the last step's test confusion matrix in metrics.json is NumPy's count of the
+  restored last critic's answers, and the best step's that of the exported classifier."""
+  from tf_ipmssl.data import pipelines  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
+  data_dir, model_dir, metrics = finished_run
+  data = _ssl_data(data_dir)
+  labels = np.asarray(data.test_labels)
+  critic, _ = runs.restore_run(model_dir).restore_critic('latest')
+  last = np.argmax(critic.classify(pipelines.to_model_input(tf.constant(data.test_images)),
+                                   training=False).numpy(), axis=-1)
+  best = export.LoadedClassifier(os.path.join(model_dir, 'export'))(data.test_images)['labels']
+  for part, predicted in (('final', last), ('best', best)):
+    expected = np.zeros([10, 10], np.int64)
+    np.add.at(expected, (labels, predicted), 1)
+    np.testing.assert_array_equal(metrics[part]['test_confusion'], expected)
+    assert metrics[part]['test_error'] == pytest.approx(_percent_wrong(predicted, labels))

@@ -54,7 +54,7 @@ def test_jit_compiled_gradients_match_plain_gradients(normalization):
         settings=dict(formulation='kplus1', constraints=constraints, lambda_ce=1.5,
                       critic_iterations=1),
         batch_size=8, seed=3, jit_compile=jit, steps=1)
-    state = run_lib.RunState(config.constraints)
+    state = run_lib.RunState(config.constraints, num_classes=10)
     state.multipliers['fisher_f'].assign(0.3)
     state.multipliers['sobolev_f_neg'].assign(-0.2)
     # The networks above and no optimizers: only the gradients are computed.

@@ -26,12 +26,20 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   `wall_split_this_session`: at the end, the current session's; `diverged_before_step` when
   a loss became NaN/Inf;
 - `class_names`: the name of each class, by label (the exported classifier answers them).
+- in `best` and `final`, per split ('validation', 'test'; class_results.py): its confusion
+  matrix `<split>_confusion` (counts, a list of rows, rows the true class: row c sums to
+  the split's images of class c, and the trace gives the split's error exactly),
+  `<split>_class_errors` ({class name: error in %}, null for a class without images) and
+  `<split>_balanced_error` (the mean of the class errors); all three null where the split's
+  error was not computed (or, in a run resumed from a checkpoint older than them, is not
+  known).
 
 History: every reader takes an older metrics.json as it is, a key it lacks being unknown.
 One written before the trainer wrote `wall_seconds` lacks it, and so does every later one of
 a run resumed from it (its earlier sessions' wall time is unknown; the sweep's tables then
 take the last session's, `wall_seconds_this_session`); `wall_split` came later still. One
-written before the labeled-set errors lacks `best.labeled_error` and `final.labeled_error`.
+written before the labeled-set errors lacks `best.labeled_error` and `final.labeled_error`;
+one written before the per-class results lacks their keys.
 
 An error rate is a count of mistakes over a known number of images, given in percent as
 `percent` makes it (100 · 2556 / 10000 = 25.56). The run state keeps the errors in float32
@@ -90,15 +98,18 @@ def evaluation_of(variables, examples):
   return {'step': int(variables['step'].numpy()), **errors}
 
 
-def metrics_content(latest, extra, state, examples, step, total_steps, finished):
+def metrics_content(latest, extra, state, examples, step, total_steps, finished,
+                    per_class=None):
   """metrics.json's content: `latest` (the latest evaluation, under `final`), `extra` (other
   keys of the module doc) and the run state's best (its errors over `examples`,
-  evaluated_examples) and multipliers."""
+  evaluated_examples) and multipliers; `per_class`: {'best': ..., 'final': ...}, the
+  per-class keys of each (class_results.of_variables)."""
+  per_class = per_class or {}
   out = dict(extra)
   out.update({
       'step': step, 'total_steps': total_steps, 'finished': finished,
-      'final': dict(latest),
-      'best': evaluation_of(state.best, examples),
+      'final': {**latest, **per_class.get('final', {})},
+      'best': {**evaluation_of(state.best, examples), **per_class.get('best', {})},
       'multipliers': {k: float(v.numpy()) for k, v in state.multipliers.items()},
   })
   return out

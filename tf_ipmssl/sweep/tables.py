@@ -59,6 +59,11 @@ class RunResult:
   wall_split: Optional[Tuple[float, ...]] = None
   # False for a run that stands only as a row of RECORDLESS_ROWS_FILE.
   has_record: bool = True
+  # The balanced test error (%) and each class's test error ((class name, % or None), in
+  # label order) at the reported step (metrics.json's per-class results, reporting.py;
+  # None where its metrics.json lacks them: older ones do).
+  balanced_error: Optional[float] = None
+  class_errors: Optional[Tuple[Tuple[str, Optional[float]], ...]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,7 +209,8 @@ def collect_cell(root: str, cell: cells_lib.Cell,
                           labeled_error=_error(metrics, 'best', 'labeled_error'),
                           last_labeled_error=_error(metrics, 'final', 'labeled_error'),
                           last_test_error=_error(metrics, 'final', 'test_error'),
-                          cpu=cpu_of(model_dir), wall_split=_wall_split(metrics)))
+                          cpu=cpu_of(model_dir), wall_split=_wall_split(metrics),
+                          **_class_results(metrics)))
   seen = {seed_of(d) for d in model_dirs}
   runs += [run for run in _recordless_runs(root, cell.id)
            if run.seed not in seen and (seeds is None or run.seed in set(seeds))]
@@ -224,6 +230,15 @@ def _recordless_runs(root: str, cell_id: str) -> Tuple[RunResult, ...]:
 def recordless_seeds(root: str, cell_id: str) -> Tuple[int, ...]:
   """The seeds of `cell_id` that stand as rows of root's RECORDLESS_ROWS_FILE."""
   return tuple(run.seed for run in _recordless_runs(root, cell_id))
+
+
+def _class_results(metrics):
+  """RunResult's balanced_error and class_errors of a run's metrics.json, at the step its
+  test error is reported from (run_error's)."""
+  which = 'best' if (metrics.get('best') or {}).get('step', -1) >= 0 else 'final'
+  errors = (metrics.get(which) or {}).get('test_class_errors')
+  return {'balanced_error': _error(metrics, which, 'test_balanced_error'),
+          'class_errors': None if errors is None else tuple(errors.items())}
 
 
 def _error(metrics, which, key):
@@ -420,9 +435,59 @@ def _blank(value):
   return '' if value is None else f'{value:.2f}'
 
 
+def class_errors_csv(results: Dict[str, CellResult]) -> Optional[str]:
+  """One line per finished run with per-class results: cell, seed, the balanced test error,
+  then the test error of each class (a column per class name, in label order, the classes of
+  every dataset in the results), at the reported step; blank for a class the run has not.
+  None where no run has per-class results (runs trained before them)."""
+  rows = [(result.cell.id, run) for result in results.values() for run in result.runs
+          if run.class_errors is not None]
+  if not rows:
+    return None
+  names = list(dict.fromkeys(name for _, run in rows for name, _ in run.class_errors))
+  out = io.StringIO()
+  writer = csv.writer(out, lineterminator='\n')
+  writer.writerow(['cell', 'seed', 'balanced_test_error'] + names)
+  for cell_id, run in rows:
+    errors = dict(run.class_errors)
+    writer.writerow([cell_id, run.seed, _blank(run.balanced_error)] +
+                    [_blank(errors.get(name)) for name in names])
+  return out.getvalue()
+
+
+def class_errors_markdown(results: Dict[str, CellResult]) -> Optional[str]:
+  """Per cell, the mean over its runs with per-class results of the balanced test error and
+  of each class's test error, and their number n; None where no run has them."""
+  rows = []
+  names = []
+  for result in results.values():
+    runs = [run for run in result.runs if run.class_errors is not None]
+    if not runs:
+      continue
+    names.extend(name for run in runs for name, _ in run.class_errors)
+    rows.append((result.cell.id, runs))
+  if not rows:
+    return None
+  names = list(dict.fromkeys(names))
+
+  def mean(values):
+    values = [v for v in values if v is not None]
+    return f'{sum(values) / len(values):.2f}' if values else ''
+  lines = ['| cell | n | balanced | ' + ' | '.join(names) + ' |',
+           '|---|---|---|' + '---|' * len(names)]
+  for cell_id, runs in rows:
+    per_class = [mean(dict(run.class_errors).get(name) for run in runs) for name in names]
+    lines.append(f'| {cell_id} | {len(runs)} | {mean(run.balanced_error for run in runs)} | ' +
+                 ' | '.join(per_class) + ' |')
+  return ('Test error (%) by class at the reported step, mean over runs; balanced: the mean '
+          'of the class errors.\n\n' + '\n'.join(lines) + '\n')
+
+
 def write_tables(results: Dict[str, CellResult], tables_dir: str) -> List[str]:
   """Writes <table>.md and <table>.csv for each table with results, tables.md (all of
-  them) and runs.csv (every finished run). Returns the paths written.
+  them) and runs.csv (every finished run), and where runs have per-class results
+  class_errors.csv and class_errors.md (class_errors_csv, class_errors_markdown). Returns the
+  paths written.
   """
   os.makedirs(tables_dir, exist_ok=True)
   written, markdown = [], []
@@ -440,4 +505,11 @@ def write_tables(results: Dict[str, CellResult], tables_dir: str) -> List[str]:
       with open(path, 'w') as f:
         f.write(content)
       written.append(path)
+    for name, content in (('class_errors.csv', class_errors_csv(results)),
+                          ('class_errors.md', class_errors_markdown(results))):
+      if content is not None:
+        path = os.path.join(tables_dir, name)
+        with open(path, 'w') as f:
+          f.write(content)
+        written.append(path)
   return written

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import math
 import os
+import re
 import signal
 import threading
 import time
@@ -30,6 +31,7 @@ import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
+from tf_ipmssl.run_dir import class_results
 from tf_ipmssl.run_dir import reporting
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.run_dir import run_record
@@ -113,8 +115,11 @@ class Loop:
 
   def metrics(self, step, finished, now=None):
     """metrics.json's content at `step`; `now`: the time.time() its wall time ends at."""
-    content = reporting.metrics_content(self.latest, self.extra, self.run.state,
-                                        self.examples, step, self.length.total_steps, finished)
+    state, names = self.run.state, self.data.class_names
+    per_class = {'best': class_results.of_variables(state.best, names),
+                 'final': class_results.of_variables(state.latest, names)}
+    content = reporting.metrics_content(self.latest, self.extra, state, self.examples, step,
+                                        self.length.total_steps, finished, per_class)
     content['class_names'] = list(self.data.class_names)
     now = time.time() if now is None else now
     if self.wall_before is not None:
@@ -163,11 +168,10 @@ class Loop:
     error, at the last step, and at every evaluation of a run without a validation split."""
     self.check_finite(step)
     data, best = self.data, self.run.state.best
-    val_error = None
+    val_error = val_confusion = None
     if len(data.validation_labels):
-      val_error = evaluation.error_rate(self.predict, data.validation_images,
-                                        data.validation_labels,
-                                        self.config.train.eval_batch_size)
+      val_confusion = self.confusion(data.validation_images, data.validation_labels)
+      val_error = class_results.error(val_confusion)
     # The labeled images the critic trains on: how well it fits them (underfitting shows
     # here, docs/algorithm.md#data-and-model-selection).
     labeled_error = evaluation.error_rate(self.predict, data.labeled_images,
@@ -175,14 +179,15 @@ class Loop:
     # Model selection uses the validation split only
     # (docs/algorithm.md#data-and-model-selection); without one there is no best.
     improved = val_error is not None and val_error < float(best['validation_error'].numpy())
-    test_error = None
+    test_error = test_confusion = None
     if improved or last or val_error is None:
-      test_error = self.test_error()
+      test_error, test_confusion = self.test_error()
     if improved:
       best['validation_error'].assign(val_error)
       best['test_error'].assign(math.nan if test_error is None else test_error)
       best['labeled_error'].assign(labeled_error)
       best['step'].assign(step)
+      _assign_confusions(best, validation=val_confusion, test=test_confusion)
       with self.split.charged_to('checkpoints'):
         self.run.best_manager.save(checkpoint_number=step)
       fault_injection.reach('best_written')
@@ -191,29 +196,60 @@ class Loop:
       scalars['eval/validation_error'] = val_error
     scalars['eval/labeled_error'] = labeled_error
     tensorboard.write_scalars(self.eval_writer, step, scalars)
+    self._write_class_results(step, validation=val_confusion, test=test_confusion)
     self._set_latest({'step': step, 'validation_error': val_error, 'test_error': test_error,
-                      'labeled_error': labeled_error})
+                      'labeled_error': labeled_error},
+                     validation=val_confusion, test=test_confusion)
 
-  def _set_latest(self, latest):
-    """The latest evaluation, in metrics.json's `final` and in the checkpointed run state."""
+  def _set_latest(self, latest, **confusions):
+    """The latest evaluation, in metrics.json's `final` and in the checkpointed run state,
+    with its confusion matrices by split (None: not computed)."""
     self.latest = latest
     for key, value in latest.items():
       self.run.state.latest[key].assign(math.nan if value is None else value)
+    _assign_confusions(self.run.state.latest, **confusions)
+
+  def confusion(self, images, labels):
+    return evaluation.confusion_matrix(self.predict, images, labels, self.data.num_classes,
+                                       self.config.train.eval_batch_size)
 
   def test_error(self):
-    """The test error in %; None without a test split (an image folder without test/)."""
+    """The test error in % and its confusion matrix; None, None without a test split (an
+    image folder without test/)."""
     if not len(self.data.test_labels):
-      return None
-    return evaluation.error_rate(self.predict, self.data.test_images, self.data.test_labels,
-                                 self.config.train.eval_batch_size)
+      return None, None
+    confusion = self.confusion(self.data.test_images, self.data.test_labels)
+    return class_results.error(confusion), confusion
+
+  def _write_class_results(self, step, **confusions):
+    """TensorBoard's per-class results of each split evaluated (`confusions`: its matrix, or
+    None): `eval/<split>_balanced_error`, `class_error/<split>/<class name>` and the matrix
+    as an image, `confusion/<split>`."""
+    names = [_tag(name) for name in self.data.class_names]
+    with self.eval_writer.as_default(step=step):
+      for split, confusion in confusions.items():
+        if confusion is None:
+          continue
+        balanced = class_results.balanced_error(confusion)
+        if balanced is not None:
+          tf.summary.scalar(f'eval/{split}_balanced_error', balanced)
+        for name, error in zip(names, class_results.class_errors(confusion)):
+          if error is not None:
+            tf.summary.scalar(f'class_error/{split}/{name}', error)
+        tf.summary.image(f'confusion/{split}', class_results.image(confusion))
+    self.eval_writer.flush()
 
   @_charged_to('evaluation')
   def complete_last_evaluation(self, step):
     """The test error of an early stop's last evaluation, which did not improve."""
     if self.latest['test_error'] is None and len(self.data.test_labels):
-      test_error = self.test_error()
+      test_error, test_confusion = self.test_error()
       tensorboard.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
-      self._set_latest({**self.latest, 'test_error': test_error})
+      self._write_class_results(step, test=test_confusion)
+      validation = self.run.state.latest['validation_confusion'].numpy()
+      self._set_latest({**self.latest, 'test_error': test_error},
+                       validation=None if (validation < 0).any() else validation,
+                       test=test_confusion)
 
   @_charged_to('checkpoints')
   def write_samples(self, step):
@@ -283,6 +319,20 @@ class Loop:
     self.run.manager.save(checkpoint_number=step)
     fault_injection.reach('checkpoint_written')
     run_files.write_metrics(self.model_dir, self.metrics(step, finished))
+
+
+def _assign_confusions(variables, **confusions):
+  """Assigns each split's confusion matrix (None: not computed, -1 everywhere) to its
+  run-state variable `<split>_confusion` of `variables` (run.RunState's best or latest)."""
+  for split, confusion in confusions.items():
+    variable = variables[f'{split}_confusion']
+    variable.assign(tf.fill(variable.shape, tf.constant(-1, variable.dtype))
+                    if confusion is None else confusion)
+
+
+def _tag(class_name):
+  """A class name as a TensorBoard tag's last part (no '/', which would nest it)."""
+  return re.sub(r'[^A-Za-z0-9_.\-]+', '_', class_name)
 
 
 def train_loop(loop, algorithm, streams, step, sigterm, training_done):

@@ -10,8 +10,8 @@ directory holds:
   critic), `critic_optimizer`, `generator` and `generator_optimizer` (where the algorithm
   trains a generator), the counters `step`, `critic_iteration` (the critic updates done:
   RunState's `critic_updates`), `nonfinite`, `multipliers/lambda_<constraint>`, `best/` (best
-  validation error, its test error, labeled-set error and step), `final/` (the same of the
-  latest evaluation: metrics.json's `final`, so that a trainer killed between a checkpoint
+  validation error, its test error, labeled-set error and step, and the validation and
+  test confusion matrices there), `final/` (the same of the latest evaluation: metrics.json's `final`, so that a trainer killed between a checkpoint
   and its metrics.json loses no evaluation) and, with a weight average, `averaged_critic`;
 - best/ (`best_manager`): `critic` = the *evaluated* critic of the best validation step
   (the weight average when the run keeps one, else the trained critic).
@@ -29,6 +29,7 @@ from tf_ipmssl import fault_injection
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.run_dir import checkpoint_integrity
+from tf_ipmssl.run_dir import class_results
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.run_dir import run_record
 from tf_ipmssl.training import optimizers
@@ -51,7 +52,7 @@ _RESUMABLE_CHANGES = ('log_every', 'eval_every', 'checkpoint_every', 'sample_eve
 class RunState:
   """Every tf.Variable of a run besides the networks and optimizers (all checkpointed)."""
 
-  def __init__(self, constraints):
+  def __init__(self, constraints, num_classes):
     def counter(name, dtype=tf.int64, value=0):
       return tf.Variable(value, dtype=dtype, trainable=False, name=name,
                          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
@@ -73,6 +74,13 @@ class RunState:
                    'validation_error': counter('latest_validation_error', tf.float32, np.nan),
                    'test_error': counter('latest_test_error', tf.float32, np.nan),
                    'labeled_error': counter('latest_labeled_error', tf.float32, np.nan)}
+    # The confusion matrices (class_results.py) of the validation and test splits at the
+    # best and the latest evaluation; -1 everywhere where not computed (or where the
+    # checkpoint holds none: run_dir/config_formats.py).
+    for part, prefix in ((self.best, 'best'), (self.latest, 'latest')):
+      for split in class_results.SPLITS:
+        part[f'{split}_confusion'] = counter(f'{prefix}_{split}_confusion', tf.int64,
+                                             np.full([num_classes, num_classes], -1))
 
 
 def run_config_of(model_dir) -> run_config_lib.RunConfig:
@@ -187,7 +195,7 @@ class Run:
       critic_optimizer.build(critic.trainable_variables)
       if trains_generator:
         generator_optimizer.build(generator.trainable_variables)
-      state = RunState(config.constraints)
+      state = RunState(config.constraints, num_classes)
     run = cls(config, critic, generator, averaged_critic, critic_optimizer, generator_optimizer,
               state)
     if model_dir is not None:
@@ -241,11 +249,12 @@ class Run:
     """Restores a training checkpoint to go on training it, asserting that it holds every
     variable training depends on. What the run only observes may be missing from an older
     run directory's checkpoint (run_dir/config_formats.py): the latest evaluation (`final/`;
-    loop.Loop then takes metrics.json's) and the labeled-set error at the best step (then
-    NaN)."""
-    def without_labeled_error(part):
-      return tf.train.Checkpoint(**{k: v for k, v in part.items() if k != 'labeled_error'})
-    required = dict(self.checkpointed, best=without_labeled_error(self.state.best))
+    loop.Loop then takes metrics.json's), the labeled-set error at the best step (then
+    NaN) and the confusion matrices (then not computed)."""
+    def required_of_best(part):
+      return tf.train.Checkpoint(**{k: v for k, v in part.items()
+                                    if k != 'labeled_error' and not k.endswith('_confusion')})
+    required = dict(self.checkpointed, best=required_of_best(self.state.best))
     del required['final']
     status = tf.train.Checkpoint(**required).restore(path)
     status.assert_existing_objects_matched()
