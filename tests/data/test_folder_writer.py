@@ -72,3 +72,54 @@ def test_bin_make_image_folder(fake_dir, tmp_path):
   assert (f'Wrote 170 PNG images of fashion_mnist (local:{where}) to {out}: 10 labeled, '
           '150 unlabeled, 0 validation, 10 test') in result.stdout
   assert not os.path.exists(os.path.join(out, 'validation'))
+
+
+def test_a_mismatched_folder_has_foreign_unlabeled_images(fake_dir, tmp_path):
+  """With classes, labeled/, validation/ and test/ hold those classes only; unlabeled/ holds
+  the asked number of images, the foreign share of them from the other classes; read back as
+  a folder with validation held out per class where validation/ is missing."""
+  data = datasets.load_dataset('fashion_mnist', source='local', data_dir=fake_dir)
+  out = str(tmp_path / 'folder')
+  written = folder_writer.write_image_folder(out, data, labeled_per_class=2, validation_size=10,
+                                             classes=['Trouser', 0, 5], unlabeled_size=40,
+                                             foreign_share=0.5)
+  class_dirs = sorted(os.listdir(os.path.join(out, 'labeled')))
+  assert class_dirs == ['sandal', 't-shirt_top', 'trouser']
+  assert sorted(os.listdir(os.path.join(out, 'test'))) == class_dirs
+  assert written['labeled'] == 6 and written['validation'] == 10
+  unlabeled = _indices(os.listdir(os.path.join(out, 'unlabeled')))
+  labels = data.train_labels[unlabeled]
+  assert np.count_nonzero(~np.isin(labels, [0, 1, 5])) == 20  # The foreign half.
+  assert len(unlabeled) <= 40  # Own images already in labeled/ are not written twice.
+  test_written = sum(len(files) for _, _, files in os.walk(os.path.join(out, 'test')))
+  assert test_written == np.count_nonzero(np.isin(data.test_labels, [0, 1, 5]))
+  with pytest.raises(errors.ConfigError, match='foreign_share'):
+    folder_writer.write_image_folder(str(tmp_path / 'other'), data, foreign_share=0.5)
+
+
+def test_validation_per_class_held_out_of_a_folder_without_validation(fake_dir, tmp_path):
+  data = datasets.load_dataset('fashion_mnist', source='local', data_dir=fake_dir)
+  out = str(tmp_path / 'folder')
+  folder_writer.write_image_folder(out, data, labeled_per_class=6, validation_size=0,
+                                   max_unlabeled=20)
+  def read(**settings):
+    return ssl_data.build_ssl_data(ssl_data.BuildSslData(
+        'image_folder', data_dir=out, num_labeled=None, validation_size=0, **settings))
+  whole = read()
+  held = read(validation_per_class=2, split_seed=1)
+  np.testing.assert_array_equal(np.bincount(held.validation_labels), [2] * 10)
+  np.testing.assert_array_equal(np.bincount(held.labeled_labels), [4] * 10)
+  assert len(held.unlabeled_images) == len(whole.unlabeled_images) - 20
+  # The held-out images are labeled/ images, gone from the labeled and the unlabeled set.
+  flat = whole.labeled_images.reshape(len(whole.labeled_images), -1)
+  for image in held.validation_images:
+    assert (flat == image.reshape(-1)).all(axis=1).any()
+    assert not (held.labeled_images.reshape(len(held.labeled_images), -1)
+                == image.reshape(-1)).all(axis=1).any()
+  with_folder = str(tmp_path / 'with_validation')
+  folder_writer.write_image_folder(with_folder, data, labeled_per_class=2, validation_size=10,
+                                   max_unlabeled=5)
+  with pytest.raises(errors.ConfigError, match='has its own validation/'):
+    ssl_data.build_ssl_data(ssl_data.BuildSslData(
+        'image_folder', data_dir=with_folder, num_labeled=None, validation_size=0,
+        validation_per_class=1))

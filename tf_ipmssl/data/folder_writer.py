@@ -10,10 +10,15 @@ unlabeled/ holds the rest of the training split (the labeled images count as unl
 the folder is read, as with the built-in loader). A file is named after the image's index in
 its split (train_00012.png, test_00003.png); a class folder after the class name, lower case,
 with '/' and spaces as '_' (e.g. 't-shirt_top').
+
+With `classes` (class mismatch, as `build_ssl_data.classes`), labeled/, validation/ and test/
+hold those classes only, split as the built-in loader splits their images; with
+`unlabeled_size`, unlabeled/ holds that many images, a share `foreign_share` of them from the
+other classes (the images nobody labeled) and the rest from the run's classes.
 """
 import os
 import re
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -22,6 +27,7 @@ from tf_ipmssl import errors
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.data import splits as splits_lib
+from tf_ipmssl.data import ssl_data
 
 
 def folder_name(class_name: str) -> str:
@@ -53,7 +59,9 @@ def _write(directory, folder, images, indices, labels, prefix, class_folders) ->
 
 def write_image_folder(directory, data, labeled_per_class=10, validation_size=5000,
                        split_seed=0, max_unlabeled: Optional[int] = None,
-                       max_test: Optional[int] = None) -> Dict[str, int]:
+                       max_test: Optional[int] = None, classes: Optional[Sequence] = None,
+                       unlabeled_size: Optional[int] = None,
+                       foreign_share: float = 0.0) -> Dict[str, int]:
   """Writes datasets.ImageDataset `data` as an image folder at `directory` (see the module doc).
 
   Args:
@@ -65,6 +73,8 @@ def write_image_folder(directory, data, labeled_per_class=10, validation_size=50
     max_unlabeled: write at most this many unlabeled images (the lowest indices); None: all.
     max_test: write at most this many test images (a class-balanced subset,
       splits.subset_indices); None: all; 0: no test/.
+    classes, unlabeled_size, foreign_share: class mismatch (see the module doc), checked and
+      drawn as build_ssl_data's settings of the same names (ssl_data.py).
 
   Returns:
     {folder: images written}.
@@ -76,18 +86,40 @@ def write_image_folder(directory, data, labeled_per_class=10, validation_size=50
     raise errors.UserError(f'{directory} exists and is not an empty folder; choose a new '
                            '--output folder')
   spec = dataset_specs.REGISTRY[data.name]
-  split = splits_lib.make_splits(data.train_labels, data.num_classes,
-                                 labeled_per_class * data.num_classes, validation_size,
-                                 split_seed)
+  # The settings checked as build_ssl_data checks them, before anything is written.
+  settings = ssl_data.BuildSslData(dataset=data.name, num_labeled=labeled_per_class,
+                                   validation_size=validation_size, split_seed=split_seed,
+                                   classes=None if classes is None else tuple(classes),
+                                   unlabeled_size=unlabeled_size, foreign_share=foreign_share)
+  known = np.arange(data.num_classes)
+  if classes is not None:
+    known = np.array([spec.class_names.index(c) if isinstance(c, str) else int(c)
+                      for c in classes])
+  # The run's classes' training images, indexed into train (the split's indices map back).
+  train_known = np.flatnonzero(np.isin(data.train_labels, known))
+  relabel = np.full(data.num_classes, -1, np.int64)
+  relabel[known] = np.arange(len(known))
+  split = splits_lib.make_splits(relabel[data.train_labels[train_known]], len(known),
+                                 labeled_per_class * len(known), validation_size, split_seed)
+  labeled, validation = train_known[split.labeled], train_known[split.validation]
+  unlabeled = np.setdiff1d(train_known[split.unlabeled], labeled)
+  if unlabeled_size is not None:
+    foreign = np.flatnonzero(~np.isin(data.train_labels, known))
+    # ssl_data's draw: its own images may include labeled ones, which the folder counts as
+    # unlabeled already (image_folder.py), so they are not written twice.
+    own, drawn = ssl_data.fixed_unlabeled(split.unlabeled, len(foreign), settings)
+    unlabeled = np.sort(np.concatenate([np.setdiff1d(train_known[own], labeled),
+                                        foreign[drawn]]))
+  unlabeled = unlabeled[:max_unlabeled]
   class_folders = [folder_name(name) for name in spec.class_names]
-  unlabeled = np.setdiff1d(split.unlabeled, split.labeled)[:max_unlabeled]
-  test = splits_lib.subset_indices(data.test_labels, max_test)
+  test = np.flatnonzero(np.isin(data.test_labels, known))
+  test = test[splits_lib.subset_indices(data.test_labels[test], max_test)]
   os.makedirs(os.path.join(directory, image_folder.UNLABELED), exist_ok=True)
   written = {}
   for folder, images, indices, labels, prefix in (
-      (image_folder.LABELED, data.train_images, split.labeled, data.train_labels, 'train'),
+      (image_folder.LABELED, data.train_images, labeled, data.train_labels, 'train'),
       (image_folder.UNLABELED, data.train_images, unlabeled, None, 'train'),
-      (image_folder.VALIDATION, data.train_images, split.validation, data.train_labels,
+      (image_folder.VALIDATION, data.train_images, validation, data.train_labels,
        'train'),
       (image_folder.TEST, data.test_images, test, data.test_labels, 'test')):
     written[folder] = _write(directory, folder, images, indices, labels, prefix,

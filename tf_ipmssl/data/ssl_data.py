@@ -85,6 +85,22 @@ class SSLData:
   split_seed: int = 0
   class_names: Tuple[str, ...] = ()
   resizes_images: bool = False
+  # Of unlabeled_images, how many are of classes outside the run's (build_ssl_data.classes).
+  foreign_unlabeled: int = 0
+  # The test images of the dataset's other classes (build_ssl_data.classes), None otherwise.
+  foreign_test_images: Optional[np.ndarray] = None
+
+  def counts(self) -> dict:
+    """Images per class of the labeled, validation and test splits (in label order), the
+    unlabeled images and how many of them are of other classes: what dataset.json records."""
+    def per_class(labels):
+      return [int(n) for n in np.bincount(np.asarray(labels, np.int64),
+                                          minlength=self.num_classes)]
+    return {'labeled': per_class(self.labeled_labels),
+            'validation': per_class(self.validation_labels),
+            'test': per_class(self.test_labels),
+            'unlabeled': int(len(self.unlabeled_images)),
+            'foreign_unlabeled': int(self.foreign_unlabeled)}
 
 
 def _check_max_examples(name: str, value):
@@ -143,6 +159,25 @@ class BuildSslData:
   # STL-10 only: the predefined fold (0-9, from the original files' fold_indices.txt; TFDS keeps
   # none) the labels come from; None: the whole train split, as for the other datasets.
   stl10_fold: Optional[int] = None
+  # An imbalanced labeled set: num_labeled labels on a geometric profile over the classes, the
+  # first class with this many times the last one's (splits.geometric_counts). None: balanced.
+  imbalance_ratio: Optional[float] = None
+  # Or the labeled examples of each class, in label order (num_labeled None or their sum).
+  labeled_per_class: Optional[Tuple[int, ...]] = None
+  # With imbalance_ratio or labeled_per_class: cut the unlabeled set to the labels' profile
+  # (True; splits.profile_counts) or leave it as the dataset has it (False). Test is untouched.
+  imbalanced_unlabeled: bool = True
+  # The validation examples of each class, in place of validation_size (bind that to 0); for an
+  # image folder without validation/, held out of labeled/.
+  validation_per_class: Optional[int] = None
+  # Class mismatch: train on these classes only (the dataset's class indices or names),
+  # relabelled 0..K'-1 in this order; labeled, validation and test keep only their images.
+  classes: Optional[Tuple] = None
+  # The unlabeled images, a fixed number drawn from train minus validation (None: all of it).
+  unlabeled_size: Optional[int] = None
+  # With classes and unlabeled_size: the share of the unlabeled images drawn from the
+  # dataset's other classes (0 to 1; Oliver et al. 2018's class mismatch).
+  foreign_share: float = 0.0
 
   def __post_init__(self):
     """A ConfigError naming the binding for a value of the wrong type, range or choice (the
@@ -154,6 +189,7 @@ class BuildSslData:
       errors.check_number('build_ssl_data.num_labeled', self.num_labeled, integer=True, low=1)
     _check_max_examples('max_train_examples', self.max_train_examples)
     _check_max_examples('max_test_examples', self.max_test_examples)
+    _check_label_settings(self)
     if self.dataset is None:
       return
     errors.check_choice(self.dataset, datasets.DATASETS + (dataset_specs.IMAGE_FOLDER,),
@@ -165,6 +201,9 @@ class BuildSslData:
     elif self.channels is not None:
       raise errors.ConfigError(f'build_ssl_data.channels applies to image folders only; '
                                f'{self.dataset!r} has its own: leave it unbound')
+    spec = dataset_specs.REGISTRY.get(self.dataset)
+    if spec is not None:
+      _check_classes_of(self, spec)
 
 
 def build_ssl_data(settings: BuildSslData) -> SSLData:
@@ -192,7 +231,7 @@ def build_ssl_data(settings: BuildSslData) -> SSLData:
     from tf_ipmssl.data import image_folder  # pylint: disable=g-import-not-at-top
     return _folder_data(
         image_folder.read_image_folder(settings.data_dir, settings.channels, image_size),
-        settings.split_seed)
+        settings.split_seed, settings.validation_per_class)
   data = datasets.load_dataset(settings.dataset, source=settings.source,
                                data_dir=settings.data_dir,
                                include_extra=settings.include_extra, download=settings.download)
@@ -201,15 +240,28 @@ def build_ssl_data(settings: BuildSslData) -> SSLData:
   resizes = image_size != dataset_specs.REGISTRY[data.name].image_size
   if resizes:
     arrays = _fitted_arrays(arrays, image_size)
-  split = _split(arrays, data.num_classes, settings)
+  class_names = dataset_specs.REGISTRY[data.name].class_names
+  num_classes, foreign_test_images = data.num_classes, None
+  foreign = None
+  if settings.classes is not None:
+    known = [_class_index(c, class_names) for c in settings.classes]
+    arrays, foreign, foreign_test_images = _known_classes(arrays, known)
+    class_names, num_classes = tuple(class_names[c] for c in known), len(known)
+  split = _split(arrays, num_classes, settings)
+  drawn_foreign = np.zeros([0], np.int64)
+  if settings.unlabeled_size is not None:
+    split, drawn_foreign = _fixed_unlabeled(split, foreign, settings)
   unlabeled_images = arrays.train_images[split.unlabeled]
+  if len(drawn_foreign):
+    # After the run's own: the unlabeled stream shuffles them together.
+    unlabeled_images = np.concatenate([unlabeled_images, foreign[drawn_foreign]])
   if arrays.extra_images is not None:
     # Train minus validation, then the unlabeled split: one uint8 array, the stream the
     # critic samples (the split is briefly held twice, here).
     unlabeled_images = np.concatenate([unlabeled_images, arrays.extra_images])
   return SSLData(
       name=data.name,
-      num_classes=data.num_classes,
+      num_classes=num_classes,
       image_shape=((image_size, image_size, data.image_shape[-1]) if resizes
                    else data.image_shape),
       labeled_images=arrays.train_images[split.labeled],
@@ -223,8 +275,10 @@ def build_ssl_data(settings: BuildSslData) -> SSLData:
       source=_source_of(data.source, settings, arrays),
       num_labeled=settings.num_labeled,
       split_seed=settings.split_seed,
-      class_names=dataset_specs.REGISTRY[data.name].class_names,
-      resizes_images=resizes)
+      class_names=class_names,
+      resizes_images=resizes,
+      foreign_unlabeled=len(drawn_foreign),
+      foreign_test_images=foreign_test_images)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,10 +336,20 @@ def _fitted_arrays(arrays: _Arrays, size: int) -> _Arrays:
 def _split(arrays: _Arrays, num_classes: int, settings) -> splits_lib.SplitIndices:
   """The label split of train (splits.make_splits); a SplitError that also names the fold
   and the subset where they narrowed the choice."""
+  labeled_counts = settings.labeled_per_class
   try:
+    if settings.imbalance_ratio is not None:
+      labeled_counts = splits_lib.geometric_counts(settings.num_labeled, num_classes,
+                                                   settings.imbalance_ratio)
+    if labeled_counts is not None and len(labeled_counts) != num_classes:
+      raise errors.SplitError(
+          f'build_ssl_data.labeled_per_class lists {len(labeled_counts)} counts for '
+          f'{num_classes} classes; list one count per class, in label order.')
     return splits_lib.make_splits(arrays.train_labels, num_classes, settings.num_labeled,
                                   settings.validation_size, settings.split_seed,
-                                  labeled_pool=arrays.fold)
+                                  labeled_pool=arrays.fold, labeled_counts=labeled_counts,
+                                  unlabeled_profile=settings.imbalanced_unlabeled,
+                                  validation_per_class=settings.validation_per_class)
   except errors.SplitError as e:
     notes = []
     if arrays.fold is not None:
@@ -299,6 +363,137 @@ def _split(arrays: _Arrays, num_classes: int, settings) -> splits_lib.SplitIndic
     if not notes:
       raise
     raise errors.SplitError(' '.join([str(e)] + notes)) from e
+
+
+def _class_index(value, class_names) -> int:
+  """A class of build_ssl_data.classes (an index or a name) as its index."""
+  if isinstance(value, str):
+    return list(class_names).index(value)
+  return int(value)
+
+
+def _known_classes(arrays: _Arrays, known):
+  """`arrays` with train and test cut to the `known` classes, relabelled 0..K'-1 in that
+  order; train's images of the other classes and the other classes' test images."""
+  relabel = np.full(int(max(arrays.train_labels.max(), arrays.test_labels.max())) + 1, -1,
+                    np.int64)
+  relabel[known] = np.arange(len(known))
+  train_known = relabel[arrays.train_labels] >= 0
+  test_known = relabel[arrays.test_labels] >= 0
+  cut = dataclasses.replace(
+      arrays, train_images=arrays.train_images[train_known],
+      train_labels=relabel[arrays.train_labels[train_known]],
+      test_images=arrays.test_images[test_known],
+      test_labels=relabel[arrays.test_labels[test_known]])
+  return cut, arrays.train_images[~train_known], arrays.test_images[~test_known]
+
+
+def _fixed_unlabeled(split, foreign, settings):
+  """The split with its unlabeled set drawn at build_ssl_data.unlabeled_size, and the
+  indices into `foreign` (train images of the other classes, or None) drawn beside it
+  (fixed_unlabeled)."""
+  own, drawn = fixed_unlabeled(split.unlabeled, 0 if foreign is None else len(foreign),
+                               settings)
+  return dataclasses.replace(split, unlabeled=own), drawn
+
+
+def fixed_unlabeled(unlabeled, available, settings):
+  """The unlabeled set of build_ssl_data.unlabeled_size: (the examples kept of `unlabeled`,
+  the indices drawn among `available` images of the other classes), a share foreign_share of
+  the size from the latter, each a prefix of its own seeded permutation, drawn apart from the
+  label split (which stays the one without a fixed size, whatever the share)."""
+  size = settings.unlabeled_size
+  num_foreign = int(round(settings.foreign_share * size))
+  num_known = size - num_foreign
+  for name, count, pool in (('of the run\'s classes', num_known, len(unlabeled)),
+                            ('of the other classes', num_foreign, available)):
+    if count > pool:
+      raise errors.SplitError(
+          f'build_ssl_data.unlabeled_size={size} with foreign_share={settings.foreign_share} '
+          f'asks for {count} unlabeled images {name}, but there are only {pool}; lower '
+          'unlabeled_size (or move foreign_share).')
+  rng = np.random.Generator(np.random.PCG64([settings.split_seed, 1]))
+  own = np.sort(rng.permutation(unlabeled)[:num_known]).astype(np.int64)
+  drawn = np.sort(rng.permutation(available)[:num_foreign]).astype(np.int64)
+  return own, drawn
+
+
+def _check_label_settings(settings):
+  """ConfigErrors for the imbalance, validation and class-mismatch settings' values and
+  combinations (the dataset's classes are checked by _check_classes_of)."""
+  name = 'build_ssl_data'
+  if settings.imbalance_ratio is not None:
+    errors.check_number(f'{name}.imbalance_ratio', settings.imbalance_ratio, low=1.0)
+    if settings.num_labeled is None:
+      raise errors.ConfigError(f'{name}.imbalance_ratio spreads num_labeled labels over the '
+                               f'classes: bind {name}.num_labeled to a number')
+    if settings.labeled_per_class is not None:
+      raise errors.ConfigError(f'bind {name}.imbalance_ratio or {name}.labeled_per_class, '
+                               'not both')
+  if settings.labeled_per_class is not None:
+    counts = settings.labeled_per_class
+    if not isinstance(counts, (tuple, list)) or not counts or any(
+        isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
+      raise errors.ConfigError(f'{name}.labeled_per_class = {counts!r} must list a positive '
+                               'count per class, in label order, e.g. (40, 20, 3)')
+    if settings.num_labeled is not None and settings.num_labeled != sum(counts):
+      raise errors.ConfigError(
+          f'{name}.labeled_per_class sums to {sum(counts)}, but {name}.num_labeled = '
+          f'{settings.num_labeled}: bind num_labeled = None (or {sum(counts)})')
+  if settings.validation_per_class is not None:
+    errors.check_number(f'{name}.validation_per_class', settings.validation_per_class,
+                        integer=True, low=1)
+    if settings.validation_size:
+      raise errors.ConfigError(
+          f'{name}.validation_per_class draws the validation split: bind '
+          f'{name}.validation_size = 0 beside it')
+  if settings.unlabeled_size is not None:
+    errors.check_number(f'{name}.unlabeled_size', settings.unlabeled_size, integer=True, low=1)
+    if settings.imbalanced_unlabeled and (settings.imbalance_ratio is not None or
+                                          settings.labeled_per_class is not None):
+      raise errors.ConfigError(
+          f'{name}.unlabeled_size fixes the unlabeled set, which an imbalanced labeled set '
+          f'would also cut: bind {name}.imbalanced_unlabeled = False beside it')
+  errors.check_number(f'{name}.foreign_share', settings.foreign_share, low=0.0)
+  if settings.foreign_share > 1:
+    raise errors.ConfigError(f'{name}.foreign_share must be a share from 0 to 1, got '
+                             f'{settings.foreign_share!r}')
+  if settings.foreign_share and (settings.classes is None or settings.unlabeled_size is None):
+    raise errors.ConfigError(
+        f'{name}.foreign_share draws unlabeled images of the classes outside {name}.classes: '
+        f'bind {name}.classes and {name}.unlabeled_size too')
+
+
+def _check_classes_of(settings, spec):
+  """ConfigErrors for build_ssl_data.classes that are not classes of dataset `spec`."""
+  if settings.classes is None:
+    return
+  classes = settings.classes
+  name = 'build_ssl_data.classes'
+  if not isinstance(classes, (tuple, list)) or len(classes) < 2:
+    raise errors.ConfigError(f'{name} = {classes!r} must list at least two classes (indices '
+                             f'or names of {spec.name}\'s)')
+  if spec.tfds_unlabeled_split:
+    raise errors.ConfigError(f'{name} needs every training image labeled; {spec.name} has '
+                             'images without labels: leave it unbound')
+  indices = []
+  for value in classes:
+    if isinstance(value, str):
+      if value not in spec.class_names:
+        raise errors.ConfigError(f'{name}: {value!r} is no class of {spec.name}; its classes '
+                                 f'are {list(spec.class_names)}')
+      indices.append(spec.class_names.index(value))
+    elif isinstance(value, int) and not isinstance(value, bool) and (
+        0 <= value < len(spec.class_names)):
+      indices.append(value)
+    else:
+      raise errors.ConfigError(f'{name}: {value!r} is no class of {spec.name} (0 to '
+                               f'{len(spec.class_names) - 1}, or a name)')
+  if len(set(indices)) != len(indices):
+    raise errors.ConfigError(f'{name} = {classes!r} names a class twice')
+  if len(indices) == len(spec.class_names) and settings.foreign_share:
+    raise errors.ConfigError(f'{name} keeps every class of {spec.name}: no class is left to '
+                             'draw foreign images from; leave some out')
 
 
 def _source_of(source: str, settings, arrays: _Arrays) -> str:
@@ -357,25 +552,51 @@ def _check_folder_settings(settings):
   given = {'source': settings.source not in ('auto', 'local'),
            'include_extra': settings.include_extra, 'download': settings.download,
            'max_train_examples': settings.max_train_examples is not None,
-           'max_test_examples': settings.max_test_examples is not None}
+           'max_test_examples': settings.max_test_examples is not None,
+           'imbalance_ratio': settings.imbalance_ratio is not None,
+           'labeled_per_class': settings.labeled_per_class is not None,
+           'classes': settings.classes is not None,
+           'unlabeled_size': settings.unlabeled_size is not None}
   bound = [name for name, value in given.items() if value]
   if bound:
     raise errors.ConfigError(
         f'build_ssl_data.{bound[0]} does not apply to an image folder; leave it unbound')
 
 
-def _folder_data(folder, split_seed) -> SSLData:
+def _folder_data(folder, split_seed, validation_per_class=None) -> SSLData:
   """The SSLData of an image_folder.ImageFolder: train is the labeled images, then those of
-  unlabeled/."""
+  unlabeled/. With validation_per_class, that many images of each class of labeled/ are held
+  out as validation (drawn with split_seed; the folder has no validation/), and leave the
+  labeled and the unlabeled set."""
+  arrays = dict(folder.arrays)
+  num_labeled = len(arrays['labeled_labels'])
+  labeled = np.arange(num_labeled, dtype=np.int64)
+  validation = np.zeros([0], np.int64)
+  unlabeled = np.arange(len(arrays['unlabeled_images']), dtype=np.int64)
+  if validation_per_class is not None:
+    if len(arrays['validation_labels']):
+      raise errors.ConfigError(
+          f'{folder.source} has its own validation/ folder: leave '
+          'build_ssl_data.validation_per_class unbound (or move validation/ away to hold '
+          'images out of labeled/)')
+    split = splits_lib.make_splits(np.asarray(arrays['labeled_labels'], np.int64),
+                                   len(folder.class_names), None, 0, split_seed,
+                                   validation_per_class=validation_per_class)
+    labeled, validation = split.unlabeled, split.validation
+    arrays['validation_images'] = arrays['labeled_images'][validation]
+    arrays['validation_labels'] = arrays['labeled_labels'][validation]
+    arrays['labeled_images'] = arrays['labeled_images'][labeled]
+    arrays['labeled_labels'] = arrays['labeled_labels'][labeled]
+    # unlabeled_images begins with labeled/'s images (image_folder.py): those held out leave.
+    unlabeled = np.setdiff1d(unlabeled, validation)
+    arrays['unlabeled_images'] = arrays['unlabeled_images'][unlabeled]
   return SSLData(
       name=dataset_specs.IMAGE_FOLDER,
       num_classes=len(folder.class_names),
       image_shape=folder.image_shape,
-      **folder.arrays,
-      splits=splits_lib.SplitIndices(
-          labeled=np.arange(len(folder.arrays['labeled_labels']), dtype=np.int64),
-          validation=np.zeros([0], np.int64),
-          unlabeled=np.arange(len(folder.arrays['unlabeled_images']), dtype=np.int64)),
+      **arrays,
+      splits=splits_lib.SplitIndices(labeled=labeled, validation=validation,
+                                     unlabeled=unlabeled),
       source=folder.source,
       num_labeled=None,
       split_seed=split_seed,

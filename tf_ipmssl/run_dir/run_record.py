@@ -129,12 +129,15 @@ def write_dataset(model_dir, data):
   """What a classifier restored from this run needs without loading the data: dataset.json's
   name, num_classes, image_shape (the critic's input), source, class_names (by label) and
   resize (the rule that brings images of any size to image_shape, image_folder.fit_images;
-  null where images come in image_shape)."""
+  null where images come in image_shape); and counts, the split as drawn
+  (ssl_data.SSLData.counts: images per class of labeled, validation and test, the unlabeled
+  images and how many are of other classes)."""
   run_files.write_json(model_dir, run_files.DATASET_FILE, {
       'name': data.name, 'num_classes': int(data.num_classes),
       'image_shape': [int(d) for d in data.image_shape], 'source': data.source,
       'class_names': list(data.class_names),
-      'resize': resize_rule(data)})
+      'resize': resize_rule(data),
+      'counts': data.counts()})
 
 
 def read_dataset(model_dir):
