@@ -50,6 +50,11 @@ VERSION_3 = runs.REPO_ROOT / 'tests' / 'training' / 'version3_run_configs.json'
 VERSION_2_RUN = runs.REPO_ROOT / 'tests' / 'training' / 'version2_layout_ssl'
 VERSION_3_RUN = runs.REPO_ROOT / 'tests' / 'training' / 'version3_layout_ssl'
 FIXTURES = (PREVIOUS, VERSION_1, VERSION_2_RUN, VERSION_3_RUN)
+# The data's settings added after the version 2 and 3 records were written, at their defaults
+# (label splits as users have them): a record without them reads as a run that used none.
+LABEL_SPLIT_SETTINGS = {'imbalance_ratio': None, 'labeled_per_class': None,
+                        'imbalanced_unlabeled': True, 'validation_per_class': None,
+                        'classes': None, 'unlabeled_size': None, 'foreign_share': 0.0}
 # What format 1's groups held besides the train bindings: derived values and train.mode.
 DERIVED = ('algorithm', 'constraints', 'bound_constraints', 'critic_rate', 'generator_rate')
 
@@ -150,7 +155,8 @@ def test_version_2_records_map_their_train_bindings_onto_the_algorithms_settings
   # The builders' settings, but the critic's image size: now the data's, resolved; and the
   # data's settings added since, at their defaults (STL-10's fold: None).
   for builder, settings in ssl['bindings'].items():
-    added = {'image_size': 32, 'stl10_fold': None} if builder == 'build_ssl_data' else {}
+    added = ({'image_size': 32, 'stl10_fold': None, **LABEL_SPLIT_SETTINGS}
+             if builder == 'build_ssl_data' else {})
     assert again[builder] == {**_still_settings(builder, settings), **added}
   # The supervised run had them unused: none is a supervised setting.
   previous = run_config.RunConfig.from_json(supervised)
@@ -182,7 +188,9 @@ def test_version_3_records_rebuild_to_the_configuration_they_were_written_from()
   for record, rebuilt in ((ssl, config), (supervised, previous)):
     assert run_config.RunConfig.from_json(rebuilt.to_json()) == rebuilt
     assert rebuilt.differing_settings(run_config.RunConfig.from_json(record)) == []
-    assert rebuilt.to_json() == config_formats.upgrade(record)
+    written = config_formats.upgrade(record)
+    written['build_ssl_data'] = {**written['build_ssl_data'], **LABEL_SPLIT_SETTINGS}
+    assert rebuilt.to_json() == written
 
 
 @pytest.mark.parametrize('fixture', FIXTURES, ids=lambda f: f.name)
