@@ -189,8 +189,8 @@ def test_ray_sweep_writes_the_local_backends_runs_and_tables(cluster, data_dir, 
         assert json.load(a)['best'] == json.load(b)['best']
   ray_tables = _table_files(os.path.join(root, 'tables'))
   local_tables = _table_files(os.path.join(local_root, 'tables'))
-  assert sorted(ray_tables) == ['runs.csv', 'table2.csv', 'table2.md', 'table2.png',
-                                'tables.md']
+  assert sorted(ray_tables) == ['class_errors.csv', 'class_errors.md', 'runs.csv',
+                                'table2.csv', 'table2.md', 'table2.png', 'tables.md']
   assert ray_tables == local_tables
 
   # Everything finished: a second pass submits nothing.
