@@ -203,7 +203,7 @@ class Loop:
 
   def _set_latest(self, latest, **confusions):
     """The latest evaluation, in metrics.json's `final` and in the checkpointed run state,
-    with its confusion matrices by split (None: not computed)."""
+    with the confusion matrices of the splits given (None: not computed)."""
     self.latest = latest
     for key, value in latest.items():
       self.run.state.latest[key].assign(math.nan if value is None else value)
@@ -246,10 +246,8 @@ class Loop:
       test_error, test_confusion = self.test_error()
       tensorboard.write_scalars(self.eval_writer, step, {'eval/test_error': test_error})
       self._write_class_results(step, test=test_confusion)
-      validation = self.run.state.latest['validation_confusion'].numpy()
-      self._set_latest({**self.latest, 'test_error': test_error},
-                       validation=None if (validation < 0).any() else validation,
-                       test=test_confusion)
+      # Only the test split's matrix is new: the validation one stays in the state.
+      self._set_latest({**self.latest, 'test_error': test_error}, test=test_confusion)
 
   @_charged_to('checkpoints')
   def write_samples(self, step):
