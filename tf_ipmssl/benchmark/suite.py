@@ -55,6 +55,8 @@ NUM_SYNTHETIC_IMAGES = 4096
 # Calls faster than this (export at batch 1, the input pipeline, the matmul) average several
 # calls per sample.
 FAST_SAMPLE_SECONDS = 0.5
+# Batches of the eval config's split evaluations (split_error, split_confusion).
+EVAL_BATCHES = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,8 +215,21 @@ def _prepare_eval(config, variant, options, data, stack):
   x = pipelines.to_model_input(data[0][:options.eval_batch_size])
   critic_cost, _ = _costs(run)
   count = _both(flops.forward_flops(critic_cost, len(x)))
-  return ({'forward': lambda: predict(x)},
-          lambda timings: (timings, {'forward': count}, {'forward': len(x)}, 1))
+  # A split's whole evaluation, EVAL_BATCHES batches, counted as the error alone
+  # (evaluation.error_rate) and as the confusion matrix a run records
+  # (evaluation.confusion_matrix): what the per-class bookkeeping costs, in the same rounds.
+  images = data[0][:EVAL_BATCHES * options.eval_batch_size]
+  labels = data[1][:len(images)]
+  split = _both(flops.forward_flops(critic_cost, len(images)))
+  return ({'forward': lambda: predict(x),
+           'split_error': lambda: evaluation.error_rate(predict, images, labels,
+                                                        options.eval_batch_size),
+           'split_confusion': lambda: evaluation.confusion_matrix(
+               predict, images, labels, NUM_CLASSES, options.eval_batch_size)},
+          lambda timings: (timings, {'forward': count, 'split_error': split,
+                                     'split_confusion': split},
+                           {'forward': len(x), 'split_error': len(images),
+                            'split_confusion': len(images)}, 1))
 
 
 def _prepare_export(config, variant, options, data, stack):
