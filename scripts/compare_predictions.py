@@ -18,14 +18,16 @@ import numpy as np
 
 
 def read_predictions(path):
-  """{file name: (class_name, probabilities [K])} of a bin/predict CSV, and the class names."""
+  """{file name: (class_name, probabilities [K])} of a bin/predict CSV, and the class names
+  (the columns after `probability`, up to the scores' `score` where the export has them)."""
   with open(path, newline='') as f:
     reader = csv.reader(f)
     header = next(reader)
-    class_names = header[3:]
+    end = header.index('score') if 'score' in header else len(header)
+    class_names = header[3:end]
     rows = {}
     for row in reader:
-      rows[os.path.basename(row[0])] = (row[1], np.array(row[3:], np.float64))
+      rows[os.path.basename(row[0])] = (row[1], np.array(row[3:end], np.float64))
   return rows, class_names
 
 

@@ -49,9 +49,12 @@ from tf_ipmssl.run_dir import reporting
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.run_dir import run_lock
 from tf_ipmssl.serving import export as export_lib
+from tf_ipmssl.serving import foreign_score
 from tf_ipmssl.serving import formats as formats_lib
+from tf_ipmssl.serving import metadata as metadata_lib
 from tf_ipmssl.serving import prediction
 from tf_ipmssl.serving import runtimes
+from tf_ipmssl.serving import score_graph
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import precision
@@ -60,6 +63,8 @@ from tf_ipmssl.training import run_config
 from tf_ipmssl.training import trainer
 
 SPLITS = ('test', 'validation', 'labeled')
+# The class bin/predict --reject prints for an image past its score's threshold.
+NONE_OF_THESE = 'none of these'
 PathLike = Union[str, os.PathLike]
 
 
@@ -171,28 +176,61 @@ class Predictions:
     class_names: every class's name, by label (the columns of probabilities).
     paths: the file of each row (image files only; () for arrays).
     skipped: (file, why) for each file that could not be classified.
+    scores: float32 [N, S], each image's "none of these classes" scores (higher: less like
+      the classes; serving/foreign_score.py), None for an export written before them.
+    score_names: the columns of `scores`.
+    score_name: the score applied (`score`, `none_of_these`): predict's `score`, by default
+      the export's default.
+    threshold: score_name's threshold, fixed on the run's known images when it was exported
+      (the value 95% of its validation images score at or below).
   """
   labels: np.ndarray
   probabilities: np.ndarray
   class_names: Tuple[str, ...]
   paths: Tuple[str, ...] = ()
   skipped: Tuple[Tuple[str, str], ...] = ()
+  scores: Optional[np.ndarray] = None
+  score_names: Tuple[str, ...] = ()
+  score_name: Optional[str] = None
+  threshold: Optional[float] = None
 
   @property
   def label_names(self) -> Tuple[str, ...]:
     """The predicted class's name, per row."""
     return tuple(self.class_names[label] for label in self.labels)
 
+  @property
+  def score(self) -> Optional[np.ndarray]:
+    """float32 [N]: each image's score_name score (None without scores)."""
+    if self.scores is None:
+      return None
+    return self.scores[:, self.score_names.index(self.score_name)]
+
+  @property
+  def none_of_these(self) -> Optional[np.ndarray]:
+    """bool [N]: the images whose score is past the threshold, called none of the classes
+    (None without scores)."""
+    return None if self.scores is None else self.score > self.threshold
+
   def write_csv(self, path: PathLike) -> None:
     """The rows as bin/predict --output writes them: path, class_name (the predicted
     class's), probability (its), then each class's probability, in columns named after
-    the classes."""
+    the classes; where the export has scores, then `score` (score_name's), `none_of_these`
+    (1 past the threshold, else 0) and every score, in columns `score_<name>`."""
+    scored = self.scores is not None
     with open(path, 'w', newline='') as f:
       writer = csv.writer(f)
-      writer.writerow(['path', 'class_name', 'probability', *self.class_names])
+      writer.writerow(['path', 'class_name', 'probability', *self.class_names,
+                       *(['score', 'none_of_these', *(f'score_{n}' for n in self.score_names)]
+                         if scored else [])])
       for row, (label, probabilities) in enumerate(zip(self.labels, self.probabilities)):
+        extra = []
+        if scored:
+          extra = [f'{self.score[row]:.9g}', int(self.none_of_these[row]),
+                   *(f'{q:.9g}' for q in self.scores[row])]
         writer.writerow([self.paths[row] if self.paths else row, self.class_names[label],
-                         f'{probabilities[label]:.9g}', *(f'{q:.9g}' for q in probabilities)])
+                         f'{probabilities[label]:.9g}', *(f'{q:.9g}' for q in probabilities),
+                         *extra])
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -414,25 +452,29 @@ def export(model_dir: PathLike, export_dir: Optional[PathLike] = None,
 
 
 def _export(loaded, directories, names):
-  """Writes loaded.critic in each format of `names` to its directory."""
+  """Writes loaded.critic in each format of `names` to its directory, with the "none of these
+  classes" scores' thresholds fixed on the run's known images (score_graph.fit)."""
   dataset = loaded.dataset
+  scoring = score_graph.fit(loaded.critic, loaded.config.formulation, loaded.data())
   arguments = (dataset['num_classes'], dataset['name'], dataset['class_names'],
                dataset['resize'])
   for name, directory in directories.items():
     if name == formats_lib.SAVED_MODEL:
       export_lib.export_classifier(loaded.critic, dataset['image_shape'], directory,
-                                   *arguments)
+                                   *arguments, scoring=scoring)
     elif name == formats_lib.ONNX:
       from tf_ipmssl.serving import onnx_export  # pylint: disable=g-import-not-at-top
-      onnx_export.export_onnx(loaded.critic, dataset['image_shape'], directory, *arguments)
+      onnx_export.export_onnx(loaded.critic, dataset['image_shape'], directory, *arguments,
+                              scoring=scoring)
     else:
       from tf_ipmssl.serving import litert_export  # pylint: disable=g-import-not-at-top
       litert_export.export_litert(loaded.critic, dataset['image_shape'], directory,
-                                  *arguments, quantize=name == formats_lib.LITERT_INT8)
+                                  *arguments, quantize=name == formats_lib.LITERT_INT8,
+                                  scoring=scoring)
   return ExportedClassifier(directories[names[0]], loaded.checkpoint, directories)
 
 
-def predict(export_dir: PathLike, images) -> Predictions:
+def predict(export_dir: PathLike, images, score: Optional[str] = None) -> Predictions:
   """Classifies images with an exported classifier (a run's export/ folder, or bin/export's
   of any format), as bin/predict does; needs only the export, served by its own runtime
   (runtimes.py: TensorFlow, onnxruntime or LiteRT).
@@ -443,19 +485,31 @@ def predict(export_dir: PathLike, images) -> Predictions:
       size the export takes (the dataset's native size, 28x28x1 for Fashion-MNIST; an image
       folder's export: any one size); or image files and folders (a path or a list of paths;
       folders are searched at any depth), decoded as bin/predict decodes them.
+    score: the "none of these classes" score that `Predictions.score` and `none_of_these`
+      apply, one of the export's (serving/foreign_score.py); None: the export's default.
 
   Returns:
     Predictions, one row per image; a file that cannot be classified is listed in `skipped`
     with the reason, and the others are classified.
+
+  Raises:
+    errors.UserError: a `score` the export does not have (or any, for an export written
+      before the scores).
   """
   export_dir = os.fspath(export_dir)
   if isinstance(images, (str, os.PathLike)):
     images = [images]
+  rule = foreign_score.rule_of(metadata_lib.read(export_dir), score)
   with process_state.preserved():
     if isinstance(images, (list, tuple)) and all(
         isinstance(i, (str, os.PathLike)) for i in images):
-      return _predict_files(export_dir, [os.fspath(i) for i in images])
-    return _predict_arrays(export_dir, np.asarray(images))
+      predictions = _predict_files(export_dir, [os.fspath(i) for i in images])
+    else:
+      predictions = _predict_arrays(export_dir, np.asarray(images))
+  if rule is None or predictions.scores is None:
+    return dataclasses.replace(predictions, scores=None)
+  return dataclasses.replace(predictions, score_names=rule.names, score_name=rule.name,
+                             threshold=rule.threshold)
 
 
 def _predict_files(export_dir, paths):
@@ -464,10 +518,15 @@ def _predict_files(export_dir, paths):
   classified = [p for p in answers if p.problem is None]
   probabilities = (np.stack([p.probabilities for p in classified]) if classified
                    else np.zeros([0, len(predictor.class_names)], np.float32))
+  scores = None
+  if predictor.score_names:
+    scores = (np.stack([p.scores for p in classified]) if classified
+              else np.zeros([0, len(predictor.score_names)], np.float32))
   return Predictions(
       labels=np.argmax(probabilities, axis=-1).astype(np.int32), probabilities=probabilities,
       class_names=predictor.class_names, paths=tuple(p.path for p in classified),
-      skipped=tuple((p.path, p.problem) for p in answers if p.problem is not None))
+      skipped=tuple((p.path, p.problem) for p in answers if p.problem is not None),
+      scores=scores)
 
 
 def _predict_arrays(export_dir, images):
@@ -479,7 +538,9 @@ def _predict_arrays(export_dir, images):
              for i in range(0, max(len(images), 1), prediction.BATCH)]
   return Predictions(labels=np.concatenate([o['labels'] for o in outputs]),
                      probabilities=np.concatenate([o['probabilities'] for o in outputs]),
-                     class_names=tuple(classifier.class_names))
+                     class_names=tuple(classifier.class_names),
+                     scores=(np.concatenate([o['scores'] for o in outputs])
+                             if classifier.score_names else None))
 
 
 def _split(data, split):

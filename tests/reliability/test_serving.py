@@ -95,7 +95,9 @@ def test_tf2_load_answers_and_keeps_the_metadata(exported_run, images_and_expect
   export_dir = os.path.join(exported_run, 'export')
   module = tf.saved_model.load(export_dir)
   out = module.signatures['serving_default'](images=tf.constant(images))
-  assert set(out) == {'probabilities', 'labels', 'class_names'}
+  assert set(out) == {'probabilities', 'labels', 'class_names', 'scores'}
+  # The K+1 critic's four "none of these classes" scores, named in the metadata.
+  assert out['scores'].shape == (len(images), 4)
   labels = out['labels'].numpy()
   numerics.assert_labels_agree_where_clear(labels, expected, tolerance)
   # Fashion-MNIST's class names, by label.
@@ -130,4 +132,4 @@ def test_empty_batch_answers_empty_outputs(exported_run):
   module = tf.saved_model.load(os.path.join(exported_run, 'export'))
   out = module.signatures['serving_default'](images=tf.zeros([0, 28, 28, 1], tf.uint8))
   assert out['labels'].shape == (0,) and out['probabilities'].shape == (0, 10)
-  assert out['class_names'].shape == (0,)
+  assert out['class_names'].shape == (0,) and out['scores'].shape == (0, 4)

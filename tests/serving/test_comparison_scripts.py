@@ -67,16 +67,19 @@ def test_refuses_a_folder_in_use_and_a_bad_count(data, tmp_path):
   assert not (tmp_path / 'new').exists()
 
 
-def _csv(path, class_names, answers):
+def _csv(path, class_names, answers, scored=False):
   """A CSV as bin/predict --output writes it (path, class_name, probability, then each
-  class's probability in a column named after it) of {file: probabilities}."""
+  class's probability in a column named after it; `scored`: then an export's score columns,
+  here the softmax score's) of {file: probabilities}."""
   with open(path, 'w', newline='') as f:
     writer = csv.writer(f)
-    writer.writerow(['path', 'class_name', 'probability', *class_names])
+    writer.writerow(['path', 'class_name', 'probability', *class_names,
+                     *(['score', 'none_of_these', 'score_softmax'] if scored else [])])
     for name, p in answers.items():
       label = int(np.argmax(p))
+      score = [f'{1 - p[label]:.9g}', 0, f'{1 - p[label]:.9g}'] if scored else []
       writer.writerow([f'images/{name}', class_names[label], f'{p[label]:.9g}',
-                       *(f'{q:.9g}' for q in p)])
+                       *(f'{q:.9g}' for q in p), *score])
   return str(path)
 
 
@@ -87,7 +90,7 @@ def test_compares_labels_probabilities_and_errors(tmp_path):
   labels = tmp_path / 'labels.csv'
   labels.write_text('file,label,class_name\nx.png,0,a\ny.png,1,b\nz.png,1,b\n')
   named = [('saved_model', _csv(tmp_path / 'sm.csv', classes, reference)),
-           ('litert_int8', _csv(tmp_path / 'int8.csv', classes, other))]
+           ('litert_int8', _csv(tmp_path / 'int8.csv', classes, other, scored=True))]
   rows = compare_predictions.compare(named, compare_predictions.read_labels(str(labels)))
   assert [(r['name'], r['images'], r['agree'], r['errors']) for r in rows] == [
       ('saved_model', 3, 3, 1), ('litert_int8', 3, 2, 2)]

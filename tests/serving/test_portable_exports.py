@@ -35,6 +35,7 @@ from tf_ipmssl.serving import portable_graph
 from tf_ipmssl.serving import runtimes
 
 FORMATS = ('onnx', 'litert', 'litert_int8')
+KEYS = ('probabilities', 'labels', 'scores')
 ATOL, RESIZED_ATOL = 1e-5, 1e-3
 
 _SERVE_SCRIPT = """
@@ -49,6 +50,7 @@ for name, export_dir in export_dirs.items():
     out = classifier(inputs[batch])
     answers[f'{name}/{batch}/probabilities'] = out['probabilities']
     answers[f'{name}/{batch}/labels'] = out['labels']
+    answers[f'{name}/{batch}/scores'] = out['scores']
 np.savez(output, **answers)
 assert 'tensorflow' not in sys.modules, sorted(m for m in sys.modules if 'tensorflow' in m)
 print('served without tensorflow')
@@ -132,10 +134,10 @@ def served(exported, tmp_path_factory):
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'served without tensorflow' in result.stdout
   answers = np.load(directory / 'answers.npz')
-  out = {f: {b: (answers[f'{f}/{b}/probabilities'], answers[f'{f}/{b}/labels'])
-             for b in batches} for f in FORMATS}
+  out = {f: {b: tuple(answers[f'{f}/{b}/{k}'] for k in KEYS) for b in batches}
+         for f in FORMATS}
   saved_model = runtimes.open_classifier(directories['saved_model'])
-  out['saved_model'] = {b: tuple(saved_model(images)[k] for k in ('probabilities', 'labels'))
+  out['saved_model'] = {b: tuple(saved_model(images)[k] for k in KEYS)
                         for b, images in batches.items()}
   return out
 
@@ -145,8 +147,8 @@ def served(exported, tmp_path_factory):
 def test_the_runtime_answers_as_the_saved_model(exported, served, fmt):
   name, _, batches = exported
   for batch in batches:
-    expected, expected_labels = served['saved_model'][batch]
-    probabilities, labels = served[fmt][batch]
+    expected, expected_labels, _ = served['saved_model'][batch]
+    probabilities, labels, _ = served[fmt][batch]
     assert probabilities.shape == expected.shape and probabilities.dtype == np.float32
     resized = name == 'folder64' and batch != 'native'
     np.testing.assert_allclose(probabilities, expected, rtol=0,
@@ -160,8 +162,9 @@ def test_the_runs_answers_depend_on_the_image(exported, served):
   """The comparisons above would hold for a classifier that ignored its input: this one
   does not."""
   _, _, batches = exported
-  probabilities, _ = served['saved_model']['native']
+  probabilities, _, scores = served['saved_model']['native']
   assert probabilities.std(axis=0).max() > 1e-4
+  assert (scores.std(axis=0) > 1e-6).all()
 
 
 @pytest.mark.numerics
@@ -254,3 +257,41 @@ def test_bin_predict_and_the_api_serve_every_format(exported, tmp_path):
     np.testing.assert_allclose([[float(v) for v in r[2:]] for r in rows[fmt][1:]],
                                [[float(v) for v in r[2:]] for r in rows['saved_model'][1:]],
                                rtol=0, atol=atol)
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize('fmt', FORMATS)
+def test_every_format_answers_the_scores_of_the_saved_model(exported, served, fmt):
+  """The "none of these classes" scores (foreign_score.py) agree across formats: float32
+  graphs within the probabilities' reasoning above, scaled to each score's size (a logit-sized
+  score moves by ~1e-6 of the logits; the softmax and entropy scores by less), and with int8
+  weights within 0.05 of the logits' spread, the tolerance the probabilities get above."""
+  name, _, batches = exported
+  for batch in batches:
+    expected = served['saved_model'][batch][2]
+    scores = served[fmt][batch][2]
+    assert scores.shape == expected.shape and scores.dtype == np.float32
+    size = max(1.0, float(np.abs(expected).max()))
+    resized = name == 'folder64' and batch != 'native'
+    atol = (0.05 if fmt == 'litert_int8' else RESIZED_ATOL if resized else ATOL) * size
+    np.testing.assert_allclose(scores, expected, rtol=0, atol=atol, err_msg=batch)
+
+
+def test_the_metadata_states_the_scores_and_their_thresholds(exported):
+  """Every format states the same scores and thresholds (fixed once, on the run's validation
+  split, or its labeled images where it has none), the ONNX model in its properties too."""
+  import onnx  # pylint: disable=g-import-not-at-top
+  name, directories, _ = exported
+  entries = []
+  for directory in directories.values():
+    with open(os.path.join(directory, 'tf_ipmssl_classifier.json')) as f:
+      entries.append(json.load(f)['foreign_score'])
+  assert all(entry == entries[0] for entry in entries)
+  entry = entries[0]
+  assert entry['names'] == ['softmax', 'entropy', 'fake', 'critic']  # K+1 (ssl.gin's).
+  assert (entry['fitted_on'], entry['images']) == (
+      ('labeled', 12) if name == 'folder64' else ('validation', 20))
+  assert set(entry['thresholds']) == set(entry['names']) and entry['default'] == 'softmax'
+  model = onnx.load(os.path.join(directories['onnx'], 'model.onnx'))
+  props = {p.key: json.loads(p.value) for p in model.metadata_props}
+  assert props['foreign_score'] == entry

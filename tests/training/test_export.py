@@ -182,10 +182,11 @@ def test_bin_predict_on_a_native_size_export(exported_run, tmp_path):
   names = list(dataset_specs.FASHION_MNIST.class_names)
   with open(tmp_path / 'p.csv', newline='') as f:
     rows = list(csv.reader(f))
-  assert rows[0] == ['path', 'class_name', 'probability'] + names
+  assert rows[0] == ['path', 'class_name', 'probability'] + names + [
+      'score', 'none_of_these', 'score_softmax', 'score_entropy', 'score_fake', 'score_critic']
   assert [row[:2] for row in rows[1:]] == [[p, names[e.argmax()]]
                                            for p, e in zip(paths, expected)]
-  np.testing.assert_allclose([[float(v) for v in row[3:]] for row in rows[1:]], expected,
+  np.testing.assert_allclose([[float(v) for v in row[3:13]] for row in rows[1:]], expected,
                              rtol=1e-6)
 
 

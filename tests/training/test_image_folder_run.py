@@ -149,15 +149,18 @@ def test_bin_predict_equals_the_saved_model(folder_run, new_images, tmp_path):
   lines = result.stdout.strip().splitlines()
   assert len(lines) == 3
   for line, path, (name, probabilities) in zip(lines, paths, expected):
-    shown_path, shown_name, shown_probability = line.split('\t')
+    shown_path, shown_name, shown_probability, shown_score = line.split('\t')
     assert (shown_path, shown_name) == (path, name)
     assert float(shown_probability) == pytest.approx(probabilities.max(), abs=5e-5)
+    # The default "none of these classes" score: 1 − the largest probability.
+    assert float(shown_score) == pytest.approx(1 - probabilities.max(), abs=5e-5)
   with open(output, newline='') as f:
     rows = list(csv.reader(f))
-  assert rows[0] == ['path', 'class_name', 'probability', 'dark', 'light']
+  assert rows[0][:7] == ['path', 'class_name', 'probability', 'dark', 'light', 'score',
+                         'none_of_these']
   for row, path, (name, probabilities) in zip(rows[1:], paths, expected):
     assert row[:2] == [path, name]
-    np.testing.assert_allclose([float(v) for v in row[3:]], probabilities, rtol=1e-6)
+    np.testing.assert_allclose([float(v) for v in row[3:5]], probabilities, rtol=1e-6)
     assert float(row[2]) == pytest.approx(probabilities.max(), rel=1e-6)
   assert len(rows) == 4
 

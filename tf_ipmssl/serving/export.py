@@ -16,11 +16,13 @@ What the signatures answer (a served format: its keys stay as they are):
     'labels'         int32 [N], each image's predicted label (the argmax)
     'class_names'    string [N], each image's predicted class name (not every class's: the
                      key says class names, one per image)
+    'scores'         float32 [N, S], the "none of these classes" scores (foreign_score.py),
+                     their names and thresholds in the metadata's 'foreign_score'
   CLASS_NAMES_KEY ('class_names'), without inputs:
     'class_names'    string [K], every class's name, by label
 
 History: a SavedModel export written before the metadata file (metadata.py) existed has
-none; one written before the CLASS_NAMES_KEY signature existed lacks it, and its classes are
+none; one written before the scores lacks 'scores' (and its metadata 'foreign_score'); one written before the CLASS_NAMES_KEY signature existed lacks it, and its classes are
 then named '0', '1', ... (prediction.Predictor reads both from the signatures alone).
 
 An export never deletes what it did not write, and a process killed at any instant of it
@@ -45,16 +47,18 @@ from tf_ipmssl.data import image_folder
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.serving import formats
 from tf_ipmssl.serving import metadata as metadata_lib
+from tf_ipmssl.serving import score_graph
 
 SIGNATURE_KEY = 'serving_default'
 CLASS_NAMES_KEY = 'class_names'
 METADATA_FILE = metadata_lib.METADATA_FILE
 
 
-def _serving_function(critic, image_shape, class_names, resize):
+def _serving_function(critic, image_shape, class_names, resize, scoring=None):
   """The serving computation on uint8 images [N, H, W, C] (SIGNATURE_KEY's outputs: the
   module doc): checked shape, empty batches; with `resize`, images of any one size brought
-  to image_shape by image_folder.fit_images. `class_names`: every class's, by label."""
+  to image_shape by image_folder.fit_images. `class_names`: every class's, by label;
+  `scoring`: the metadata entry of the scores (score_graph.fit), None for none."""
   expected = ', '.join(map(str, image_shape))
   every_class_name = tf.constant(class_names, tf.string)
   if resize:
@@ -83,12 +87,17 @@ def _serving_function(critic, image_shape, class_names, resize):
                     lambda: tf.zeros([1, *image_shape], tf.uint8))
     if resize:
       batch = image_folder.fit_images(batch, image_shape[0])
-    logits = tf.cast(critic.classify(pipelines.to_model_input(batch), training=False),
-                     tf.float32)[:count]
+    model_input = pipelines.to_model_input(batch)
+    answers = {}
+    if scoring is None:
+      logits = tf.cast(critic.classify(model_input, training=False), tf.float32)[:count]
+    else:
+      logits, scores = score_graph.outputs(critic, model_input, scoring['formulation'])
+      logits, answers['scores'] = logits[:count], scores[:count]
     labels = tf.argmax(logits, axis=-1, output_type=tf.int32)
     # 'class_names': the predicted class's name of each image (the served key).
-    return {'probabilities': tf.nn.softmax(logits, axis=-1), 'labels': labels,
-            'class_names': tf.gather(every_class_name, labels)}
+    return dict(answers, probabilities=tf.nn.softmax(logits, axis=-1), labels=labels,
+                class_names=tf.gather(every_class_name, labels))
   return serve
 
 
@@ -196,7 +205,7 @@ def _fresh_temporary_dir(export_dir):
 
 
 def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
-                      class_names=None, resize=None):
+                      class_names=None, resize=None, scoring=None):
   """Writes the SavedModel to export_dir: into a temporary directory beside it, then renamed
   into place. Only a previous classifier export is replaced (check_export_dir).
 
@@ -205,7 +214,9 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
   without inputs, answers every class's name. `class_names`: every class's name, by label
   (default '0', '1', ...). `resize`: None (images in image_shape) or the rule
   (image_folder.resize_rule(image_shape[0])) by which images of any size are brought to
-  image_shape in the graph.
+  image_shape in the graph. `scoring`: the "none of these classes" scores' metadata entry
+  (score_graph.fit, from the critic and the run's known images), answered as 'scores' and
+  stated in the metadata; None: an export without them.
 
   Written with keras.export.ExportArchive, which saves the Keras variables as TF variables
   the graph refers to: the export then serves in `saved_model_cli run`, a TF1 Session
@@ -220,7 +231,8 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
   archive.track(critic)
   input_shape = [None, None, None, image_shape[-1]] if resize else [None, *image_shape]
   archive.add_endpoint(
-      name=SIGNATURE_KEY, fn=_serving_function(critic, image_shape, class_names, resize),
+      name=SIGNATURE_KEY,
+      fn=_serving_function(critic, image_shape, class_names, resize, scoring),
       input_signature=[tf.TensorSpec(input_shape, tf.uint8, name='images')])
   archive.add_endpoint(
       name=CLASS_NAMES_KEY,
@@ -228,7 +240,7 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
   return write_export(
       export_dir, lambda tmp_dir: archive.write_out(tmp_dir, verbose=False),
       metadata_lib.describe(formats.SAVED_MODEL, 'saved_model.pb', image_shape, num_classes,
-                            dataset, class_names, resize))
+                            dataset, class_names, resize, scoring))
 
 
 def write_export(export_dir, write, metadata):

@@ -6,7 +6,8 @@ written to a scratch directory: converting the tf.function directly
 (from_concrete_functions) gave a model whose answers were wrong (NaN or one class at
 probability 1) with TensorFlow 2.21 and Keras 3 variables, while the SavedModel path answers
 as TensorFlow does. The model has one signature, `serving_default`: uint8 `images` in,
-`probabilities` and `labels` out, the input transform and any resize rule inside. The class
+`probabilities`, `labels` and the scores `scores` (score_graph.py) out, the input transform
+and any resize rule inside. The class
 names, input size and resize rule are in the metadata file beside it (metadata.py), which the
 interpreter's users read as JSON.
 
@@ -27,13 +28,13 @@ from tf_ipmssl.serving import portable_graph
 MODEL_FILE = formats.FORMATS[formats.LITERT].model_file
 
 
-def convert(critic, image_shape, resize, quantize=False):
+def convert(critic, image_shape, resize, quantize=False, scoring=None):
   """The LiteRT flatbuffer (bytes) of the classifier (the module doc)."""
   archive = keras.export.ExportArchive()
   archive.track(critic)
   archive.add_endpoint(
       name=export.SIGNATURE_KEY,
-      fn=portable_graph.serving_function(critic, image_shape, resize),
+      fn=portable_graph.serving_function(critic, image_shape, resize, scoring),
       input_signature=[portable_graph.input_spec(image_shape, resize)])
   with tempfile.TemporaryDirectory() as scratch:
     archive.write_out(scratch, verbose=False)
@@ -45,18 +46,18 @@ def convert(critic, image_shape, resize, quantize=False):
 
 
 def export_litert(critic, image_shape, export_dir, num_classes, dataset='', class_names=None,
-                  resize=None, quantize=False):
+                  resize=None, quantize=False, scoring=None):
   """Writes the LiteRT export of the classifier to export_dir (export.export_classifier's
   arguments; `quantize`: int8 weights); returns export_dir."""
   image_shape = tuple(int(d) for d in image_shape)
   class_names = [str(n) for n in class_names or range(num_classes)]
   name = formats.LITERT_INT8 if quantize else formats.LITERT
   metadata = metadata_lib.describe(
-      name, MODEL_FILE, image_shape, num_classes, dataset, class_names, resize,
+      name, MODEL_FILE, image_shape, num_classes, dataset, class_names, resize, scoring,
       signature=export.SIGNATURE_KEY,
       quantization='dynamic range (int8 weights)' if quantize else None)
   export.check_export_dir(export_dir)  # Before the (long) conversion.
-  model = convert(critic, image_shape, resize, quantize)
+  model = convert(critic, image_shape, resize, quantize, scoring)
 
   def write(tmp_dir):
     with tf.io.gfile.GFile(f'{tmp_dir}/{MODEL_FILE}', 'wb') as f:

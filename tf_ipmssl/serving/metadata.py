@@ -4,7 +4,8 @@ Every export directory holds it, whatever its format, so that a runtime needs no
 training to know what the model takes and answers: the format and model file, the input's
 size and dtype (uint8 [N, H, W, C]), the class names by label, the resize rule (None when the
 model takes the run's own size only; otherwise the rule the model applies in its graph to
-images of any size), the run's dataset and the files the export wrote (`entries`, which a
+images of any size), the "none of these classes" scores it answers with their thresholds
+(foreign_score.py: `foreign_score`), the run's dataset and the files the export wrote (`entries`, which a
 later export may replace and nothing else). ONNX models carry the same fields in their
 metadata_props as well. This module does not import TensorFlow.
 
@@ -18,17 +19,23 @@ import os
 import numpy as np
 
 from tf_ipmssl import errors
+from tf_ipmssl.serving import foreign_score
 
 METADATA_FILE = 'tf_ipmssl_classifier.json'
 
 
 def describe(fmt, model_file, image_shape, num_classes, dataset, class_names, resize,
-             **more):
-  """The metadata of an export (the module doc); `more`: format-specific fields."""
-  return dict({'format': fmt, 'model_file': model_file,
+             scoring=None, **more):
+  """The metadata of an export (the module doc); `scoring`: its "none of these classes"
+  scores (foreign_score.describe; None: the export has none); `more`: format-specific
+  fields."""
+  described = {'format': fmt, 'model_file': model_file,
                'image_shape': [int(d) for d in image_shape], 'num_classes': int(num_classes),
                'dataset': dataset, 'input_dtype': 'uint8',
-               'class_names': [str(n) for n in class_names], 'resize': resize}, **more)
+               'class_names': [str(n) for n in class_names], 'resize': resize}
+  if scoring is not None:
+    described[foreign_score.METADATA_KEY] = scoring
+  return dict(described, **more)
 
 
 def read(export_dir):

@@ -2,7 +2,8 @@
 
 Converted with tf2onnx from the tf.function of portable_graph.serving_function (tf2onnx's
 from_function freezes the critic's variables into the graph): uint8 images `images` in,
-`probabilities` and `labels` out, the input transform and, for a run whose images were
+`probabilities`, `labels` and the scores `scores` (score_graph.py) out, the input transform
+and, for a run whose images were
 resized, the resize rule inside. The class names, input size and resize rule are also in the
 model's metadata_props (JSON values), so that any ONNX runtime can read them without the
 metadata file beside it. Written by export.write_export's crash-safe rules.
@@ -22,17 +23,17 @@ MODEL_FILE = formats.FORMATS[formats.ONNX].model_file
 
 
 def export_onnx(critic, image_shape, export_dir, num_classes, dataset='', class_names=None,
-                resize=None):
+                resize=None, scoring=None):
   """Writes the ONNX export of the classifier to export_dir (export.export_classifier's
   arguments); returns export_dir."""
   import tf2onnx  # pylint: disable=g-import-not-at-top  (the `onnx` extra)
   image_shape = tuple(int(d) for d in image_shape)
   class_names = [str(n) for n in class_names or range(num_classes)]
   spec = portable_graph.input_spec(image_shape, resize)
-  serve = tf.function(portable_graph.serving_function(critic, image_shape, resize),
+  serve = tf.function(portable_graph.serving_function(critic, image_shape, resize, scoring),
                       input_signature=[spec])
   metadata = metadata_lib.describe(formats.ONNX, MODEL_FILE, image_shape, num_classes,
-                                   dataset, class_names, resize, opset=OPSET)
+                                   dataset, class_names, resize, scoring, opset=OPSET)
 
   export.check_export_dir(export_dir)  # Before the conversion.
   model, _ = tf2onnx.convert.from_function(serve, input_signature=[spec], opset=OPSET)

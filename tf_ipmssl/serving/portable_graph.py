@@ -5,7 +5,8 @@ The SavedModel's serving function (export._serving_function) uses what those for
 string outputs (class names), graph asserts, a tf.cond for empty batches, and
 tf.image.resize's antialiased bilinear kernel (TensorFlow's ScaleAndTranslate op, which
 neither tf2onnx nor the LiteRT converter translate). Here the same classifier is written
-without them: uint8 images in, `probabilities` [N, K] float32 and `labels` [N] int32 out (the
+without them: uint8 images in, `probabilities` [N, K] float32, `labels` [N] int32 and the
+"none of these classes" `scores` [N, S] float32 (score_graph.py) out (the
 class names travel in the metadata; the runtimes in runtimes.py check shapes and answer empty
 batches themselves), and the resize rule of image_folder.fit_images as two matrix products
 whose weights are computed in the graph from the image's size, so that the exports still take
@@ -16,6 +17,7 @@ another order, a few pixels in a thousand may round to the neighbouring uint8 va
 import tensorflow as tf
 
 from tf_ipmssl.data import pipelines
+from tf_ipmssl.serving import score_graph
 
 
 def _resample_weights(size_in, size_out, offset, count):
@@ -47,18 +49,24 @@ def fit_images(images, size):
   return tf.reshape(fitted, [-1, size, size, images.shape[-1]])
 
 
-def serving_function(critic, image_shape, resize):
+def serving_function(critic, image_shape, resize, scoring=None):
   """The computation on uint8 images [N, *image_shape] (with `resize`: [N, H, W, C] of any
   one size): the training-time input transform (pipelines.to_model_input), the classifier,
-  softmax probabilities and argmax labels."""
+  softmax probabilities and argmax labels; with `scoring` (score_graph.fit's metadata entry)
+  also the "none of these classes" `scores` [N, S]."""
 
   def serve(images):
     if resize:
       images = fit_images(images, image_shape[0])
-    logits = tf.cast(critic.classify(pipelines.to_model_input(images), training=False),
-                     tf.float32)
-    return {'probabilities': tf.nn.softmax(logits, axis=-1),
-            'labels': tf.argmax(logits, axis=-1, output_type=tf.int32)}
+    model_input = pipelines.to_model_input(images)
+    answers = {}
+    if scoring is None:
+      logits = tf.cast(critic.classify(model_input, training=False), tf.float32)
+    else:
+      logits, answers['scores'] = score_graph.outputs(critic, model_input,
+                                                      scoring['formulation'])
+    return dict(answers, probabilities=tf.nn.softmax(logits, axis=-1),
+                labels=tf.argmax(logits, axis=-1, output_type=tf.int32))
   return serve
 
 

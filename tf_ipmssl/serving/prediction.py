@@ -9,7 +9,8 @@ input's size and channels (any size for an image folder's export, which resizes 
 graph) and every class's name (the `class_names` signature; '0', '1', ... where an older
 export lacks it: export.py). Files are decoded by TensorFlow (PNG, JPEG, BMP, GIF, WebP)
 whatever the format, brought to the export's channel count (image_folder.to_channels) and
-classified in batches of one size. A file that cannot be classified (unreadable, not an
+classified in batches of one size, with the export's "none of these classes" scores where it
+has them (foreign_score.py; the metadata file names them). A file that cannot be classified (unreadable, not an
 image, an animated WebP, another size than a fixed-size export takes) is reported with its
 reason; the others are classified.
 """
@@ -24,6 +25,8 @@ import tensorflow as tf
 from tf_ipmssl import errors
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.serving import export
+from tf_ipmssl.serving import foreign_score
+from tf_ipmssl.serving import metadata as metadata_lib
 from tf_ipmssl.serving import runtimes
 # Files decoded and classified at a time, and the largest batch sent to the signature.
 CHUNK = 256
@@ -32,13 +35,15 @@ BATCH = 64
 
 @dataclasses.dataclass(frozen=True)
 class Prediction:
-  """One file's answer: `probabilities` [K] and the predicted class; or `problem`, why it
-  could not be classified (then the rest are None)."""
+  """One file's answer: `probabilities` [K] and the predicted class, and `scores` [S] (the
+  export's "none of these classes" scores: Predictor.score_names; None for an export without
+  them); or `problem`, why it could not be classified (then the rest are None)."""
   path: str
   class_name: Optional[str] = None
   probability: Optional[float] = None
   probabilities: Optional[np.ndarray] = None
   problem: Optional[str] = None
+  scores: Optional[np.ndarray] = None
 
 
 def image_paths(paths: Sequence[str]) -> List[str]:
@@ -55,6 +60,10 @@ class Predictor:
   """An exported classifier, reloaded from export_dir (see the module doc)."""
 
   def __init__(self, export_dir):
+    # The scores' names and threshold rule (foreign_score.py), from the metadata file.
+    self.metadata = metadata_lib.read(export_dir) or {}
+    scoring = self.metadata.get(foreign_score.METADATA_KEY)
+    self.score_names = tuple(scoring['names']) if scoring else ()
     if not tf.io.gfile.exists(os.path.join(export_dir, 'saved_model.pb')):
       classifier = runtimes.open_classifier(export_dir)  # ONNX or LiteRT (or a UserError).
       self.input_shape = classifier.input_shape
@@ -100,27 +109,32 @@ class Predictor:
     return image
 
   def _classify(self, images):
-    """probabilities [N, K] of uint8 images [N, H, W, C] of one size."""
-    return np.concatenate([
-        np.asarray(self._serve(images=tf.constant(images[i:i + BATCH]))['probabilities'])
-        for i in range(0, len(images), BATCH)])
+    """(probabilities [N, K], scores [N, S] or None) of uint8 images [N, H, W, C] of one
+    size."""
+    answers = [self._serve(images=tf.constant(images[i:i + BATCH]))
+               for i in range(0, len(images), BATCH)]
+    probabilities = np.concatenate([np.asarray(a['probabilities']) for a in answers])
+    if not self.score_names:
+      return probabilities, None
+    return probabilities, np.concatenate([np.asarray(a['scores']) for a in answers])
 
   def predict(self, paths: Sequence[str]) -> Iterator[Prediction]:
     """One Prediction per file of `paths`, in their order."""
     for start in range(0, len(paths), CHUNK):
       chunk = paths[start:start + CHUNK]
       loaded = [self._load(path) for path in chunk]
-      probabilities = [None] * len(chunk)
+      probabilities, scores = [None] * len(chunk), [None] * len(chunk)
       by_shape = {}
       for i, image in enumerate(loaded):
         if not isinstance(image, str):
           by_shape.setdefault(image.shape, []).append(i)
       for indices in by_shape.values():
-        for i, p in zip(indices, self._classify(np.stack([loaded[i] for i in indices]))):
-          probabilities[i] = p
-      for path, image, p in zip(chunk, loaded, probabilities):
+        p, q = self._classify(np.stack([loaded[i] for i in indices]))
+        for row, i in enumerate(indices):
+          probabilities[i], scores[i] = p[row], None if q is None else q[row]
+      for path, image, p, q in zip(chunk, loaded, probabilities, scores):
         if p is None:
           yield Prediction(path, problem=image)
         else:
           label = int(np.argmax(p))
-          yield Prediction(path, self.class_names[label], float(p[label]), p)
+          yield Prediction(path, self.class_names[label], float(p[label]), p, scores=q)

@@ -5,7 +5,8 @@ directory (formats.py) and serves it: a SavedModel with TensorFlow (imported onl
 ONNX model with onnxruntime, a LiteRT model with ai-edge-litert's interpreter. ONNX and LiteRT
 exports are served without importing TensorFlow, so that a machine or process that has only
 the runtime can classify. Every format answers the same call on uint8 images [N, H, W, C]:
-`probabilities` [N, K] float32 and `labels` [N] int32, with the dtype and shape checked here in
+`probabilities` [N, K] float32 and `labels` [N] int32 (and `scores` [N, S] float32, the "none
+of these classes" scores, where the export has them: foreign_score.py), with the dtype and shape checked here in
 one line (the ONNX and LiteRT graphs hold no asserts) and an empty batch answered without
 running the model.
 """
@@ -14,34 +15,34 @@ import os
 import numpy as np
 
 from tf_ipmssl import errors
+from tf_ipmssl.serving import foreign_score
 from tf_ipmssl.serving import formats
 from tf_ipmssl.serving import metadata as metadata_lib
 
 SIGNATURE_KEY = 'serving_default'
 
 
-def _saved_model(export_dir):
+def _saved_model(export_dir, keys):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  (only for this format)
   serve = tf.saved_model.load(export_dir).signatures[SIGNATURE_KEY]
 
   def run(images):
     out = serve(images=tf.constant(images))
-    return out['probabilities'].numpy(), out['labels'].numpy()
+    return {key: out[key].numpy() for key in keys}
   return run
 
 
-def _onnx(export_dir, model_file):
+def _onnx(export_dir, model_file, keys):
   import onnxruntime  # pylint: disable=g-import-not-at-top  (the `onnx` extra)
   session = onnxruntime.InferenceSession(os.path.join(export_dir, model_file),
                                          providers=['CPUExecutionProvider'])
 
   def run(images):
-    probabilities, labels = session.run(['probabilities', 'labels'], {'images': images})
-    return probabilities, labels
+    return dict(zip(keys, session.run(list(keys), {'images': images})))
   return run
 
 
-def _litert(export_dir, model_file):
+def _litert(export_dir, model_file, keys):
   from ai_edge_litert import interpreter  # pylint: disable=g-import-not-at-top  (`litert`)
   model = interpreter.Interpreter(model_path=os.path.join(export_dir, model_file),
                                   num_threads=os.cpu_count())
@@ -49,7 +50,7 @@ def _litert(export_dir, model_file):
 
   def run(images):
     out = runner(images=images)  # The runner resizes its input to each batch's shape.
-    return out['probabilities'], out['labels']
+    return {key: out[key] for key in keys}
   return run
 
 
@@ -63,6 +64,8 @@ class Classifier:
     image_shape: the model's (H, W, C).
     input_shape: the (H, W, C) it takes; H and W None where it resizes images of any size.
     class_names: every class's name, by label.
+    score_names: the names of its "none of these classes" scores (foreign_score.py), the
+      columns of `scores`; () for an export written before them.
   """
 
   def __init__(self, export_dir):
@@ -86,10 +89,13 @@ class Classifier:
                         else self.image_shape)
     self.class_names = tuple(self.metadata.get('class_names')
                              or (str(k) for k in range(self.metadata['num_classes'])))
+    scoring = self.metadata.get(foreign_score.METADATA_KEY)
+    self.score_names = tuple(scoring['names']) if scoring else ()
+    keys = ('probabilities', 'labels') + (('scores',) if scoring else ())
     model_file = formats.FORMATS[self.format].model_file
-    self._run = (_saved_model(export_dir) if self.format == formats.SAVED_MODEL
-                 else _onnx(export_dir, model_file) if self.format == formats.ONNX
-                 else _litert(export_dir, model_file))
+    self._run = (_saved_model(export_dir, keys) if self.format == formats.SAVED_MODEL
+                 else _onnx(export_dir, model_file, keys) if self.format == formats.ONNX
+                 else _litert(export_dir, model_file, keys))
 
   def check(self, images):
     """images as a uint8 array, or a UserError naming the dtype or shape the model takes."""
@@ -97,14 +103,17 @@ class Classifier:
                                        else self.image_shape)
 
   def __call__(self, images):
-    """{'probabilities': float32 [N, K], 'labels': int32 [N]} of uint8 images [N, H, W, C]."""
+    """{'probabilities': float32 [N, K], 'labels': int32 [N]} of uint8 images [N, H, W, C],
+    and 'scores' float32 [N, S] where the export has them (score_names)."""
     images = self.check(images)
+    empty = {'probabilities': np.zeros([0, len(self.class_names)], np.float32),
+             'labels': np.zeros([0], np.int32)}
+    if self.score_names:
+      empty['scores'] = np.zeros([0, len(self.score_names)], np.float32)
     if not len(images):
-      return {'probabilities': np.zeros([0, len(self.class_names)], np.float32),
-              'labels': np.zeros([0], np.int32)}
-    probabilities, labels = self._run(np.ascontiguousarray(images))
-    return {'probabilities': np.asarray(probabilities, np.float32),
-            'labels': np.asarray(labels, np.int32)}
+      return empty
+    out = self._run(np.ascontiguousarray(images))
+    return {key: np.asarray(value, empty[key].dtype) for key, value in out.items()}
 
 
 def open_classifier(export_dir) -> Classifier:

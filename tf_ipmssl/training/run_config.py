@@ -304,6 +304,12 @@ class RunConfig:
     """The algorithm's name (train.mode)."""
     return self.train.mode
 
+  @property
+  def formulation(self) -> Optional[str]:
+    """The critic's formulation (ssl.formulation: 'plain', 'kplus1', 'kplus1_entropy'); None
+    for an algorithm that trains no fake direction v (supervised)."""
+    return getattr(self.algorithm_settings, 'formulation', None)
+
   @functools.cached_property
   def algorithm(self) -> type:
     """The algorithms.Algorithm subclass train.mode names."""

@@ -30,6 +30,7 @@ from tf_ipmssl.run_dir import reporting
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.run_dir import run_record
 from tf_ipmssl.serving import export
+from tf_ipmssl.serving import score_graph
 from tf_ipmssl.training import distribution
 from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import precision
@@ -206,9 +207,10 @@ def _export_selected_classifier(run, data, model_dir, step):
     best_manager.checkpoint.restore(
         best_manager.latest_checkpoint).assert_existing_objects_matched()
     selected = {'checkpoint': 'best', 'step': int(run.state.best['step'].numpy())}
-  export.export_classifier(run.evaluated_critic, data.image_shape,
-                           os.path.join(model_dir, run_files.EXPORT_DIR), data.num_classes,
-                           data.name, data.class_names, run_record.resize_rule(data))
+  export.export_classifier(
+      run.evaluated_critic, data.image_shape, os.path.join(model_dir, run_files.EXPORT_DIR),
+      data.num_classes, data.name, data.class_names, run_record.resize_rule(data),
+      score_graph.fit(run.evaluated_critic, run.config.formulation, data))
   return selected
 
 

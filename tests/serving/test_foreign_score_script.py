@@ -1,0 +1,91 @@
+"""scripts/foreign_score_auroc.py, behind docs/foreign_score.md's table: the foreign images it
+makes, and its numbers for a tiny run on half of its classes recomputed from the run's export
+(bin/predict's scores, foreign_score.auroc's brute-force test: test_foreign_score.py)."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.training import runs
+from tf_ipmssl import api
+
+SCRIPT = runs.REPO_ROOT / 'scripts' / 'foreign_score_auroc.py'
+
+
+def _script():
+  spec = importlib.util.spec_from_file_location('foreign_score_auroc', SCRIPT)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+auroc_script = _script()
+
+
+def test_the_foreign_images_are_made_as_documented():
+  rng = np.random.default_rng(1)  # Not the noise's seed (0).
+  known = rng.integers(0, 256, [3, 28, 28, 1], dtype=np.uint8)
+  other = rng.integers(0, 256, [2, 28, 28, 1], dtype=np.uint8)
+  made = auroc_script.foreign_images(known, other)
+  assert tuple(made) == auroc_script.KINDS
+  assert made['other classes'] is other
+  np.testing.assert_array_equal(made['inverted'].astype(int), 255 - known.astype(int))
+  for i in range(3):
+    np.testing.assert_array_equal(made['rotated'][i, :, :, 0], np.rot90(known[i, :, :, 0]))
+    for r in range(28):
+      for c in range(28):
+        assert made['blocky'][i, r, c, 0] == known[i, r - r % 4, c - c % 4, 0]
+  assert made['noise'].shape == known.shape and made['noise'].dtype == np.uint8
+  assert not np.array_equal(made['noise'], known)
+
+
+@pytest.fixture(scope='module')
+def mismatched_run(tmp_path_factory):
+  """A tiny K+1 run on 5 of the 10 classes, half its unlabeled images foreign, exported."""
+  data_dir = runs.make_data(tmp_path_factory.mktemp('data'))
+  model_dir = str(tmp_path_factory.mktemp('run') / 'model')
+  api.train(model_dir, [runs.SSL_GIN], runs.tiny_bindings(data_dir, **{
+      'build_ssl_data.classes': '(0, 1, 2, 3, 4)', 'build_ssl_data.num_labeled': 10,
+      'build_ssl_data.validation_size': 10, 'build_ssl_data.unlabeled_size': 40,
+      'build_ssl_data.foreign_share': 0.5,
+      'build_critic.normalization': "'layer_norm_singleton_per_channel'"}))
+  return model_dir
+
+
+def _brute_auroc(known, foreign):
+  return np.mean([(f > k) + 0.5 * (f == k) for k in known for f in foreign])
+
+
+def test_the_numbers_are_the_exports_scores_counted(mismatched_run, tmp_path):
+  model_dir = mismatched_run
+  out = tmp_path / 'auroc.json'
+  result = subprocess.run([sys.executable, str(SCRIPT), f'--json_out={out}',
+                           f'tiny=run={model_dir}'], capture_output=True, text=True,
+                          env=runs.environment(), timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  measured = json.loads(out.read_text())['tiny=run']  # NAME=DIR splits at the last '='.
+  assert '| known test images rejected |' in result.stdout
+  export_dir = os.path.join(model_dir, 'export')
+  with open(os.path.join(export_dir, 'tf_ipmssl_classifier.json')) as f:
+    entry = json.load(f)['foreign_score']
+  assert measured['thresholds'] == pytest.approx(entry['thresholds'], abs=1e-6)
+  data = api.load(model_dir).data()
+  known = api.predict(export_dir, data.test_images).scores
+  assert measured['known_images'] == len(known) == 20  # 4 test images of each of 5 classes.
+  thresholds = np.array([entry['thresholds'][n] for n in entry['names']])
+  for kind, images in auroc_script.foreign_images(data.test_images,
+                                                   data.foreign_test_images).items():
+    scores = api.predict(export_dir, images).scores
+    for i, name in enumerate(entry['names']):
+      # The export's graph against the script's in-memory critic: float32 sums in another
+      # order, so a pair within 1e-5 may rank either way; none is that close here.
+      assert measured['kinds'][kind]['auroc'][name] == pytest.approx(
+          _brute_auroc(known[:, i], scores[:, i]), abs=1e-9), (kind, name)
+      assert measured['kinds'][kind]['rejected'][name] == pytest.approx(
+          np.mean(scores[:, i] > thresholds[i]), abs=1e-9), (kind, name)
+  assert measured['known_rejected'] == pytest.approx(
+      dict(zip(entry['names'], (known > thresholds).mean(axis=0))), abs=1e-9)
