@@ -16,11 +16,16 @@ kinds of foreign image:
   blocky         the known test images at a quarter of their size, enlarged again by repeating
                  each pixel (4x4 blocks)
   noise          uniform random uint8 images of the same shape (seed 0), as many
+  photo crops    as many square crops of a photograph that matplotlib ships (its sample
+                 grace_hopper.jpg, 512x600), each of a random side from 64 to 256 pixels at a
+                 random place (seed 0), brought to the images' size and channels by
+                 tf.image.resize (area) and the luminance of tf.image.rgb_to_grayscale; left
+                 out where matplotlib is not installed (the `plots` extra)
 
 For each score: the AUROC against the known images (foreign_score.auroc: ties count half), and
 the share of the foreign images past the threshold that the export would state (fixed on the
 run's validation images: score_graph.fit), beside the known test images' share (about 5% by
-construction). Prints a markdown table per run; --json_out writes every number.
+construction); and each score's AUROC averaged over the kinds, unweighted. Prints a markdown table per run; --json_out writes every number.
 """
 import argparse
 import json
@@ -36,19 +41,51 @@ from tf_ipmssl import api  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.serving import foreign_score  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.serving import score_graph  # pylint: disable=g-import-not-at-top
 
-KINDS = ('other classes', 'inverted', 'rotated', 'blocky', 'noise')
+KINDS = ('other classes', 'inverted', 'rotated', 'blocky', 'noise', 'photo crops')
 
 
-def foreign_images(known, other_classes, seed=0):
-  """{kind: uint8 images} of KINDS, made from the known test images `known`."""
+def photo():
+  """uint8 [H, W, 3] of matplotlib's sample photograph, or None without matplotlib."""
+  try:
+    from matplotlib import cbook  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with cbook.get_sample_data('grace_hopper.jpg') as f:
+    return tf.io.decode_jpeg(f.read(), channels=3).numpy()
+
+
+def photo_crops(picture, count, shape, seed=0):
+  """uint8 [count, *shape]: square crops of `picture` (sides 64..256 at random places),
+  resized (area) to shape's size and brought to its channels."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(seed)
+  height, width = picture.shape[:2]
+  crops = []
+  for _ in range(count):
+    side = int(rng.integers(64, min(256, height, width) + 1))
+    top, left = int(rng.integers(0, height - side + 1)), int(rng.integers(0, width - side + 1))
+    crop = tf.image.resize(picture[top:top + side, left:left + side], shape[:2], 'area')
+    if shape[-1] == 1:
+      crop = tf.image.rgb_to_grayscale(crop)
+    crops.append(np.clip(np.round(crop.numpy()), 0, 255).astype(np.uint8))
+  return np.stack(crops)
+
+
+def foreign_images(known, other_classes, seed=0, picture=None):
+  """{kind: uint8 images} of KINDS, made from the known test images `known` (photo crops
+  from `picture`, where given)."""
   height, width = known.shape[1:3]
   small = known[:, ::4, ::4]
   blocky = np.repeat(np.repeat(small, 4, axis=1), 4, axis=2)[:, :height, :width]
   rng = np.random.default_rng(seed)
-  return {'other classes': other_classes, 'inverted': 255 - known,
+  made = {'other classes': other_classes, 'inverted': 255 - known,
           'rotated': np.ascontiguousarray(np.rot90(known, axes=(1, 2))),
           'blocky': np.ascontiguousarray(blocky),
           'noise': rng.integers(0, 256, known.shape, dtype=np.uint8)}
+  if picture is not None:
+    made['photo crops'] = photo_crops(picture, len(known), known.shape[1:], seed)
+  return made
 
 
 def measure(model_dir):
@@ -68,13 +105,19 @@ def measure(model_dir):
             'known_images': len(known),
             'known_rejected': dict(zip(names, (known > thresholds).mean(axis=0).tolist())),
             'kinds': {}}
-  for kind, images in foreign_images(data.test_images, data.foreign_test_images).items():
+  made = foreign_images(data.test_images, data.foreign_test_images, picture=photo())
+  for kind, images in made.items():
     scores = score_graph.score_images(loaded.critic, images, formulation)
     result['kinds'][kind] = {
         'images': len(scores),
         'auroc': {n: foreign_score.auroc(known[:, i], scores[:, i]) for i, n in enumerate(names)},
         'rejected': dict(zip(names, (scores > thresholds).mean(axis=0).tolist()))}
   return result
+
+
+def mean_auroc(result, name):
+  """The unweighted mean over the foreign kinds of score `name`'s AUROC."""
+  return float(np.mean([k['auroc'][name] for k in result['kinds'].values()]))
 
 
 def table(name, result):
@@ -87,6 +130,9 @@ def table(name, result):
     cells = [f'{measured["auroc"][n]:.3f} ({100 * measured["rejected"][n]:.0f}%)'
              if n in measured['auroc'] else '–' for n in names]
     lines.append(f'| {kind} | ' + ' | '.join(cells) + ' |')
+  means = [f'{mean_auroc(result, n):.3f}' if n in result['known_rejected'] else '–'
+           for n in names]
+  lines.append('| mean AUROC of the kinds | ' + ' | '.join(means) + ' |')
   known = [f'{100 * result["known_rejected"][n]:.1f}%' if n in result['known_rejected']
            else '–' for n in names]
   lines.append('| known test images rejected | ' + ' | '.join(known) + ' |')

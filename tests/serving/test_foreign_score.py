@@ -101,11 +101,16 @@ def test_the_scores_ops_are_their_definitions(formulation):
     np.testing.assert_allclose(got[:, i], expected[name], rtol=1e-5, atol=1e-5, err_msg=name)
 
 
+def test_the_default_is_the_critics_score_where_it_has_one():
+  assert [foreign_score.default_for(f) for f in (None, 'plain', 'kplus1', 'kplus1_entropy')] == [
+      'entropy', 'critic', 'critic', 'critic']
+
+
 def test_a_rule_applies_its_score_and_refuses_another():
   entry = foreign_score.describe('plain', np.array([[0.1, 0.2, -1], [0.3, 0.5, 2],
                                                     [0.2, 0.1, 0]]), 'validation', 0.5)
   assert entry['thresholds'] == {'softmax': 0.2, 'entropy': 0.2, 'critic': 0.0}
-  assert (entry['default'], entry['images'], entry['fitted_on']) == ('softmax', 3, 'validation')
+  assert (entry['default'], entry['images'], entry['fitted_on']) == ('critic', 3, 'validation')
   rule = foreign_score.rule_of({'foreign_score': entry}, 'critic')
   scores = np.array([[0, 0, -0.5], [0, 0, 0.0], [0, 0, 0.75]], np.float32)
   np.testing.assert_array_equal(rule.chosen(scores), [-0.5, 0.0, 0.75])
@@ -139,7 +144,7 @@ def test_the_exports_scores_are_the_critics_and_its_thresholds_their_count(train
   data = loaded.data()
   images = data.validation_images
   predictions = api.predict(export_dir, images)
-  assert predictions.score_names == foreign_score.NAMES and predictions.score_name == 'softmax'
+  assert predictions.score_names == foreign_score.NAMES and predictions.score_name == 'critic'
   scores = predictions.scores
   # softmax and entropy from the export's own probabilities (float32 rounding only).
   p = predictions.probabilities.astype(np.float64)
@@ -168,6 +173,7 @@ def test_the_exports_scores_are_the_critics_and_its_thresholds_their_count(train
     # 19 of the 20 validation images pass (no ties among these floats).
     assert np.sum(scores[:, i] > entry['thresholds'][name] + 1e-5) <= 1
   assert np.sum(predictions.none_of_these) <= math.ceil(0.05 * len(images))
+  np.testing.assert_array_equal(predictions.score, scores[:, 3])  # critic, the default.
 
 
 def test_bin_predict_rejects_past_the_threshold(trained, tmp_path):

@@ -30,7 +30,8 @@ def test_the_foreign_images_are_made_as_documented():
   rng = np.random.default_rng(1)  # Not the noise's seed (0).
   known = rng.integers(0, 256, [3, 28, 28, 1], dtype=np.uint8)
   other = rng.integers(0, 256, [2, 28, 28, 1], dtype=np.uint8)
-  made = auroc_script.foreign_images(known, other)
+  picture = rng.integers(0, 256, [300, 280, 3], dtype=np.uint8)
+  made = auroc_script.foreign_images(known, other, picture=picture)
   assert tuple(made) == auroc_script.KINDS
   assert made['other classes'] is other
   np.testing.assert_array_equal(made['inverted'].astype(int), 255 - known.astype(int))
@@ -41,6 +42,13 @@ def test_the_foreign_images_are_made_as_documented():
         assert made['blocky'][i, r, c, 0] == known[i, r - r % 4, c - c % 4, 0]
   assert made['noise'].shape == known.shape and made['noise'].dtype == np.uint8
   assert not np.array_equal(made['noise'], known)
+  # Photo crops: a uniform picture gives its own grey; each crop is of the picture.
+  grey = auroc_script.photo_crops(np.full([300, 280, 3], 77, np.uint8), 4, (28, 28, 1))
+  assert grey.shape == (4, 28, 28, 1) and (grey == 77).all()
+  assert made['photo crops'].shape == known.shape
+  np.testing.assert_array_equal(made['photo crops'],
+                                auroc_script.photo_crops(picture, 3, (28, 28, 1)))
+  assert made['photo crops'].std() > 0
 
 
 @pytest.fixture(scope='module')
@@ -77,8 +85,10 @@ def test_the_numbers_are_the_exports_scores_counted(mismatched_run, tmp_path):
   known = api.predict(export_dir, data.test_images).scores
   assert measured['known_images'] == len(known) == 20  # 4 test images of each of 5 classes.
   thresholds = np.array([entry['thresholds'][n] for n in entry['names']])
-  for kind, images in auroc_script.foreign_images(data.test_images,
-                                                   data.foreign_test_images).items():
+  made = auroc_script.foreign_images(data.test_images, data.foreign_test_images,
+                                     picture=auroc_script.photo())
+  assert list(measured['kinds']) == list(made)
+  for kind, images in made.items():
     scores = api.predict(export_dir, images).scores
     for i, name in enumerate(entry['names']):
       # The export's graph against the script's in-memory critic: float32 sums in another
@@ -87,5 +97,8 @@ def test_the_numbers_are_the_exports_scores_counted(mismatched_run, tmp_path):
           _brute_auroc(known[:, i], scores[:, i]), abs=1e-9), (kind, name)
       assert measured['kinds'][kind]['rejected'][name] == pytest.approx(
           np.mean(scores[:, i] > thresholds[i]), abs=1e-9), (kind, name)
+  for name in entry['names']:
+    mean = np.mean([measured['kinds'][k]['auroc'][name] for k in made])
+    assert f'{mean:.3f}' in result.stdout.split('| mean AUROC of the kinds |')[1].split('\n')[0]
   assert measured['known_rejected'] == pytest.approx(
       dict(zip(entry['names'], (known > thresholds).mean(axis=0))), abs=1e-9)

@@ -291,7 +291,7 @@ def test_the_metadata_states_the_scores_and_their_thresholds(exported):
   assert entry['names'] == ['softmax', 'entropy', 'fake', 'critic']  # K+1 (ssl.gin's).
   assert (entry['fitted_on'], entry['images']) == (
       ('labeled', 12) if name == 'folder64' else ('validation', 20))
-  assert set(entry['thresholds']) == set(entry['names']) and entry['default'] == 'softmax'
+  assert set(entry['thresholds']) == set(entry['names']) and entry['default'] == 'critic'
   model = onnx.load(os.path.join(directories['onnx'], 'model.onnx'))
   props = {p.key: json.loads(p.value) for p in model.metadata_props}
   assert props['foreign_score'] == entry

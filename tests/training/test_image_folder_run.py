@@ -148,12 +148,14 @@ def test_bin_predict_equals_the_saved_model(folder_run, new_images, tmp_path):
   expected = _direct(export_dir, paths)
   lines = result.stdout.strip().splitlines()
   assert len(lines) == 3
+  with open(output, newline='') as f:
+    scores = {row['path']: row['score_critic'] for row in csv.DictReader(f)}
   for line, path, (name, probabilities) in zip(lines, paths, expected):
     shown_path, shown_name, shown_probability, shown_score = line.split('\t')
     assert (shown_path, shown_name) == (path, name)
     assert float(shown_probability) == pytest.approx(probabilities.max(), abs=5e-5)
-    # The default "none of these classes" score: 1 − the largest probability.
-    assert float(shown_score) == pytest.approx(1 - probabilities.max(), abs=5e-5)
+    # The default "none of these classes" score, the critic's (of the CSV's every score).
+    assert float(shown_score) == pytest.approx(float(scores[path]), rel=1e-3, abs=1e-4)
   with open(output, newline='') as f:
     rows = list(csv.reader(f))
   assert rows[0][:7] == ['path', 'class_name', 'probability', 'dark', 'light', 'score',

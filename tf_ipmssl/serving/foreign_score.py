@@ -29,9 +29,6 @@ from tf_ipmssl import errors
 
 SOFTMAX, ENTROPY, FAKE, CRITIC = 'softmax', 'entropy', 'fake', 'critic'
 NAMES = (SOFTMAX, ENTROPY, FAKE, CRITIC)
-# The score bin/predict applies unless told another: the one that measured best
-# (docs/foreign_score.md).
-DEFAULT = SOFTMAX
 PASS_SHARE = 0.95
 METADATA_KEY = 'foreign_score'
 
@@ -44,6 +41,13 @@ def names_for(formulation: Optional[str]) -> Tuple[str, ...]:
   if formulation == 'plain':
     return (SOFTMAX, ENTROPY, CRITIC)
   return NAMES
+
+
+def default_for(formulation: Optional[str]) -> str:
+  """The score an export of a `formulation` critic applies unless told another: the one
+  that measured best for such critics (docs/foreign_score.md): `critic` where the run has it
+  (K+1 and plain), else `entropy` (a supervised run)."""
+  return CRITIC if CRITIC in names_for(formulation) else ENTROPY
 
 
 def threshold(scores, pass_share: float = PASS_SHARE) -> float:
@@ -66,7 +70,7 @@ def describe(formulation: Optional[str], scores: np.ndarray, fitted_on: str,
   if scores.ndim != 2 or scores.shape[1] != len(names):
     raise ValueError(f'scores of shape {scores.shape}; expected [N, {len(names)}]')
   return {
-      'names': list(names), 'default': DEFAULT, 'formulation': formulation,
+      'names': list(names), 'default': default_for(formulation), 'formulation': formulation,
       'thresholds': {name: threshold(scores[:, i], pass_share)
                      for i, name in enumerate(names)},
       'fitted_on': fitted_on, 'images': int(len(scores)), 'pass_share': pass_share,
