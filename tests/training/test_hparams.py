@@ -116,3 +116,6 @@ def test_tensorboard_lists_the_runs_with_their_values(sweep_root):
     assert values['ssl.critic_iterations'] == 2 and 'ssl.ipm_rampup_updates' not in values
     assert metrics['test_error'] == pytest.approx(trained['best']['test_error'])
     assert metrics['steps'] == trained['step']
+  # The balanced error: metrics.json's at the best step.
+  assert sessions['cell/seed_0/hparams'][1]['test_balanced_error'] == pytest.approx(
+      trained['best']['test_balanced_error'])

@@ -106,6 +106,8 @@ HPARAMS = (
 # The metrics: scalar tags of the session's events, with what each one is.
 METRICS = (
     ('test_error', 'test error (%) at the best validation step: the number to report'),
+    ('test_balanced_error', 'the mean of the classes\' test errors (%) at the best validation '
+     'step (docs/algorithm.md#per-class-results)'),
     ('validation_error', 'best validation error (%)'),
     ('final_test_error', 'test error (%) at the last step'),
     ('labeled_error', 'error (%) on the labeled training images at the best step'),
@@ -195,6 +197,9 @@ def metrics_of(metrics: dict) -> dict:
   best, last = metrics.get('best') or {}, metrics.get('final') or {}
   return {
       'test_error': best.get('test_error', last.get('test_error')),
+      'test_balanced_error': (best.get('test_balanced_error')
+                              if best.get('test_error') is not None
+                              else last.get('test_balanced_error')),
       'validation_error': best.get('validation_error'),
       'final_test_error': last.get('test_error'),
       'labeled_error': best.get('labeled_error', last.get('labeled_error')),
