@@ -361,15 +361,15 @@ def train(model_dir: PathLike, gin_files: Union[PathLike, Sequence[PathLike]] = 
   return TrainResult.of(model_dir, metrics)
 
 
-def load(model_dir: PathLike, checkpoint: str = 'best',
+def load(model_dir: PathLike, checkpoint: str = run_lib.REPORTED,
          weights: str = 'evaluated') -> LoadedRun:
   """The run in model_dir with the critic of one checkpoint restored, as bin/evaluate and
   bin/export restore it.
 
   Args:
     model_dir: a run directory written by `train` (or bin/train).
-    checkpoint: 'best' (the best validation step's, the classifier the run reports and
-      exports) or 'latest'.
+    checkpoint: 'reported' (the one the run reports and exports: best where it has a
+      validation split, else latest), 'best' (the best validation step's) or 'latest'.
     weights: 'evaluated' (the critic the run evaluates: its weight average under
       train.critic_ema_decay) or 'trained' (the critic itself; latest checkpoint only when
       the run keeps a weight average).
@@ -381,7 +381,8 @@ def load(model_dir: PathLike, checkpoint: str = 'best',
   return LoadedRun(model_dir, run, critic, path)
 
 
-def evaluate(model_dir: PathLike, checkpoint: str = 'best', weights: str = 'evaluated',
+def evaluate(model_dir: PathLike, checkpoint: str = run_lib.REPORTED,
+             weights: str = 'evaluated',
              export_dir: Optional[PathLike] = None, split: str = 'test',
              batch_size: int = 256) -> Evaluation:
   """The classification error of a run's checkpoint, or of an exported classifier, on a
@@ -415,7 +416,7 @@ def _evaluate_export(model_dir, export_dir, split, batch_size):
 
 
 def export(model_dir: PathLike, export_dir: Optional[PathLike] = None,
-           checkpoint: str = 'best',
+           checkpoint: str = run_lib.REPORTED,
            formats: Union[str, Sequence[str]] = formats_lib.DEFAULT_FORMATS
            ) -> ExportedClassifier:
   """Exports the classifier (Φ + S) of a run's checkpoint, taking uint8 images, in each of
@@ -428,7 +429,7 @@ def export(model_dir: PathLike, export_dir: Optional[PathLike] = None,
       The other formats go beside it, to EXPORT_DIR_onnx, EXPORT_DIR_litert and
       EXPORT_DIR_litert_int8 (formats.py). Only an earlier export is ever replaced
       (export.check_export_dir).
-    checkpoint: 'best' or 'latest' (see `load`).
+    checkpoint: 'reported' (the run's own choice), 'best' or 'latest' (see `load`).
     formats: 'saved_model', 'onnx', 'litert', 'litert_int8' (int8 weights): a name, a comma
       list or a sequence.
 
@@ -440,6 +441,8 @@ def export(model_dir: PathLike, export_dir: Optional[PathLike] = None,
   names = formats_lib.parse(formats)
   formats_lib.check_available(names)
   model_dir = os.fspath(model_dir)
+  if checkpoint == run_lib.REPORTED and not export_dir:
+    checkpoint = run_lib.reported_checkpoint(model_dir)  # Names the default directory.
   base = os.fspath(export_dir) if export_dir else os.path.join(model_dir,
                                                                f'export_{checkpoint}')
   directories = {name: formats_lib.directory(base, name) for name in names}

@@ -5,6 +5,7 @@ imported."""
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -248,3 +249,28 @@ def test_export_serves_without_tf_ipmssl(folder_run, new_images, tmp_path):
   (expected_name, expected), = _direct(export_dir, paths[1:2])
   assert name == expected_name
   np.testing.assert_allclose([float(p) for p in probabilities], expected, rtol=1e-6)
+
+
+def test_export_and_evaluate_default_to_the_checkpoint_the_run_reports(folder_run, tmp_path):
+  """A run without a validation split keeps no best checkpoint: bin/export and bin/evaluate
+  take its latest, the one it reported and exported; asking for best names the flag that
+  works, in one line."""
+  _, model_dir, _ = folder_run
+  copy = str(tmp_path / 'model')
+  shutil.copytree(model_dir, copy)
+  result = runs.run_program('export', f'--model_dir={copy}', '--format=saved_model')
+  assert result.returncode == 0, result.stderr
+  latest = tf.train.latest_checkpoint(os.path.join(copy, 'checkpoints'))
+  assert result.stdout.splitlines() == [
+      f'Exported the classifier of {latest} as saved_model to {copy}/export_latest']
+  result = runs.run_program('evaluate', f'--model_dir={copy}')
+  assert result.returncode == 0, result.stderr
+  with open(os.path.join(copy, 'metrics.json')) as f:
+    final = json.load(f)['final']
+  assert json.loads(result.stdout)['error'] == final['test_error']
+  result = runs.run_program('export', f'--model_dir={copy}', '--checkpoint=best')
+  assert result.returncode != 0 and 'Traceback' not in result.stderr
+  assert result.stderr.strip().splitlines()[-1].endswith(
+      '(a run without a validation split keeps none); use --checkpoint=latest '
+      "(checkpoint='latest'), or leave it out for the one the run reports")
+  assert not os.path.exists(os.path.join(copy, 'export_best'))

@@ -38,6 +38,15 @@ from tf_ipmssl.training import run_config as run_config_lib
 from tf_ipmssl.training import weight_averaging
 
 CHECKPOINTS = ('latest', 'best')
+# The checkpoint a run reports and exports: best where it has one, latest where it has none
+# (a run without a validation split). The default of bin/evaluate, bin/export and the API.
+REPORTED = 'reported'
+
+
+def reported_checkpoint(model_dir) -> str:
+  """'best' where model_dir's best/ holds a checkpoint, else 'latest' (REPORTED)."""
+  best = tf.train.latest_checkpoint(os.path.join(model_dir, run_files.BEST_CHECKPOINT_DIR))
+  return 'best' if best else 'latest'
 # The counters' names in training checkpoints (a file format), where RunState names them
 # otherwise.
 _CHECKPOINT_NAMES = {'critic_updates': 'critic_iteration'}
@@ -237,12 +246,20 @@ class Run:
     fault_injection.watch_checkpoint_manager(self.best_manager)
 
   def checkpoint_path(self, which='latest'):
-    """The newest checkpoint of checkpoints/ ('latest') or best/ ('best')."""
-    errors.check_choice(which, CHECKPOINTS, 'checkpoint')
+    """The newest checkpoint of checkpoints/ ('latest') or best/ ('best'); REPORTED: of
+    best/ where it holds one, else of checkpoints/."""
+    if which == REPORTED:
+      which = 'best' if self.best_manager.latest_checkpoint else 'latest'
+    errors.check_choice(which, CHECKPOINTS + (REPORTED,), 'checkpoint')
     manager = self.manager if which == 'latest' else self.best_manager
     if manager.latest_checkpoint is None:
-      raise errors.UserError(f'no {which} checkpoint in {manager.directory}; train first '
-                             '(bin/train) or pick the other checkpoint')
+      other = 'latest' if which == 'best' else 'best'
+      other_there = (self.manager if other == 'latest' else self.best_manager).latest_checkpoint
+      why = (' (a run without a validation split keeps none)' if which == 'best' else '')
+      raise errors.UserError(
+          f'no {which} checkpoint in {manager.directory}{why}; '
+          + (f'use --checkpoint={other} (checkpoint={other!r}), or leave it out for the one '
+             'the run reports' if other_there else 'train first (bin/train)'))
     return manager.latest_checkpoint
 
   def restore_to_train(self, path):
@@ -273,6 +290,8 @@ class Run:
     Returns (critic, checkpoint path).
     """
     errors.check_choice(weights, WEIGHTS, 'weights')
+    if which == REPORTED:
+      which = 'best' if self.best_manager.latest_checkpoint else 'latest'
     if weights == 'trained' and which == 'best' and self.averaged_critic is not None:
       raise errors.UserError('the trained (not averaged) critic is kept only in the latest '
                              'checkpoint of a run with train.critic_ema_decay; use '
