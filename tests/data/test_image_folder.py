@@ -324,3 +324,56 @@ def test_one_file_in_two_folders_through_a_link(tmp_path):
   os.symlink('../zebra/1.png', tmp_path / 'labeled' / 'moth' / 'z.png')
   refused(tmp_path, f'{tmp_path / "labeled" / "zebra" / "1.png"} is the same file as '
           f'{tmp_path / "labeled" / "moth" / "z.png"}')
+
+
+def _pillow(data):
+  return Image.open(io.BytesIO(data))
+
+
+@pytest.mark.parametrize('mode,subsampling', [('RGB', 0), ('RGB', 2), ('L', 0)])
+def test_jpeg_pixels_are_pillows(mode, subsampling):
+  """One decoding everywhere (image_folder.decode, which training and bin/predict use): a
+  JPEG's pixels equal Pillow's (libjpeg's accurate IDCT), where TensorFlow's default fast IDCT
+  differs in about a third of them."""
+  rng = np.random.default_rng(subsampling)
+  smooth = tf.image.resize(rng.integers(0, 256, [10, 12, 3]).astype(np.float32), [80, 96])
+  image = np.clip(smooth.numpy(), 0, 255).astype(np.uint8)
+  if mode == 'L':
+    image = image[..., 0]
+  buffer = io.BytesIO()
+  Image.fromarray(image, mode).save(buffer, 'JPEG', quality=85, subsampling=subsampling)
+  data = buffer.getvalue()
+  ours = image_folder.decode(tf.constant(data)).numpy()
+  pillow = np.asarray(_pillow(data))
+  np.testing.assert_array_equal(ours.reshape(pillow.shape), pillow)
+  assert ours.shape[-1] == (3 if mode == 'RGB' else 1)
+  fast = tf.io.decode_jpeg(data).numpy().reshape(pillow.shape)
+  assert (fast != pillow).mean() > 0.1  # The rule is not TensorFlow's default.
+
+
+def test_the_documented_rule_for_16_bit_palette_gif_and_alpha():
+  """image_folder.DECODING_RULE, checked: a 16-bit PNG by its high byte, a palette PNG
+  expanded to its colours, a GIF's first frame in RGB, alpha dropped (not composited), and
+  colour to grayscale by the stated weights, rounded."""
+  sixteen = np.array([[0, 255, 256, 257, 32767, 65535]], np.uint16)[..., None]
+  decoded = image_folder.decode(tf.io.encode_png(sixteen)).numpy()
+  np.testing.assert_array_equal(decoded[..., 0], sixteen[..., 0] >> 8)
+  rng = np.random.default_rng(0)
+  indices = rng.integers(0, 4, [6, 5], dtype=np.uint8)
+  palette = [10, 20, 30, 200, 100, 0, 0, 0, 255, 90, 90, 90]
+  picture = Image.fromarray(indices, 'P')
+  picture.putpalette(palette + [0] * (768 - len(palette)))
+  colours = np.array(palette, np.uint8).reshape(4, 3)
+  for fmt in ('PNG', 'GIF'):
+    buffer = io.BytesIO()
+    picture.save(buffer, fmt)
+    decoded = image_folder.decode(tf.constant(buffer.getvalue())).numpy()
+    np.testing.assert_array_equal(decoded[..., :3], colours[indices], err_msg=fmt)
+  rgba = np.concatenate([colours[indices], np.full([6, 5, 1], 7, np.uint8)], axis=-1)
+  decoded = image_folder.to_channels(image_folder.decode(tf.io.encode_png(rgba)), 3).numpy()
+  np.testing.assert_array_equal(decoded, colours[indices])  # Alpha 7 dropped, not blended.
+  grey = image_folder.to_channels(tf.constant(colours[indices]), 1).numpy()[..., 0]
+  weights = np.array([0.2989, 0.5870, 0.1140])
+  expected = np.floor(colours[indices] @ weights + 0.5)
+  np.testing.assert_allclose(grey, expected, atol=1)  # float32 rounding at .5 boundaries.
+  assert 'v >> 8' in image_folder.DECODING_RULE and '0.2989 R' in image_folder.DECODING_RULE

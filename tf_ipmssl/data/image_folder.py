@@ -8,9 +8,10 @@ Layout of `build_ssl_data.data_dir`:
   validation/<class name>/*  optional: labeled images held out for model selection
   test/<class name>/*        optional: labeled images for the reported test error
 
-Images are PNG, JPEG, BMP, GIF or WebP files, the formats TensorFlow decodes
-(`tf.io.decode_image`): the first frame of an animated GIF; an animated WebP is refused, as
-TensorFlow's decoder cannot read one safely. Inside a class folder they may lie at any depth.
+Images are PNG, JPEG, BMP, GIF or WebP files, the formats TensorFlow decodes, each by one
+rule (`decode`, DECODING_RULE): JPEGs with the accurate integer IDCT, so that Pillow and
+libjpeg users get the same pixels; the first frame of an animated GIF; an animated WebP is
+refused, as TensorFlow's decoder cannot read one safely. Inside a class folder they may lie at any depth.
 Hidden files and folders (names starting with '.') are skipped; any other file must be a
 readable image. The validation and test folders may hold fewer classes than labeled/, not
 others.
@@ -120,15 +121,33 @@ def is_animated_webp(contents):
 
 
 def decode(contents):
-  """An image file's bytes -> uint8 [H, W, c] in its own channel count (first GIF frame).
+  """An image file's bytes -> uint8 [H, W, c] in its own channel count: the one decoding of
+  every path that reads image files (training, bin/predict, the API), by DECODING_RULE.
 
-  An animated WebP fails (InvalidArgumentError, ANIMATED_WEBP) before TensorFlow's decoder
-  sees it: that decoder writes past its buffer on one whose frames lack alpha, which can
-  kill the process.
+  A JPEG is decoded with the accurate integer IDCT (libjpeg's JDCT_ISLOW, Pillow's and
+  libjpeg's default), whose pixels Pillow and C/C++ libjpeg users reproduce exactly, not
+  TensorFlow's default fast IDCT (a third of the values a level or more off, up to 7). An
+  animated WebP fails (InvalidArgumentError, ANIMATED_WEBP) before TensorFlow's decoder sees
+  it: that decoder writes past its buffer on one whose frames lack alpha, which can kill the
+  process.
   """
   still = tf.debugging.Assert(tf.logical_not(is_animated_webp(contents)), [ANIMATED_WEBP])
   with tf.control_dependencies([still]):
-    return tf.io.decode_image(contents, dtype=tf.uint8, expand_animations=False)
+    return tf.cond(
+        tf.io.is_jpeg(contents),
+        lambda: tf.io.decode_jpeg(contents, dct_method='INTEGER_ACCURATE'),
+        lambda: tf.io.decode_image(contents, dtype=tf.uint8, expand_animations=False))
+
+
+# What `decode` and `to_channels` make of a file, for a user who feeds an export without
+# this library (docs/serving.md#decoding-image-files).
+DECODING_RULE = (
+    'JPEG: accurate integer IDCT (Pillow and libjpeg defaults), RGB or grayscale as stored; '
+    'PNG: 8-bit as stored, 16-bit by its high byte (v >> 8), palette expanded to RGB(A); '
+    'GIF: the first frame, RGB; BMP and WebP (still) as stored; alpha dropped, never '
+    'composited; then grayscale repeated into 3 channels or colour to grayscale by '
+    'Y = 0.2989 R + 0.5870 G + 0.1140 B (tf.image.rgb_to_grayscale), rounded, as the model '
+    'takes')
 
 
 def is_image_name(name):
