@@ -372,8 +372,11 @@ def test_the_documented_rule_for_16_bit_palette_gif_and_alpha():
   rgba = np.concatenate([colours[indices], np.full([6, 5, 1], 7, np.uint8)], axis=-1)
   decoded = image_folder.to_channels(image_folder.decode(tf.io.encode_png(rgba)), 3).numpy()
   np.testing.assert_array_equal(decoded, colours[indices])  # Alpha 7 dropped, not blended.
-  grey = image_folder.to_channels(tf.constant(colours[indices]), 1).numpy()[..., 0]
-  weights = np.array([0.2989, 0.5870, 0.1140])
-  expected = np.floor(colours[indices] @ weights + 0.5)
-  np.testing.assert_allclose(grey, expected, atol=1)  # float32 rounding at .5 boundaries.
-  assert 'v >> 8' in image_folder.DECODING_RULE and '0.2989 R' in image_folder.DECODING_RULE
+  # Grayscale by docs/serving.md's float32 formula, on every value a channel can take.
+  rgb = rng.integers(0, 256, [20000, 3], dtype=np.uint8)
+  grey = image_folder.to_channels(tf.constant(rgb[None]), 1).numpy()[0, :, 0]
+  weights = np.array([0.2989, 0.5870, 0.1140], np.float32)
+  expected = np.floor((rgb.astype(np.float32) * np.float32(1 / 255)) @ weights
+                      * np.float32(255.5))
+  np.testing.assert_array_equal(grey, expected.astype(np.uint8))
+  assert 'v >> 8' in image_folder.DECODING_RULE and '0.2989 r' in image_folder.DECODING_RULE

@@ -146,8 +146,8 @@ DECODING_RULE = (
     'PNG: 8-bit as stored, 16-bit by its high byte (v >> 8), palette expanded to RGB(A); '
     'GIF: the first frame, RGB; BMP and WebP (still) as stored; alpha dropped, never '
     'composited; then grayscale repeated into 3 channels or colour to grayscale by '
-    'Y = 0.2989 R + 0.5870 G + 0.1140 B (tf.image.rgb_to_grayscale), rounded, as the model '
-    'takes')
+    'floor(255.5 * (0.2989 r + 0.5870 g + 0.1140 b)) with r = R / 255 etc. in float32 '
+    '(tf.image.rgb_to_grayscale), as the model takes')
 
 
 def is_image_name(name):
