@@ -295,3 +295,56 @@ def test_the_metadata_states_the_scores_and_their_thresholds(exported):
   model = onnx.load(os.path.join(directories['onnx'], 'model.onnx'))
   props = {p.key: json.loads(p.value) for p in model.metadata_props}
   assert props['foreign_score'] == entry
+
+
+_NO_TENSORFLOW_SCRIPT = """
+import importlib.abc, json, sys
+class Blocked(importlib.abc.MetaPathFinder):
+  def find_spec(self, name, path, target=None):
+    if name.split('.')[0] in ('tensorflow', 'keras', 'tensorflow_datasets', 'tensorboard'):
+      raise ImportError(name + ' is not installed here')
+sys.meta_path.insert(0, Blocked())
+import numpy as np
+from tf_ipmssl.serving import pillow_images, runtimes
+export_dirs, paths = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+answers = {}
+for name, export_dir in export_dirs.items():
+  classifier = runtimes.open_classifier(export_dir)
+  images = np.stack([pillow_images.read_image(p, classifier.input_shape[-1]) for p in paths])
+  out = classifier(images)
+  answers[name] = {'class_names': [classifier.class_names[l] for l in out['labels']],
+                   'scores': out['scores'].tolist()}
+print(json.dumps(answers))
+"""
+
+
+def test_served_from_files_with_tensorflow_and_keras_unimportable(exported, tmp_path):
+  """The serving install (numpy, pillow, onnxruntime, ai-edge-litert): image files decoded by
+  pillow_images and labelled by class name from the ONNX and LiteRT exports alone, in a
+  process where importing TensorFlow or Keras fails; the answers are bin/predict's (the
+  SavedModel, files decoded by TensorFlow)."""
+  name, directories, batches = exported
+  images = batches['native'][:8]
+  paths = []
+  for i, image in enumerate(images):
+    path = str(tmp_path / f'{i}.{"jpg" if i % 2 else "png"}')
+    tf.io.write_file(path, tf.io.encode_jpeg(image, quality=90) if i % 2
+                     else tf.io.encode_png(image))
+    paths.append(path)
+  result = subprocess.run(
+      [sys.executable, '-c', _NO_TENSORFLOW_SCRIPT,
+       json.dumps({f: directories[f] for f in ('onnx', 'litert')}), json.dumps(paths)],
+      capture_output=True, text=True, env=runs.environment(), timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  answers = json.loads(result.stdout.strip().splitlines()[-1])
+  from tf_ipmssl import api  # pylint: disable=g-import-not-at-top
+  expected = api.predict(directories['saved_model'], paths)
+  assert expected.paths == tuple(paths)
+  for fmt in ('onnx', 'litert'):
+    np.testing.assert_allclose(answers[fmt]['scores'], expected.scores, rtol=0,
+                               atol=1e-4 * max(1.0, float(np.abs(expected.scores).max())))
+    top_two = np.sort(expected.probabilities, axis=-1)[:, -2:]
+    clear = top_two[:, 1] - top_two[:, 0] > 1e-4
+    assert clear.any()
+    assert [n for n, c in zip(answers[fmt]['class_names'], clear) if c] == [
+        n for n, c in zip(expected.label_names, clear) if c], fmt
