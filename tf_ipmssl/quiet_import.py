@@ -85,3 +85,22 @@ def drop_startup_lines():
     return
   if not any(isinstance(finder, _QuietTensorFlowFinder) for finder in sys.meta_path):
     sys.meta_path.insert(0, _QuietTensorFlowFinder())
+
+
+@contextlib.contextmanager
+def decoder_lines_dropped():
+  """File descriptor 2 goes to a temporary file inside, and what was written there is
+  dropped: for decoding image files, whose C libraries (libjpeg, libpng) and TensorFlow's
+  decoders write their own lines ('Premature end of JPEG data', 'Input file read error')
+  about a damaged file that the caller reports anyway, with its name, in one line. Python
+  writes a traceback after the block, to the real stderr."""
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile() as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      yield
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)

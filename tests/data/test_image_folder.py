@@ -380,3 +380,20 @@ def test_the_documented_rule_for_16_bit_palette_gif_and_alpha():
                       * np.float32(255.5))
   np.testing.assert_array_equal(grey, expected.astype(np.uint8))
   assert 'v >> 8' in image_folder.DECODING_RULE and '0.2989 r' in image_folder.DECODING_RULE
+
+
+def _damaged_jpeg():
+  """A JPEG cut in half: libjpeg and TensorFlow's decoder write their own lines about it."""
+  image = np.random.default_rng(0).integers(0, 256, [28, 28, 1], dtype=np.uint8)
+  data = tf.io.encode_jpeg(image).numpy()
+  return data[:len(data) // 2]
+
+
+def test_a_damaged_jpeg_is_named_without_the_decoders_lines(tmp_path, capfd):
+  make_folder(tmp_path)
+  (tmp_path / 'unlabeled' / 'half.jpg').write_bytes(_damaged_jpeg())
+  capfd.readouterr()
+  refused(tmp_path, f'{tmp_path / "unlabeled" / "half.jpg"} is not a readable PNG, JPEG, BMP, '
+          'GIF or WebP image')
+  err = capfd.readouterr().err
+  assert 'Premature end of JPEG' not in err and 'Input file read error' not in err, err

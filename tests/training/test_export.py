@@ -229,3 +229,20 @@ def test_the_served_computation_waits_for_the_shape_asserts(resize):
     assert any(op.type == 'EnsureShape' for op in readers)
   for op in readers:
     assert set(asserts) <= ancestors(op), op.name
+
+
+def test_bin_predict_names_a_damaged_jpeg_without_the_decoders_lines(exported_run, tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  _, model_dir = exported_run
+  image = np.random.default_rng(0).integers(0, 256, [28, 28, 1], dtype=np.uint8)
+  data = tf.io.encode_jpeg(image).numpy()
+  (tmp_path / 'half.jpg').write_bytes(data[:len(data) // 2])
+  (tmp_path / 'whole.jpg').write_bytes(data)
+  result = runs.run_program('predict', f'--export_dir={os.path.join(model_dir, "export")}',
+                            str(tmp_path))
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.startswith(f'{tmp_path / "whole.jpg"}\t')
+  lines = [l for l in result.stderr.splitlines() if l.strip()]
+  assert lines[0].startswith('score: ')
+  assert lines[1].startswith(f'skipped {tmp_path / "half.jpg"}: not a readable PNG, JPEG')
+  assert lines[2:] == ['1 of 2 file(s) skipped (see above)'], result.stderr

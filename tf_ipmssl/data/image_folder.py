@@ -52,6 +52,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import quiet_import
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import pipelines
 
@@ -382,8 +383,9 @@ def _decode_all(files, size):
   dataset = (tf.data.Dataset.from_tensor_slices((tf.range(count, dtype=tf.int64), files))
              .map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
              .ignore_errors().batch(1024))
-  for index, batch, native in dataset.as_numpy_iterator():
-    present[index], images[index], channels[index] = True, batch, native
+  with quiet_import.decoder_lines_dropped():  # A damaged file is named by the caller.
+    for index, batch, native in dataset.as_numpy_iterator():
+      present[index], images[index], channels[index] = True, batch, native
   return present, images, channels
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
+from tf_ipmssl import quiet_import
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.serving import export
 from tf_ipmssl.serving import foreign_score
@@ -122,7 +123,8 @@ class Predictor:
     """One Prediction per file of `paths`, in their order."""
     for start in range(0, len(paths), CHUNK):
       chunk = paths[start:start + CHUNK]
-      loaded = [self._load(path) for path in chunk]
+      with quiet_import.decoder_lines_dropped():  # Each damaged file is named below.
+        loaded = [self._load(path) for path in chunk]
       probabilities, scores = [None] * len(chunk), [None] * len(chunk)
       by_shape = {}
       for i, image in enumerate(loaded):
