@@ -155,6 +155,11 @@ def test_gin_file_trains(name, data_dir, tmp_path):
                  "build_ssl_data.source = 'auto'", 'build_ssl_data.validation_size = 0']
   if add_constraint:
     bindings.append('ssl.constraints = [@Fisher()]')
+  classes = gin_queries.bound_value('build_ssl_data.classes')
+  if classes is not None:  # Class mismatch: labels a multiple of its classes, an unlabeled
+    # set the tiny dataset holds.
+    bindings += [f'build_ssl_data.num_labeled = {2 * len(classes)}',
+                 'build_ssl_data.unlabeled_size = 40']
   gin.clear_config()
   configurables.parse(files, bindings)
   config = configurables.run_config()
