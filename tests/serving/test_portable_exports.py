@@ -313,17 +313,26 @@ for name, export_dir in export_dirs.items():
   images = np.stack([pillow_images.read_image(p, classifier.input_shape[-1]) for p in paths])
   out = classifier(images)
   answers[name] = {'class_names': [classifier.class_names[l] for l in out['labels']],
-                   'scores': out['scores'].tolist()}
+                   'scores': out['scores'].tolist(), 'format': classifier.format}
 print(json.dumps(answers))
 """
 
 
 def test_served_from_files_with_tensorflow_and_keras_unimportable(exported, tmp_path):
   """The serving install (numpy, pillow, onnxruntime, ai-edge-litert): image files decoded by
-  pillow_images and labelled by class name from the ONNX and LiteRT exports alone, in a
-  process where importing TensorFlow or Keras fails; the answers are bin/predict's (the
-  SavedModel, files decoded by TensorFlow)."""
+  pillow_images and labelled by class name from the .onnx and .tflite files alone (copied
+  without the metadata file beside them: each describes itself), in a process where
+  importing TensorFlow or Keras fails; the answers are bin/predict's (the SavedModel, files
+  decoded by TensorFlow)."""
+  import shutil  # pylint: disable=g-import-not-at-top
   name, directories, batches = exported
+  alone = tmp_path / 'alone'
+  alone.mkdir()
+  models = {'onnx': str(alone / 'model.onnx'), 'litert': str(alone / 'float.tflite'),
+            'litert_int8': str(alone / 'int8.tflite')}
+  for fmt, path in models.items():
+    shutil.copy(os.path.join(directories[fmt], 'model.onnx' if fmt == 'onnx'
+                             else 'model.tflite'), path)
   images = batches['native'][:8]
   paths = []
   for i, image in enumerate(images):
@@ -332,8 +341,7 @@ def test_served_from_files_with_tensorflow_and_keras_unimportable(exported, tmp_
                      else tf.io.encode_png(image))
     paths.append(path)
   result = subprocess.run(
-      [sys.executable, '-c', _NO_TENSORFLOW_SCRIPT,
-       json.dumps({f: directories[f] for f in ('onnx', 'litert')}), json.dumps(paths)],
+      [sys.executable, '-c', _NO_TENSORFLOW_SCRIPT, json.dumps(models), json.dumps(paths)],
       capture_output=True, text=True, env=runs.environment(), timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   answers = json.loads(result.stdout.strip().splitlines()[-1])
@@ -341,6 +349,7 @@ def test_served_from_files_with_tensorflow_and_keras_unimportable(exported, tmp_
   expected = api.predict(directories['saved_model'], paths)
   assert expected.paths == tuple(paths)
   for fmt in ('onnx', 'litert'):
+    assert answers[fmt]['format'] == fmt
     np.testing.assert_allclose(answers[fmt]['scores'], expected.scores, rtol=0,
                                atol=1e-4 * max(1.0, float(np.abs(expected.scores).max())))
     top_two = np.sort(expected.probabilities, axis=-1)[:, -2:]
@@ -348,3 +357,19 @@ def test_served_from_files_with_tensorflow_and_keras_unimportable(exported, tmp_
     assert clear.any()
     assert [n for n, c in zip(answers[fmt]['class_names'], clear) if c] == [
         n for n, c in zip(expected.label_names, clear) if c], fmt
+
+  assert answers['litert_int8']['format'] == 'litert_int8'
+
+
+def test_the_tflite_file_carries_the_metadata_file(exported):
+  """The LiteRT files describe themselves: the metadata inside the flatbuffer (read with the
+  LiteRT package's schema, litert_metadata.py) is the metadata file's, but the list of files
+  written beside it."""
+  from tf_ipmssl.serving import litert_metadata  # pylint: disable=g-import-not-at-top
+  _, directories, _ = exported
+  for fmt in ('litert', 'litert_int8'):
+    with open(os.path.join(directories[fmt], 'tf_ipmssl_classifier.json')) as f:
+      beside = json.load(f)
+    inside = litert_metadata.read(os.path.join(directories[fmt], 'model.tflite'))
+    del beside['entries']
+    assert inside == beside and inside['format'] == fmt

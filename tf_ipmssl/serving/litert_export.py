@@ -8,24 +8,47 @@ probability 1) with TensorFlow 2.21 and Keras 3 variables, while the SavedModel 
 as TensorFlow does. The model has one signature, `serving_default`: uint8 `images` in,
 `probabilities`, `labels` and the scores `scores` (score_graph.py) out, the input transform
 and any resize rule inside. The class
-names, input size and resize rule are in the metadata file beside it (metadata.py), which the
-interpreter's users read as JSON.
+names, input size and resize rule, the scores and everything else of the metadata file beside
+it (metadata.py) are also inside the flatbuffer, as the model's metadata entry METADATA_NAME
+(a JSON buffer, litert_metadata.py reads it with the LiteRT package alone), so that the
+.tflite file describes itself.
 
 Quantized (`litert_int8`): the converter's dynamic-range quantization stores the weights as
 int8 (a quarter of the size) and computes with float activations; labels mostly agree with
 the float model's, probabilities less closely. Written by export.write_export's rules.
 """
+import json
 import tempfile
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl.serving import export
 from tf_ipmssl.serving import formats
+from tf_ipmssl.serving import litert_metadata
 from tf_ipmssl.serving import metadata as metadata_lib
 from tf_ipmssl.serving import portable_graph
 
 MODEL_FILE = formats.FORMATS[formats.LITERT].model_file
+METADATA_NAME = litert_metadata.METADATA_NAME
+
+
+def with_metadata(model: bytes, metadata: dict) -> bytes:
+  """The flatbuffer `model` with `metadata` (JSON) as its metadata entry METADATA_NAME
+  (replacing one of that name): a buffer of its bytes, named in the model's metadata list,
+  which the interpreter ignores and litert_metadata.read returns."""
+  from tensorflow.lite.tools import flatbuffer_utils  # pylint: disable=g-import-not-at-top
+  from tensorflow.lite.python import schema_py_generated as schema  # pylint: disable=g-import-not-at-top
+  tree = flatbuffer_utils.convert_bytearray_to_object(bytearray(model))
+  data = schema.BufferT()
+  data.data = np.frombuffer(json.dumps(metadata, sort_keys=True).encode('utf-8'), np.uint8)
+  tree.buffers.append(data)
+  entry = schema.MetadataT()
+  entry.name, entry.buffer = METADATA_NAME, len(tree.buffers) - 1
+  tree.metadata = [m for m in (tree.metadata or [])
+                   if m.name not in (METADATA_NAME, METADATA_NAME.encode())] + [entry]
+  return flatbuffer_utils.convert_object_to_bytearray(tree)
 
 
 def convert(critic, image_shape, resize, quantize=False, scoring=None):
@@ -57,7 +80,7 @@ def export_litert(critic, image_shape, export_dir, num_classes, dataset='', clas
       signature=export.SIGNATURE_KEY,
       quantization='dynamic range (int8 weights)' if quantize else None)
   export.check_export_dir(export_dir)  # Before the (long) conversion.
-  model = convert(critic, image_shape, resize, quantize, scoring)
+  model = with_metadata(convert(critic, image_shape, resize, quantize, scoring), metadata)
 
   def write(tmp_dir):
     with tf.io.gfile.GFile(f'{tmp_dir}/{MODEL_FILE}', 'wb') as f:

@@ -1,7 +1,9 @@
 """An exported classifier of any format, served by its own runtime.
 
 `open_classifier(export_dir)` recognizes the format by the model file and metadata in the
-directory (formats.py) and serves it: a SavedModel with TensorFlow (imported only then), an
+directory (formats.py) and serves it; given an ONNX or LiteRT model file itself (model.onnx,
+model.tflite), it reads the description the file carries (ONNX's metadata_props, LiteRT's
+embedded metadata: litert_metadata.py), so that the file alone serves: a SavedModel with TensorFlow (imported only then), an
 ONNX model with onnxruntime, a LiteRT model with ai-edge-litert's interpreter. ONNX and LiteRT
 exports are served without importing TensorFlow, so that a machine or process that has only
 the runtime can classify. Every format answers the same call on uint8 images [N, H, W, C]:
@@ -10,6 +12,7 @@ of these classes" scores, where the export has them: foreign_score.py), with the
 one line (the ONNX and LiteRT graphs hold no asserts) and an empty batch answered without
 running the model.
 """
+import json
 import os
 
 import numpy as np
@@ -54,6 +57,32 @@ def _litert(export_dir, model_file, keys):
   return run
 
 
+def _format_of_file(model_path):
+  """The format of a model file, by its suffix (a .tflite file's own metadata tells int8)."""
+  if model_path.endswith('.onnx'):
+    return formats.ONNX
+  if model_path.endswith('.tflite'):
+    return formats.LITERT
+  raise errors.UserError(
+      f'{model_path} is not a model file this library serves (a .onnx or .tflite file, or an '
+      'export directory)')
+
+
+def _embedded_metadata(fmt, model_path):
+  """The description inside an ONNX or LiteRT model file, or None."""
+  if fmt == formats.ONNX:
+    import onnxruntime  # pylint: disable=g-import-not-at-top  (the `onnx` extra)
+    options = onnxruntime.SessionOptions()
+    session = onnxruntime.InferenceSession(model_path, options,
+                                           providers=['CPUExecutionProvider'])
+    properties = session.get_modelmeta().custom_metadata_map
+    if 'class_names' not in properties:
+      return None
+    return {key: json.loads(value) for key, value in properties.items()}
+  from tf_ipmssl.serving import litert_metadata  # pylint: disable=g-import-not-at-top
+  return litert_metadata.read(model_path)
+
+
 class Classifier:
   """An export reloaded in its runtime (the module doc).
 
@@ -70,19 +99,28 @@ class Classifier:
 
   def __init__(self, export_dir):
     export_dir = os.fspath(export_dir)
+    model_path = None
+    if os.path.isfile(export_dir):  # A model file: it describes itself.
+      model_path, export_dir = export_dir, os.path.dirname(export_dir) or '.'
+      self.format = _format_of_file(model_path)
+      formats.check_available([self.format], serving=True)
+      self.metadata = _embedded_metadata(self.format, model_path)
+      if (self.metadata or {}).get('format') in formats.FORMATS:  # litert_int8 says so.
+        self.format = self.metadata['format']
+    else:
+      self.format = formats.of_directory(export_dir)
+      if not self.format:
+        raise errors.UserError(
+            f'{export_dir} holds no exported classifier (none of '
+            f'{", ".join(formats.MODEL_FILES)}); pass the export directory of bin/train or '
+            'bin/export')
+      self.metadata = metadata_lib.read(export_dir)
+      formats.check_available([self.format], serving=True)
     self.export_dir = export_dir
-    self.format = formats.of_directory(export_dir)
-    if not self.format:
-      raise errors.UserError(
-          f'{export_dir} holds no exported classifier (none of '
-          f'{", ".join(formats.MODEL_FILES)}); pass the export directory of bin/train or '
-          'bin/export')
-    self.metadata = metadata_lib.read(export_dir)
     if self.metadata is None:
       raise errors.UserError(
-          f'{export_dir} is not a tf_ipmssl classifier export (no '
+          f'{model_path or export_dir} is not a tf_ipmssl classifier export (no '
           f'{metadata_lib.METADATA_FILE}); export one with `bin/export --model_dir=RUN_DIR`')
-    formats.check_available([self.format], serving=True)
     self.image_shape = tuple(self.metadata['image_shape'])
     self.resize = self.metadata.get('resize')
     self.input_shape = ((None, None, self.image_shape[-1]) if self.resize
@@ -92,7 +130,8 @@ class Classifier:
     scoring = self.metadata.get(foreign_score.METADATA_KEY)
     self.score_names = tuple(scoring['names']) if scoring else ()
     keys = ('probabilities', 'labels') + (('scores',) if scoring else ())
-    model_file = formats.FORMATS[self.format].model_file
+    model_file = (os.path.basename(model_path) if model_path
+                  else formats.FORMATS[self.format].model_file)
     self._run = (_saved_model(export_dir, keys) if self.format == formats.SAVED_MODEL
                  else _onnx(export_dir, model_file, keys) if self.format == formats.ONNX
                  else _litert(export_dir, model_file, keys))
