@@ -304,3 +304,23 @@ def test_import_tf_ipmssl_does_not_import_tensorflow():
   assert tf_ipmssl.train is api.train and tf_ipmssl.predict is api.predict
   with pytest.raises(AttributeError):
     tf_ipmssl.no_such_function  # pylint: disable=pointless-statement
+
+
+def test_the_model_card_says_what_the_run_measured(trained, tmp_path):
+  """Beside every export, MODEL_CARD.md: the classes by label, the input, the data's counts,
+  the exported step's errors as metrics.json records them, and the commands."""
+  _, model_dir, result = trained
+  metrics = _metrics(model_dir)
+  with open(os.path.join(model_dir, 'dataset.json')) as f:
+    counts = json.load(f)['counts']
+  exported = api.export(model_dir, tmp_path / 'again', formats='saved_model')
+  for directory in (result.export_dir, exported.export_dir):
+    with open(os.path.join(directory, 'MODEL_CARD.md')) as f:
+      card = f.read()
+    assert '0 T-shirt/top, 1 Trouser,' in card and 'uint8 [N, 28, 28, 1]' in card
+    assert (f'- Test error: {metrics["best"]["test_error"]:.2f}% of {sum(counts["test"])} test '
+            f'images, at the best validation step {metrics["best"]["step"]} (validation error '
+            f'{metrics["best"]["validation_error"]:.2f}% of {sum(counts["validation"])} '
+            'images)') in card
+    assert f'labeled {sum(counts["labeled"])} (' in card and 'default critic' in card
+  assert '- Exported by: `' in card and '- Trained by: `' in card

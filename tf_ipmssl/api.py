@@ -35,6 +35,8 @@ import contextlib
 import csv
 import dataclasses
 import os
+import shlex
+import sys
 from typing import Optional, Sequence, Tuple, Union
 
 import keras
@@ -461,20 +463,34 @@ def _export(loaded, directories, names):
   scoring = score_graph.fit(loaded.critic, loaded.config.formulation, loaded.data())
   arguments = (dataset['num_classes'], dataset['name'], dataset['class_names'],
                dataset['resize'])
+  options = {'scoring': scoring, 'summary': _run_summary(loaded)}
   for name, directory in directories.items():
     if name == formats_lib.SAVED_MODEL:
       export_lib.export_classifier(loaded.critic, dataset['image_shape'], directory,
-                                   *arguments, scoring=scoring)
+                                   *arguments, **options)
     elif name == formats_lib.ONNX:
       from tf_ipmssl.serving import onnx_export  # pylint: disable=g-import-not-at-top
       onnx_export.export_onnx(loaded.critic, dataset['image_shape'], directory, *arguments,
-                              scoring=scoring)
+                              **options)
     else:
       from tf_ipmssl.serving import litert_export  # pylint: disable=g-import-not-at-top
       litert_export.export_litert(loaded.critic, dataset['image_shape'], directory,
                                   *arguments, quantize=name == formats_lib.LITERT_INT8,
-                                  scoring=scoring)
+                                  **options)
   return ExportedClassifier(directories[names[0]], loaded.checkpoint, directories)
+
+
+def _run_summary(loaded) -> dict:
+  """The model card's summary of a loaded run (serving/model_card.py)."""
+  versions = run_files.read_json(loaded.model_dir, run_files.VERSIONS_FILE) or {}
+  command = versions.get('command')
+  best_dir = os.path.join(loaded.model_dir, run_files.BEST_CHECKPOINT_DIR)
+  return {'metrics': loaded.metrics,
+          'checkpoint': ('best' if os.path.dirname(loaded.checkpoint) == best_dir
+                         else 'latest'),
+          'counts': loaded.dataset.get('counts'), 'source': loaded.dataset.get('source'),
+          'trained_by': shlex.join(command) if isinstance(command, list) else command,
+          'exported_by': shlex.join(sys.argv)}
 
 
 def predict(export_dir: PathLike, images, score: Optional[str] = None) -> Predictions:

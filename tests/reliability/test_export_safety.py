@@ -56,8 +56,9 @@ def test_an_earlier_export_is_replaced_and_a_foreign_tmp_refused(finished_run, t
   assert first.returncode == 0, first.stderr
   again = _export(finished_run, target)
   assert again.returncode == 0, again.stderr
-  assert sorted(os.listdir(target)) == ['assets', 'fingerprint.pb', 'saved_model.pb',
-                                        'tf_ipmssl_classifier.json', 'variables']
+  assert sorted(os.listdir(target)) == ['MODEL_CARD.md', 'assets', 'fingerprint.pb',
+                                        'saved_model.pb', 'tf_ipmssl_classifier.json',
+                                        'variables']
   assert not os.path.exists(target + '.tmp')
   # A directory called <target>.tmp that an export did not write is not deleted.
   other = tmp_path / 'other'
@@ -67,8 +68,8 @@ def test_an_earlier_export_is_replaced_and_a_foreign_tmp_refused(finished_run, t
   assert (tmp_path / 'other.tmp' / 'keep.txt').read_text() == 'x'
 
 
-EXPORT_FILES = ['assets', 'fingerprint.pb', 'saved_model.pb', 'tf_ipmssl_classifier.json',
-                'variables']
+EXPORT_FILES = ['MODEL_CARD.md', 'assets', 'fingerprint.pb', 'saved_model.pb',
+                'tf_ipmssl_classifier.json', 'variables']
 
 
 @pytest.mark.parametrize('point', ['export_tmp_created', 'export_written',

@@ -102,7 +102,8 @@ def test_an_earlier_onnx_export_is_replaced_and_a_users_file_kept(finished_run, 
   base = tmp_path / 'export'
   first = tf_ipmssl.export(finished_run, base, checkpoint='latest', formats='onnx')
   assert first.directories == {'onnx': f'{base}_onnx'} and first.export_dir == f'{base}_onnx'
-  assert sorted(os.listdir(first.export_dir)) == ['model.onnx', 'tf_ipmssl_classifier.json']
+  assert sorted(os.listdir(first.export_dir)) == ['MODEL_CARD.md', 'model.onnx',
+                                                  'tf_ipmssl_classifier.json']
   tf_ipmssl.export(finished_run, base, checkpoint='latest', formats='onnx')
   assert sorted(os.listdir(tmp_path)) == ['export_onnx']
   (tmp_path / 'export_onnx' / 'mine.txt').write_text('mine')

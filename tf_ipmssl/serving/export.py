@@ -47,6 +47,7 @@ from tf_ipmssl.data import image_folder
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.serving import formats
 from tf_ipmssl.serving import metadata as metadata_lib
+from tf_ipmssl.serving import model_card
 from tf_ipmssl.serving import score_graph
 
 SIGNATURE_KEY = 'serving_default'
@@ -205,7 +206,7 @@ def _fresh_temporary_dir(export_dir):
 
 
 def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
-                      class_names=None, resize=None, scoring=None):
+                      class_names=None, resize=None, scoring=None, summary=None):
   """Writes the SavedModel to export_dir: into a temporary directory beside it, then renamed
   into place. Only a previous classifier export is replaced (check_export_dir).
 
@@ -216,7 +217,8 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
   (image_folder.resize_rule(image_shape[0])) by which images of any size are brought to
   image_shape in the graph. `scoring`: the "none of these classes" scores' metadata entry
   (score_graph.fit, from the critic and the run's known images), answered as 'scores' and
-  stated in the metadata; None: an export without them.
+  stated in the metadata; None: an export without them. `summary`: the run's, for the model
+  card (model_card.py).
 
   Written with keras.export.ExportArchive, which saves the Keras variables as TF variables
   the graph refers to: the export then serves in `saved_model_cli run`, a TF1 Session
@@ -240,17 +242,20 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
   return write_export(
       export_dir, lambda tmp_dir: archive.write_out(tmp_dir, verbose=False),
       metadata_lib.describe(formats.SAVED_MODEL, 'saved_model.pb', image_shape, num_classes,
-                            dataset, class_names, resize, scoring))
+                            dataset, class_names, resize, scoring), summary)
 
 
-def write_export(export_dir, write, metadata):
+def write_export(export_dir, write, metadata, summary=None):
   """Writes an export by the module doc's rules: `write(tmp_dir)` puts the model's files into
-  a fresh temporary directory, `metadata` (a dict) goes beside them as METADATA_FILE with
-  the list of the files written, and the directory is then renamed into place, replacing
-  only an earlier export (check_export_dir)."""
+  a fresh temporary directory, the model card (model_card.py, from `metadata` and the run's
+  `summary`) and `metadata` (a dict) go beside them, the metadata as METADATA_FILE with the
+  list of the files written, and the directory is then renamed into place, replacing only an
+  earlier export (check_export_dir)."""
   check_export_dir(export_dir)
   tmp_dir = _fresh_temporary_dir(export_dir)
   write(tmp_dir)
+  with tf.io.gfile.GFile(os.path.join(tmp_dir, model_card.CARD_FILE), 'w') as f:
+    f.write(model_card.text(metadata, summary))
   entries = sorted(e.rstrip('/') for e in tf.io.gfile.listdir(tmp_dir) if e != PARTIAL_MARKER)
   with tf.io.gfile.GFile(os.path.join(tmp_dir, METADATA_FILE), 'w') as f:
     json.dump(dict(metadata, entries=entries), f, indent=2)

@@ -69,7 +69,7 @@ def convert(critic, image_shape, resize, quantize=False, scoring=None):
 
 
 def export_litert(critic, image_shape, export_dir, num_classes, dataset='', class_names=None,
-                  resize=None, quantize=False, scoring=None):
+                  resize=None, quantize=False, scoring=None, summary=None):
   """Writes the LiteRT export of the classifier to export_dir (export.export_classifier's
   arguments; `quantize`: int8 weights); returns export_dir."""
   image_shape = tuple(int(d) for d in image_shape)
@@ -86,4 +86,4 @@ def export_litert(critic, image_shape, export_dir, num_classes, dataset='', clas
     with tf.io.gfile.GFile(f'{tmp_dir}/{MODEL_FILE}', 'wb') as f:
       f.write(model)
 
-  return export.write_export(export_dir, write, metadata)
+  return export.write_export(export_dir, write, metadata, summary)

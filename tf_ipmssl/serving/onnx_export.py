@@ -23,7 +23,7 @@ MODEL_FILE = formats.FORMATS[formats.ONNX].model_file
 
 
 def export_onnx(critic, image_shape, export_dir, num_classes, dataset='', class_names=None,
-                resize=None, scoring=None):
+                resize=None, scoring=None, summary=None):
   """Writes the ONNX export of the classifier to export_dir (export.export_classifier's
   arguments); returns export_dir."""
   import tf2onnx  # pylint: disable=g-import-not-at-top  (the `onnx` extra)
@@ -46,4 +46,4 @@ def export_onnx(critic, image_shape, export_dir, num_classes, dataset='', class_
     with tf.io.gfile.GFile(f'{tmp_dir}/{MODEL_FILE}', 'wb') as f:
       f.write(model.SerializeToString())
 
-  return export.write_export(export_dir, write, metadata)
+  return export.write_export(export_dir, write, metadata, summary)

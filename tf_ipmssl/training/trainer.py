@@ -14,6 +14,8 @@ periodic work), run_dir/reporting.py (metrics.json and the final line), run_dir/
 import dataclasses
 import math
 import os
+import shlex
+import sys
 import time
 
 from absl import logging
@@ -176,7 +178,10 @@ def _finish(loop, step):
   exported = None
   if config.train.export_classifier:
     with loop.split.charged_to('export'):
-      exported = _export_selected_classifier(run, loop.data, loop.model_dir, step)
+      summary = {'metrics': loop.metrics(step, finished=True, now=time.time()),
+                 'counts': loop.data.counts(), 'source': loop.data.source,
+                 'trained_by': shlex.join(sys.argv)}
+      exported = _export_selected_classifier(run, loop.data, loop.model_dir, step, summary)
   now = time.time()
   metrics = loop.metrics(step, finished=True, now=now)
   metrics['exported'] = exported
@@ -192,7 +197,7 @@ def _finish(loop, step):
   return metrics
 
 
-def _export_selected_classifier(run, data, model_dir, step):
+def _export_selected_classifier(run, data, model_dir, step, summary=None):
   """Exports the classifier the run reports: that of the best validation step
   (docs/algorithm.md#data-and-model-selection), or the last step's when there is no
   validation split. The in-memory critic is left at the exported weights; the training
@@ -207,10 +212,11 @@ def _export_selected_classifier(run, data, model_dir, step):
     best_manager.checkpoint.restore(
         best_manager.latest_checkpoint).assert_existing_objects_matched()
     selected = {'checkpoint': 'best', 'step': int(run.state.best['step'].numpy())}
+  summary = dict(summary or {}, checkpoint=selected['checkpoint'])
   export.export_classifier(
       run.evaluated_critic, data.image_shape, os.path.join(model_dir, run_files.EXPORT_DIR),
       data.num_classes, data.name, data.class_names, run_record.resize_rule(data),
-      score_graph.fit(run.evaluated_critic, run.config.formulation, data))
+      score_graph.fit(run.evaluated_critic, run.config.formulation, data), summary)
   return selected
 
 
