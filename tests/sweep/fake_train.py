@@ -1,6 +1,7 @@
 """A stand-in for bin/train in runner tests: records its call, writes a finished run.
 
-It appends its arguments to MODEL_DIR/calls.txt and writes MODEL_DIR/process.json (start
+It writes its process id to MODEL_DIR/pid, appends its arguments to MODEL_DIR/calls.txt and
+writes MODEL_DIR/process.json (start
 and end times, TensorFlow thread variables). With FAKE_TRAIN_SECONDS set it takes that long.
 If MODEL_DIR/fail exists, it prints an error and exits with status 3 instead of finishing;
 if MODEL_DIR/kill exists, it kills itself with SIGKILL.
@@ -15,6 +16,8 @@ import time
 def main(argv):
   model_dir = [a for a in argv if a.startswith('--model_dir=')][0].split('=', 1)[1]
   os.makedirs(model_dir, exist_ok=True)
+  with open(os.path.join(model_dir, 'pid'), 'w') as f:
+    f.write(str(os.getpid()))
   with open(os.path.join(model_dir, 'calls.txt'), 'a') as f:
     f.write(json.dumps(argv) + '\n')
   started = time.time()

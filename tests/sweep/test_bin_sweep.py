@@ -1,4 +1,5 @@
-"""bin/sweep end to end without training: --dry_run plans, --tables_only rebuilds tables."""
+"""bin/sweep end to end: --dry_run plans, --tables_only rebuilds tables, and SIGTERM stops a sweep
+that has started training, with its trainer."""
 import os
 import subprocess
 import sys
@@ -68,3 +69,48 @@ def test_study_dry_run_and_tables(tmp_path):
   result = _sweep('--table=fashion_mnist_study', f'--root={root}', '--workers=0', check=False)
   assert result.returncode == 1 and 'workers' in result.stderr
   assert 'Traceback' not in result.stderr
+
+
+def test_sigterm_stops_the_sweep_and_its_trainer_in_one_line(tmp_path):
+  """SIGTERM of a local bin/sweep: one line naming the fix, exit status 143, and the trainer
+  it started (the PID in its run's train.lock) ends with it."""
+  import json  # pylint: disable=g-import-not-at-top
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  root = tmp_path / 'root'
+  sweep = subprocess.Popen(
+      [sys.executable, SWEEP, '--cells=table2/cifar10_fisher_f', '--seeds=1', f'--root={root}',
+       '--gin_file=gin/presets/cpu_quick.gin'], stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  lock = root / 'table2' / 'cifar10_fisher_f' / 'seed_0' / 'train.lock'
+  trainer = None
+  try:
+    deadline = time.time() + 120
+    while trainer is None:
+      assert time.time() < deadline and sweep.poll() is None, sweep.communicate()
+      try:
+        trainer = json.loads(lock.read_text())['pid']
+      except (OSError, ValueError, KeyError):
+        time.sleep(0.2)
+    sweep.send_signal(signal.SIGTERM)
+    _, err = sweep.communicate(timeout=60)
+    assert sweep.returncode == 143
+    assert err.strip().splitlines()[-1] == (
+        'error: the sweep was stopped (SIGTERM) and its runs in progress with it; rerun the '
+        'same command to resume them')
+    deadline = time.time() + 20
+    while time.time() < deadline:
+      try:
+        os.kill(trainer, 0)
+      except ProcessLookupError:
+        break
+      time.sleep(0.1)
+    else:
+      raise AssertionError(f'the trainer (PID {trainer}) outlived its sweep')
+  finally:
+    sweep.kill()
+    if trainer:
+      try:
+        os.kill(trainer, signal.SIGKILL)
+      except ProcessLookupError:
+        pass

@@ -142,3 +142,69 @@ def test_a_record_that_cannot_be_kept_is_reported_at_once_and_stops_the_sweep(
   assert _calls(runs[0].model_dir) and not _calls(runs[1].model_dir)
   assert not _calls(runs[2].model_dir)
   assert not any('seed 1: starting' in r for r in reports)
+
+
+def test_a_killed_run_says_so(tmp_path):
+  root = str(tmp_path)
+  (run,) = plan_lib.make_plan([CELL], (0,), root)
+  os.makedirs(run.model_dir)
+  open(os.path.join(run.model_dir, 'kill'), 'w').close()
+  reports = []
+  (outcome,) = runner.run_plan([run], root, program=FAKE_TRAIN, report=reports.append)
+  assert outcome.status == runner.FAILED and outcome.returncode == -9
+  assert any('FAILED (killed by signal 9 (SIGKILL)) after' in r for r in reports)
+  assert (f'{run.name}: killed by signal 9 (SIGKILL) (exit status -9; log: '
+          in runner.summary([outcome]))
+
+
+_DRIVER = """
+import sys
+from tests.sweep import test_runner
+from tf_ipmssl.sweep import plan as plan_lib, runner
+runs = plan_lib.make_plan([test_runner.CELL], (0, 1), sys.argv[1])
+runner.run_plan(runs, sys.argv[1], program=test_runner.FAKE_TRAIN, workers=int(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize('workers', [1, 2])
+def test_a_killed_sweep_takes_its_runs_with_it(tmp_path, workers):
+  """kill -9 of the sweep's process: no run trains on alone (each would hold its run lock
+  against the rerun and write into its log)."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  root = str(tmp_path)
+  runs = plan_lib.make_plan([CELL], (0, 1), root)
+  env = dict(os.environ, FAKE_TRAIN_SECONDS='120',
+             PYTHONPATH=str(cells_lib.REPO_ROOT) + os.pathsep + os.environ.get('PYTHONPATH', ''))
+  driver = subprocess.Popen([sys.executable, '-c', _DRIVER, root, str(workers)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  pid_files = [os.path.join(r.model_dir, 'pid') for r in runs[:workers]]
+  pids = []
+  try:
+    deadline = time.time() + 60
+    while not all(os.path.exists(p) and open(p).read() for p in pid_files):
+      assert time.time() < deadline and driver.poll() is None
+      time.sleep(0.1)
+    pids = [int(open(p).read()) for p in pid_files]
+    driver.kill()
+    driver.wait()
+    deadline = time.time() + 20
+    alive = pids
+    while alive and time.time() < deadline:
+      time.sleep(0.1)
+      alive = []
+      for pid in pids:
+        try:
+          os.kill(pid, 0)
+          alive.append(pid)
+        except ProcessLookupError:
+          pass
+    assert not alive, f'runs still training after their sweep was killed: {alive}'
+  finally:
+    driver.kill()
+    for pid in pids:
+      try:
+        os.kill(pid, signal.SIGKILL)
+      except ProcessLookupError:
+        pass

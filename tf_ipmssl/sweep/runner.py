@@ -174,7 +174,9 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
       verb = 'resuming' if state == PARTIAL else 'starting'
       with lock:
         report(f'{prefix}: {verb} (log: {log_path(run)})')
-    outcome = run_one(run, program, threads, checkout=checkout)
+    # Each run from the thread that waits for it: killed with the sweep (kill -9, SIGTERM),
+    # never training on alone beside the rerun.
+    outcome = run_one(run, program, threads, die_with_parent=True, checkout=checkout)
     with lock:
       report(describe(prefix, outcome))
       try:
@@ -214,6 +216,8 @@ def describe(prefix: str, outcome: Outcome) -> str:
   if outcome.status == SUCCEEDED:
     return f'{prefix}: finished in {outcome.seconds:.0f} s'
   status = '' if outcome.returncode is None else f' (exit status {outcome.returncode})'
+  if killed_by(outcome.returncode):
+    status = f' ({killed_by(outcome.returncode)})'
   return (f'{prefix}: FAILED{status} after {outcome.seconds:.0f} s; the end of its '
           f'log:\n{outcome.log_tail}')
 
@@ -231,6 +235,22 @@ def keep_record(root: str, outcome: Outcome, archive: Optional[str] = None):
       'status': outcome.status, 'returncode': outcome.returncode,
       'seconds': round(outcome.seconds, 1),
       'finished_at': datetime.datetime.now().isoformat(timespec='seconds')})
+
+
+def killed_by(returncode: Optional[int]) -> Optional[str]:
+  """'killed by signal 9 (SIGKILL)' for a subprocess's negative exit status, else None."""
+  if returncode is None or returncode >= 0:
+    return None
+  try:
+    name = f' ({signal.Signals(-returncode).name})'
+  except ValueError:
+    name = ''
+  return f'killed by signal {-returncode}{name}'
+
+
+def reason(outcome: Outcome) -> str:
+  """Why a run failed, in one line: killed by a signal, else last_error_line of its log."""
+  return killed_by(outcome.returncode) or last_error_line(outcome.log_tail)
 
 
 def last_error_line(log_tail: str) -> str:
@@ -253,7 +273,7 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     line += '\nfailed: ' + ', '.join(o.run.name for o in failed)
     for o in failed:
       status = '' if o.returncode is None else f'exit status {o.returncode}; '
-      line += f'\n  {o.run.name}: {last_error_line(o.log_tail)} ({status}log: {log_path(o.run)})'
+      line += f'\n  {o.run.name}: {reason(o)} ({status}log: {log_path(o.run)})'
   return line
 
 
