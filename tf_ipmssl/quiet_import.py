@@ -36,9 +36,9 @@ def is_startup_line(line: str) -> bool:
 
 
 @contextlib.contextmanager
-def _stderr_without_startup_lines():
-  """File descriptor 2 goes to a temporary file inside; on leaving, its lines but the
-  start-up lines are written to the real stderr (C++ writes to the descriptor, not to
+def _stderr_captured(keep):
+  """File descriptor 2 goes to a temporary file inside; on leaving, the lines for which
+  `keep(line)` holds are written to the real stderr (C++ writes to the descriptor, not to
   sys.stderr, so the descriptor is what is redirected)."""
   sys.stderr.flush()
   saved = os.dup(2)
@@ -52,10 +52,15 @@ def _stderr_without_startup_lines():
       os.close(saved)
       captured.seek(0)
       text = captured.read().decode('utf-8', errors='replace')
-      kept = [line for line in text.splitlines(keepends=True) if not is_startup_line(line)]
+      kept = [line for line in text.splitlines(keepends=True) if keep(line)]
       if kept:
         sys.stderr.write(''.join(kept))
         sys.stderr.flush()
+
+
+def _stderr_without_startup_lines():
+  """_stderr_captured keeping every line but the start-up lines."""
+  return _stderr_captured(lambda line: not is_startup_line(line))
 
 
 class _QuietTensorFlowFinder(importlib.abc.MetaPathFinder):
@@ -87,20 +92,10 @@ def drop_startup_lines():
     sys.meta_path.insert(0, _QuietTensorFlowFinder())
 
 
-@contextlib.contextmanager
 def decoder_lines_dropped():
   """File descriptor 2 goes to a temporary file inside, and what was written there is
-  dropped: for decoding image files, whose C libraries (libjpeg, libpng) and TensorFlow's
-  decoders write their own lines ('Premature end of JPEG data', 'Input file read error')
-  about a damaged file that the caller reports anyway, with its name, in one line. Python
-  writes a traceback after the block, to the real stderr."""
-  sys.stderr.flush()
-  saved = os.dup(2)
-  with tempfile.TemporaryFile() as captured:
-    os.dup2(captured.fileno(), 2)
-    try:
-      yield
-    finally:
-      sys.stderr.flush()
-      os.dup2(saved, 2)
-      os.close(saved)
+  dropped (_stderr_captured keeping no line): for decoding image files, whose C libraries
+  (libjpeg, libpng) and TensorFlow's decoders write their own lines ('Premature end of JPEG
+  data', 'Input file read error') about a damaged file that the caller reports anyway, with
+  its name, in one line. Python writes a traceback after the block, to the real stderr."""
+  return _stderr_captured(lambda line: False)
