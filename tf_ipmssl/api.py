@@ -180,11 +180,9 @@ class Predictions:
     skipped: (file, why) for each file that could not be classified.
     scores: float32 [N, S], each image's "none of these classes" scores (higher: less like
       the classes; serving/foreign_score.py), None for an export written before them.
-    score_names: the columns of `scores`.
-    score_name: the score applied (`score`, `none_of_these`): predict's `score`, by default
-      the export's default.
-    threshold: score_name's threshold, fixed on the run's known images when it was exported
-      (the value 95% of its validation images score at or below).
+    rule: the export's scores and threshold rule (foreign_score.Rule) with the score applied
+      (`score`, `none_of_these`): predict's `score`, by default the export's default; its
+      names, that score's name and threshold are `score_names`, `score_name`, `threshold`.
   """
   labels: np.ndarray
   probabilities: np.ndarray
@@ -192,9 +190,7 @@ class Predictions:
   paths: Tuple[str, ...] = ()
   skipped: Tuple[Tuple[str, str], ...] = ()
   scores: Optional[np.ndarray] = None
-  score_names: Tuple[str, ...] = ()
-  score_name: Optional[str] = None
-  threshold: Optional[float] = None
+  rule: Optional[foreign_score.Rule] = None
 
   @property
   def label_names(self) -> Tuple[str, ...]:
@@ -202,17 +198,33 @@ class Predictions:
     return tuple(self.class_names[label] for label in self.labels)
 
   @property
+  def score_names(self) -> Tuple[str, ...]:
+    """The columns of `scores` (() without scores)."""
+    return self.rule.names if self.rule else ()
+
+  @property
+  def score_name(self) -> Optional[str]:
+    """The score applied (None without scores)."""
+    return self.rule.name if self.rule else None
+
+  @property
+  def threshold(self) -> Optional[float]:
+    """score_name's threshold, fixed on the run's known images when it was exported (the
+    value 95% of its validation images score at or below); None without scores."""
+    return self.rule.threshold if self.rule else None
+
+  @property
   def score(self) -> Optional[np.ndarray]:
     """float32 [N]: each image's score_name score (None without scores)."""
     if self.scores is None:
       return None
-    return self.scores[:, self.score_names.index(self.score_name)]
+    return self.rule.chosen(self.scores)
 
   @property
   def none_of_these(self) -> Optional[np.ndarray]:
     """bool [N]: the images whose score is past the threshold, called none of the classes
     (None without scores)."""
-    return None if self.scores is None else self.score > self.threshold
+    return None if self.scores is None else self.rule.rejects(self.score)
 
   def write_csv(self, path: PathLike) -> None:
     """The rows as bin/predict --output writes them: path, class_name (the predicted
@@ -527,8 +539,7 @@ def predict(export_dir: PathLike, images, score: Optional[str] = None) -> Predic
       predictions = _predict_arrays(export_dir, np.asarray(images))
   if rule is None or predictions.scores is None:
     return dataclasses.replace(predictions, scores=None)
-  return dataclasses.replace(predictions, score_names=rule.names, score_name=rule.name,
-                             threshold=rule.threshold)
+  return dataclasses.replace(predictions, rule=rule)
 
 
 def _predict_files(export_dir, paths):
