@@ -245,11 +245,17 @@ class Run:
     fault_injection.watch_checkpoint_manager(self.manager)
     fault_injection.watch_checkpoint_manager(self.best_manager)
 
+  def resolved_checkpoint(self, which):
+    """`which`, with REPORTED resolved: 'best' where best/ holds a checkpoint, else
+    'latest'."""
+    if which != REPORTED:
+      return which
+    return 'best' if self.best_manager.latest_checkpoint else 'latest'
+
   def checkpoint_path(self, which='latest'):
     """The newest checkpoint of checkpoints/ ('latest') or best/ ('best'); REPORTED: of
     best/ where it holds one, else of checkpoints/."""
-    if which == REPORTED:
-      which = 'best' if self.best_manager.latest_checkpoint else 'latest'
+    which = self.resolved_checkpoint(which)
     errors.check_choice(which, CHECKPOINTS + (REPORTED,), 'checkpoint')
     manager = self.manager if which == 'latest' else self.best_manager
     if manager.latest_checkpoint is None:
@@ -290,8 +296,7 @@ class Run:
     Returns (critic, checkpoint path).
     """
     errors.check_choice(weights, WEIGHTS, 'weights')
-    if which == REPORTED:
-      which = 'best' if self.best_manager.latest_checkpoint else 'latest'
+    which = self.resolved_checkpoint(which)
     if weights == 'trained' and which == 'best' and self.averaged_critic is not None:
       raise errors.UserError('the trained (not averaged) critic is kept only in the latest '
                              'checkpoint of a run with train.critic_ema_decay; use '
