@@ -35,11 +35,12 @@ def _saved_model(export_dir, keys):
   return run
 
 
-def _onnx(export_dir, model_file, keys):
+def _onnx_session(model_path):
   import onnxruntime  # pylint: disable=g-import-not-at-top  (the `onnx` extra)
-  session = onnxruntime.InferenceSession(os.path.join(export_dir, model_file),
-                                         providers=['CPUExecutionProvider'])
+  return onnxruntime.InferenceSession(model_path, providers=['CPUExecutionProvider'])
 
+
+def _onnx(session, keys):
   def run(images):
     return dict(zip(keys, session.run(list(keys), {'images': images})))
   return run
@@ -68,13 +69,10 @@ def _format_of_file(model_path):
       'export directory)')
 
 
-def _embedded_metadata(fmt, model_path):
-  """The description inside an ONNX or LiteRT model file, or None."""
-  if fmt == formats.ONNX:
-    import onnxruntime  # pylint: disable=g-import-not-at-top  (the `onnx` extra)
-    options = onnxruntime.SessionOptions()
-    session = onnxruntime.InferenceSession(model_path, options,
-                                           providers=['CPUExecutionProvider'])
+def _embedded_metadata(model_path, session=None):
+  """The description inside an ONNX model file (its onnxruntime `session`'s properties) or
+  a LiteRT one (session None), or None."""
+  if session is not None:
     properties = session.get_modelmeta().custom_metadata_map
     if 'class_names' not in properties:
       return None
@@ -99,12 +97,14 @@ class Classifier:
 
   def __init__(self, export_dir):
     export_dir = os.fspath(export_dir)
-    model_path = None
+    model_path = session = None
     if os.path.isfile(export_dir):  # A model file: it describes itself.
       model_path, export_dir = export_dir, os.path.dirname(export_dir) or '.'
       self.format = _format_of_file(model_path)
       formats.check_available([self.format], serving=True)
-      self.metadata = _embedded_metadata(self.format, model_path)
+      if self.format == formats.ONNX:  # Its session answers its metadata, and serves.
+        session = _onnx_session(model_path)
+      self.metadata = _embedded_metadata(model_path, session)
       if (self.metadata or {}).get('format') in formats.FORMATS:  # litert_int8 says so.
         self.format = self.metadata['format']
     else:
@@ -132,9 +132,12 @@ class Classifier:
     keys = ('probabilities', 'labels') + (('scores',) if scoring else ())
     model_file = (os.path.basename(model_path) if model_path
                   else formats.FORMATS[self.format].model_file)
-    self._run = (_saved_model(export_dir, keys) if self.format == formats.SAVED_MODEL
-                 else _onnx(export_dir, model_file, keys) if self.format == formats.ONNX
-                 else _litert(export_dir, model_file, keys))
+    if self.format == formats.SAVED_MODEL:
+      self._run = _saved_model(export_dir, keys)
+    elif self.format == formats.ONNX:
+      self._run = _onnx(session or _onnx_session(os.path.join(export_dir, model_file)), keys)
+    else:
+      self._run = _litert(export_dir, model_file, keys)
 
   def check(self, images):
     """images as a uint8 array, or a UserError naming the dtype or shape the model takes."""
