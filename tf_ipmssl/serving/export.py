@@ -88,13 +88,8 @@ def _serving_function(critic, image_shape, class_names, resize, scoring=None):
                     lambda: tf.zeros([1, *image_shape], tf.uint8))
     if resize:
       batch = image_folder.fit_images(batch, image_shape[0])
-    model_input = pipelines.to_model_input(batch)
-    answers = {}
-    if scoring is None:
-      logits = tf.cast(critic.classify(model_input, training=False), tf.float32)[:count]
-    else:
-      logits, scores = score_graph.outputs(critic, model_input, scoring['formulation'])
-      logits, answers['scores'] = logits[:count], scores[:count]
+    logits, answers = score_graph.served(critic, pipelines.to_model_input(batch), scoring)
+    logits, answers = logits[:count], {k: v[:count] for k, v in answers.items()}
     labels = tf.argmax(logits, axis=-1, output_type=tf.int32)
     # 'class_names': the predicted class's name of each image (the served key).
     return dict(answers, probabilities=tf.nn.softmax(logits, axis=-1), labels=labels,

@@ -58,13 +58,7 @@ def serving_function(critic, image_shape, resize, scoring=None):
   def serve(images):
     if resize:
       images = fit_images(images, image_shape[0])
-    model_input = pipelines.to_model_input(images)
-    answers = {}
-    if scoring is None:
-      logits = tf.cast(critic.classify(model_input, training=False), tf.float32)
-    else:
-      logits, answers['scores'] = score_graph.outputs(critic, model_input,
-                                                      scoring['formulation'])
+    logits, answers = score_graph.served(critic, pipelines.to_model_input(images), scoring)
     return dict(answers, probabilities=tf.nn.softmax(logits, axis=-1),
                 labels=tf.argmax(logits, axis=-1, output_type=tf.int32))
   return serve

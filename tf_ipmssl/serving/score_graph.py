@@ -35,6 +35,15 @@ def outputs(critic, model_input, formulation):
   return class_logits, scores(fake_logit, class_logits, formulation)
 
 
+def served(critic, model_input, scoring):
+  """What an export's graph computes of a model-ready batch: (class logits [N, K], and
+  {'scores': [N, S]} with `scoring` (fit's metadata entry), {} without)."""
+  if scoring is None:
+    return tf.cast(critic.classify(model_input, training=False), tf.float32), {}
+  logits, scored = outputs(critic, model_input, scoring['formulation'])
+  return logits, {'scores': scored}
+
+
 def score_images(critic, images, formulation, batch_size=256):
   """float32 [N, S] scores of uint8 images [N, H, W, C] of the critic's input size."""
   fn = tf.function(lambda x: outputs(critic, x, formulation)[1], reduce_retracing=True)
