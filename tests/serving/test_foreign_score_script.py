@@ -1,6 +1,8 @@
 """scripts/foreign_score_auroc.py, behind docs/foreign_score.md's table: the foreign images it
-makes, and its numbers for a tiny run on half of its classes recomputed from the run's export
-(bin/predict's scores, foreign_score.auroc's brute-force test: test_foreign_score.py)."""
+makes, and its numbers for a tiny run on half of its classes counted pair by pair from the
+scores of the run's best critic (score_graph.score_images, the script's own computation, run
+here again: equal on any CPU; that these are the export's scores within float32 rounding is
+test_foreign_score.py's), and its thresholds those of the run's export."""
 import importlib.util
 import json
 import os
@@ -12,6 +14,7 @@ import pytest
 
 from tests.training import runs
 from tf_ipmssl import api
+from tf_ipmssl.serving import score_graph
 
 SCRIPT = runs.REPO_ROOT / 'scripts' / 'foreign_score_auroc.py'
 
@@ -81,18 +84,21 @@ def test_the_numbers_are_the_exports_scores_counted(mismatched_run, tmp_path):
   with open(os.path.join(export_dir, 'tf_ipmssl_classifier.json')) as f:
     entry = json.load(f)['foreign_score']
   assert measured['thresholds'] == pytest.approx(entry['thresholds'], abs=1e-6)
-  data = api.load(model_dir).data()
-  known = api.predict(export_dir, data.test_images).scores
+  loaded = api.load(model_dir)  # The best checkpoint, as the script loads it.
+  data = loaded.data()
+
+  def scored(images):
+    return score_graph.score_images(loaded.critic, images, loaded.config.formulation)
+
+  known = scored(data.test_images)
   assert measured['known_images'] == len(known) == 20  # 4 test images of each of 5 classes.
-  thresholds = np.array([entry['thresholds'][n] for n in entry['names']])
+  thresholds = np.array([measured['thresholds'][n] for n in entry['names']])
   made = auroc_script.foreign_images(data.test_images, data.foreign_test_images,
                                      picture=auroc_script.photo())
   assert list(measured['kinds']) == list(made)
   for kind, images in made.items():
-    scores = api.predict(export_dir, images).scores
+    scores = scored(images)
     for i, name in enumerate(entry['names']):
-      # The export's graph against the script's in-memory critic: float32 sums in another
-      # order, so a pair within 1e-5 may rank either way; none is that close here.
       assert measured['kinds'][kind]['auroc'][name] == pytest.approx(
           _brute_auroc(known[:, i], scores[:, i]), abs=1e-9), (kind, name)
       assert measured['kinds'][kind]['rejected'][name] == pytest.approx(
