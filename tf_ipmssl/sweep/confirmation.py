@@ -100,22 +100,27 @@ Observations = Dict[Key, Dict[int, protocol.Observation]]
 
 
 def load_cells(records: str, keys: Sequence[Key], seeds: Sequence[int],
-               folders: Dict[str, str]) -> Observations:
+               folders: Dict[str, str], moved: Optional[List] = None) -> Observations:
   """{(cell id, f): {seed: Observation}} of `keys` on `seeds`, each f's runs from the records
-  subfolder folders[f] (no runs where it is missing)."""
+  subfolder folders[f] (no runs where it is missing), each run's best step the earliest of
+  its tied lowest validation errors (tables.with_earliest_tied_best); `moved` collects
+  (folder, cell id, seed, recorded step, step, recorded error, error) of the runs it moves."""
   found: Observations = {}
   for cell, f in keys:
     folder = os.path.join(records, folders[f])
     result = (tables_lib.collect_cell(folder, cells_lib.get_cell(cell), seeds)
               if os.path.isdir(folder) else tables_lib.CellResult(cells_lib.get_cell(cell)))
-    found[(cell, f)] = protocol.observe(result)
+    replaced, changes = tables_lib.with_earliest_tied_best({cell: result})
+    if moved is not None:
+      moved += [(folders[f],) + change for change in changes]
+    found[(cell, f)] = protocol.observe(replaced[cell])
   return found
 
 
-def load(records: str, plan: Plan) -> Observations:
+def load(records: str, plan: Plan, moved: Optional[List] = None) -> Observations:
   """{(cell id, f): {seed: Observation}} of the plan's cells from the records folder (its
   per_example/ and broadcast/ subfolders); only the plan's seeds."""
-  return load_cells(records, plan.keys, plan.seeds, F_FOLDERS)
+  return load_cells(records, plan.keys, plan.seeds, F_FOLDERS, moved)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,9 +29,9 @@ BUDGETS = (SHORT, LONG)
 Observations = confirmation.Observations
 
 
-def load(records: str) -> Observations:
+def load(records: str, moved: Optional[List] = None) -> Observations:
   """{(cell id, f): {seed: Observation}} of the longer runs under the records folder."""
-  return confirmation.load_cells(records, CELLS, SEEDS, FOLDERS)
+  return confirmation.load_cells(records, CELLS, SEEDS, FOLDERS, moved)
 
 
 def _difference(a: Optional[float], b: Optional[float]) -> Optional[float]:

@@ -10,7 +10,7 @@ is written by hand:
   table2_fashion_mnist_100.md: status, comparison, takeaways, labeled, wall_times, rule;
   table3_fashion_mnist_100.md: status, comparison, takeaways, wall_times, rule;
   conclusions.md: confirmation, exploratory, primary, broadcast, conclusion1, conclusion2,
-  conclusion3, rule, late, longer, step900;
+  conclusion3, rule, late, longer, step900, ties;
   README.md (where `write` is given its path): verdicts.
 The decisions are docs/results/confirmation.md's (confirmation.py): its cells and splits read
 from that page, its runs from confirmation_records. The earlier runs are re-read with the
@@ -79,10 +79,12 @@ def with_every_cell(results: Results, cells: Sequence[cells_lib.Cell]) -> Result
   return {cell.id: results.get(cell.id, tables_lib.CellResult(cell)) for cell in cells}
 
 
-def load(results_dir: str, records: Optional[str] = None) -> Tuple[Results, Results, Set]:
+def load(results_dir: str, records: Optional[str] = None, moved: Optional[List] = None
+         ) -> Tuple[Results, Results, Set]:
   """(Table 1's results, Tables 2 and 3's with their baseline, the (cell id, seed) of the
   Tables 2 and 3 runs known from a runs.csv row alone). With `records`, its runs replace
-  the rows of the same cell and seed."""
+  the rows of the same cell and seed, each at the earliest of its tied best steps
+  (`earliest_tied`; `moved` collects what that moves)."""
   def csv_results(table):
     path = os.path.join(_folder(results_dir, table), 'runs.csv')
     return tables_lib.read_runs_csv(path) if os.path.exists(path) else {}
@@ -91,7 +93,8 @@ def load(results_dir: str, records: Optional[str] = None) -> Tuple[Results, Resu
   cells = table_cells('table2')[:-1] + table_cells('table3')
   if not records:
     return table1, with_every_cell(one_configuration.with_reused_seeds(rows), cells), set()
-  from_records = tables_lib.with_lowest_labeled_errors(tables_lib.collect(records, cells))
+  from_records = tables_lib.with_lowest_labeled_errors(
+      earliest_tied(tables_lib.collect(records, cells), os.path.basename(records), moved))
   kept = {(cell_id, run.seed) for cell_id, result in from_records.items()
           for run in result.runs if run.has_record}
   row_only = {(cell_id, run.seed) for cell_id, result in merge(rows, from_records).items()
@@ -100,13 +103,36 @@ def load(results_dir: str, records: Optional[str] = None) -> Tuple[Results, Resu
   return table1, with_every_cell(table23, cells), row_only
 
 
-def load_broadcast(results_dir: str) -> Results:
+def earliest_tied(results: Results, folder: str, moved: Optional[List]) -> Results:
+  """`results` at each run's earliest tied best step (tables.with_earliest_tied_best), what
+  moved added to `moved` as (folder, cell id, seed, recorded step, step, recorded error,
+  error)."""
+  replaced, changes = tables_lib.with_earliest_tied_best(results)
+  if moved is not None:
+    moved += [(folder,) + change for change in changes]
+  return replaced
+
+
+def ties(moved: Sequence[Tuple]) -> str:
+  """conclusions.md's `ties` part: each run whose reported error the tie rule moves."""
+  if not moved:
+    return 'No record names a later step than the earliest of its tied best ones.'
+  lines = [f'- {folder}/{cell_id} seed {seed}: step {step:,} rather than {recorded:,} (the same '
+           f'validation error), test error {error:.2f}% rather than {was:.2f}% '
+           f'({error - was:+.2f})'
+           for folder, cell_id, seed, recorded, step, was, error in sorted(set(moved))]
+  return '\n'.join(lines)
+
+
+def load_broadcast(results_dir: str, moved: Optional[List] = None) -> Results:
   """The runs with the released code's broadcast f (Table 2's cells), from their records
-  folder under results_dir; empty before the first has finished."""
+  folder under results_dir, each at the earliest of its tied best steps; empty before the
+  first has finished."""
   folder = os.path.join(results_dir, protocol.BROADCAST_RECORDS)
   if not os.path.isdir(folder):
     return {}
-  found = tables_lib.collect(folder, table_cells('table2')[:-1])
+  found = earliest_tied(tables_lib.collect(folder, table_cells('table2')[:-1]),
+                        protocol.BROADCAST_RECORDS, moved)
   return {cell_id: result for cell_id, result in found.items() if result.runs}
 
 
@@ -325,9 +351,11 @@ def table1_takeaways(table1: Results) -> List[str]:
                                   + ((best,) if best else ()))
 
 
-def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = frozenset()
-          ) -> Dict[str, Dict[str, str]]:
-  """{page file name: {part name: its text}}; the tables' folders are under results_dir."""
+def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = frozenset(),
+          moved: Sequence[Tuple] = ()) -> Dict[str, Dict[str, str]]:
+  """{page file name: {part name: its text}}; the tables' folders are under results_dir;
+  `moved`: what the tie rule moved in table23's records (load's)."""
+  moved = list(moved)
   rule_text = rule(table1)
   mechanism = paper_claims.mechanism(table23)
   found = {'table1_fashion_mnist_100.md': {
@@ -361,7 +389,7 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
   found['conclusions.md']['rule'] = rule_text
   found['conclusions.md']['late'] = late_collapses({**table1, **table23})
   pairs = protocol.read_pairs(os.path.join(results_dir, protocol.PAGE))
-  broadcast = load_broadcast(results_dir)
+  broadcast = load_broadcast(results_dir, moved)
   judged = protocol.judge(pairs, {**table1, **table23}, broadcast)
   found['conclusions.md']['primary'] = primary(judged)
   found['conclusions.md']['broadcast'] = broadcast_f.table(table23, broadcast)
@@ -370,12 +398,13 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
                                                {**table1, **table23}, broadcast)
   plan = confirmation.read_plan(os.path.join(results_dir, confirmation.PAGE))
   confirmation_records = os.path.join(results_dir, confirmation.RECORDS)
-  observed = confirmation.load(confirmation_records, plan)
+  observed = confirmation.load(confirmation_records, plan, moved)
   confirmed = confirmation.judge(plan, observed)
   exploratory = split_reading.read(split_reading.observations({**table1, **table23},
                                                               broadcast))
   found['conclusions.md']['confirmation'] = confirmation.part(confirmed)
-  longer = longer_budget.load(confirmation_records)
+  longer = longer_budget.load(confirmation_records, moved)
+  found['conclusions.md']['ties'] = ties(moved)
   found['conclusions.md']['longer'] = longer_budget.part(observed, longer)
   found['conclusions.md']['exploratory'] = split_reading.part(exploratory)
   lines = [confirmation.readme_line(title, confirmed, str(k),
@@ -392,9 +421,10 @@ def write(results_dir: str, records: Optional[str] = None, readme: Optional[str]
           ) -> List[str]:
   """Regenerates every page's parts under `results_dir`, and the README's verdicts where
   `readme` (its path) is given; returns the pages written."""
-  table1, table23, row_only = load(results_dir, records)
+  moved = []
+  table1, table23, row_only = load(results_dir, records, moved)
   written = []
-  for name, page_parts in parts(results_dir, table1, table23, row_only).items():
+  for name, page_parts in parts(results_dir, table1, table23, row_only, moved).items():
     if name == README and readme is None:
       continue
     path = readme if name == README else os.path.join(results_dir, name)

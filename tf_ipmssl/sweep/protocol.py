@@ -103,7 +103,7 @@ def _best_step_and_rampup(run: tables_lib.RunResult) -> Tuple[Optional[int], Opt
   if not run.has_record or not run.model_dir:
     return None, None
   metrics = run_files.read_metrics(run.model_dir, unreadable_ok=True) or {}
-  step = (metrics.get('best') or {}).get('step')
+  step = run.best_step if run.best_step is not None else (metrics.get('best') or {}).get('step')
   if step is None or step < 0:
     return None, None
   config = run_files.read_json(run.model_dir, run_files.RUN_CONFIG_FILE, unreadable_ok=True)

@@ -59,6 +59,9 @@ class RunResult:
   wall_split: Optional[Tuple[float, ...]] = None
   # False for a run that stands only as a row of RECORDLESS_ROWS_FILE.
   has_record: bool = True
+  # The best validation step where the reported error is taken at another step than
+  # metrics.json's (with_earliest_tied_best); None: metrics.json's.
+  best_step: Optional[int] = None
   # The balanced test error (%) and each class's test error ((class name, % or None), in
   # label order) at the reported step (metrics.json's per-class results, reporting.py;
   # None where its metrics.json lacks them: older ones do).
@@ -129,6 +132,51 @@ def with_lowest_labeled_errors(results: Dict[str, 'CellResult']) -> Dict[str, 'C
     return dataclasses.replace(run, lowest_labeled_error=min(curve.values()))
   return {cell_id: dataclasses.replace(result, runs=tuple(lowest(r) for r in result.runs))
           for cell_id, result in results.items()}
+
+
+TEST_ERROR_CURVE, VALIDATION_ERROR_CURVE = 'eval/test_error', 'eval/validation_error'
+
+
+def earliest_tied_step(validation: Dict[int, float]) -> Optional[int]:
+  """The best step under the trainer's rule (training/loop.lower_error): the earliest
+  evaluation of the lowest validation error, the errors compared as their float32 values
+  (the event files' own); None for an empty curve."""
+  if not validation:
+    return None
+  lowest = min(validation.values())
+  return min(step for step, value in validation.items() if value == lowest)
+
+
+def with_earliest_tied_best(results: Dict[str, 'CellResult']
+                            ) -> Tuple[Dict[str, 'CellResult'], List[Tuple[str, int, int, int,
+                                                                            float, float]]]:
+  """`results` with each run's reported error taken at `earliest_tied_step` of its eval curve,
+  and what moved: (cell id, seed, recorded best step, earliest tied step, recorded error,
+  error at the earlier step). A trainer before lower_error compared the new error in float64
+  with the stored best in float32, so an equal count of wrong images at a later step won the
+  tie whenever the percentage's float32 rounding lay above it; such a run's metrics.json
+  names the later step. Runs without their curve (or whose earlier step has no test error)
+  are left as they are. Reads event files: this imports TensorFlow."""
+  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  moved = []
+
+  def earliest(cell_id, run):
+    metrics = run_files.read_metrics(run.model_dir, unreadable_ok=True) or {}
+    recorded = (metrics.get('best') or {}).get('step', -1)
+    curves = tensorboard.read_eval_curves(run.model_dir)
+    step = earliest_tied_step(curves.get(VALIDATION_ERROR_CURVE, {}))
+    test = curves.get(TEST_ERROR_CURVE, {}).get(step)
+    if step is None or recorded < 0 or step == recorded or test is None:
+      return run
+    moved.append((cell_id, run.seed, recorded, step, run.test_error, test))
+    return dataclasses.replace(
+        run, test_error=test, best_step=step, balanced_error=None, class_errors=None,
+        labeled_error=curves.get(LABELED_ERROR_CURVE, {}).get(step))
+
+  replaced = {cell_id: dataclasses.replace(
+      result, runs=tuple(earliest(cell_id, r) if r.has_record else r for r in result.runs))
+              for cell_id, result in results.items()}
+  return replaced, moved
 
 
 def different_cpus(first: RunResult, second: RunResult) -> bool:
