@@ -171,13 +171,22 @@ def test_judge_and_its_words_on_complete_splits():
   # Contrasts 40 + s − 30 for s = 20..25, 30 to 35: the median of their Walsh averages is 12.5; at 6 splits the
   # interval is [min, max] with coverage 1 − 2/64.
   assert confirmation.verdict_text(judgement, '2') == (
-      'confirmation (late): **supported** (n=6 splits, p=0.016; +32.5 [+30.0, +35.0] (96.9%))')
+      'confirmation (late): **supported** (n=6 splits, p=0.016, the least 6 splits allow; '
+      '+32.5 [+30.0, +35.0] (96.9%))')
   # Decided: README's item gives the confirmation alone (the exploratory reading stays in
   # conclusions.md).
   assert all(confirmation.decided(judgement, f) for f in ('3', '2', '1'))
   assert confirmation.readme_line('Title', judgement, '2', 'exploratory, the earlier') == (
       f'- Title, as {confirmation.TITLES["2"]}: confirmation (late): **supported** (n=6 '
-      'splits, p=0.016; +32.5 [+30.0, +35.0] (96.9%))')
+      'splits, p=0.016, the least 6 splits allow; +32.5 [+30.0, +35.0] (96.9%))')
+  # (3), an interaction, first says what its part under the paper's per-example f shows
+  # alone: +1 on every split, p = 1/64 unadjusted, in the paper's direction (secondary).
+  assert confirmation.readme_line('Title', judgement, '3', 'x') == (
+      "- Title: under the paper's per-example f alone, Ω_F(f)+Ω_S(f) − Ω_F(f)+Ω_S(f−): "
+      "**in the paper's direction** (secondary; n=6 splits, p=0.016; +1.0 [+1.0, +1.0] "
+      f'(96.9%)); what was tested is an interaction, {confirmation.TITLES["3"]}: '
+      'confirmation (best step): **supported** (n=6 splits, p=0.016, the least 6 splits '
+      'allow; +9.0 [+9.0, +9.0] (96.9%))')
   page = confirmation.part(judgement)
   assert len(re.findall(r'^\| \d \| \(\d\)', page, re.MULTILINE)) == 3  # A row per family.
   assert 'late (secondary): no split with every run yet (0 of 6)' in ' '.join(page.split())
@@ -189,3 +198,17 @@ def test_load_reads_the_records_folders(tmp_path):
   assert set(found) == set(PLAN.keys) and not any(found.values())
   for cell, _ in PLAN.keys:
     cells_lib.get_cell(cell)
+
+
+def test_secondary_words_and_the_least_p():
+  """A secondary reading's words at 0.05 either way; 'the least n splits allow' exactly where
+  p is 2^-n (every split in the paper's direction)."""
+  six = split_test.signed_rank_over_splits([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+  assert six.p_value == 1 / 64 == six.smallest_p
+  assert confirmation.secondary_word(six) == "in the paper's direction"
+  assert confirmation.p_with_floor(six) == '0.016, the least 6 splits allow'
+  other = split_test.signed_rank_over_splits([-1.0, -2.0, -3.0, -4.0, -5.0, -6.0])
+  assert confirmation.secondary_word(other) == 'the other way'
+  mixed = split_test.signed_rank_over_splits([1.0, -2.0, 3.0, -4.0, 5.0, 0.5])
+  assert confirmation.secondary_word(mixed) == paired_test.NOT_SHOWN
+  assert confirmation.p_with_floor(mixed) == protocol.p_text(mixed.p_value)

@@ -91,3 +91,27 @@ def test_no_longer_runs_yet(tmp_path):
   assert text.startswith('0 of 6 longer runs recorded.')
   assert '| 20 | 900 steps | – | – | – | – | – |' in text
   assert 'from 900 to 3,600 steps' not in text  # No change to tell.
+
+
+def test_the_cpus_of_the_two_budgets_and_their_gap_at_step_900(tmp_path):
+  """Runs of the two budgets on different CPUs: the per-example runs' validation errors at
+  step 900 differ by |25.0 − 24.5| = 0.5 and |23.0 − 24.0| = 1.0; the broadcast run's gap is
+  not counted."""
+  def run(name, seed, at_900, cpu):
+    model_dir = str(tmp_path / name)
+    writer = tf.summary.create_file_writer(os.path.join(model_dir, 'eval'))
+    with writer.as_default():
+      tf.summary.scalar(protocol.VALIDATION_CURVE, at_900, step=900)
+    writer.close()
+    return protocol.Observation(tables_lib.RunResult(seed, 30.0, model_dir, cpu=cpu), 30.0,
+                                None, None)
+  short = {(F_SF, PE): {20: run('a', 20, 25.0, 'CPU A')},
+           (F_SFNEG, PE): {20: run('b', 20, 23.0, 'CPU A')},
+           (F_SF, BC): {20: run('c', 20, 30.0, 'CPU A')}}
+  long = {(F_SF, PE): {20: run('d', 20, 24.5, 'CPU B')},
+          (F_SFNEG, PE): {20: run('e', 20, 24.0, 'CPU B')},
+          (F_SF, BC): {20: run('f', 20, 40.0, 'CPU B')}}
+  assert longer_budget.confound(short, long) == (['CPU A'], ['CPU B'], [0.5, 1.0])
+  assert 'already differ by 0.50 to 1.00 points' in longer_budget.confound_text(short, long)
+  same = {key: {20: run(f'g{i}', 20, 25.0, 'CPU A')} for i, key in enumerate(long)}
+  assert longer_budget.confound_text(short, same) is None

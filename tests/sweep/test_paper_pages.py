@@ -191,8 +191,8 @@ def test_the_script_regenerates_every_page(tmp_path):
       '- Gradient-norm constraints on f− only, not on the full critic (Table 2), as Sobolev on '
       'f rather than f− costs more under the broadcast f: confirmation: 0 of 6 label splits '
       'trained; exploratory: no runs',
-      '- Readings: the longer budget (splits 20–21 at 4× the critic updates): 0 of 6 runs '
-      'trained; the step-900 jump of broadcast Ω_S(f): its runs are not all recorded yet']
+      '- Readings (exploratory, read after their runs): the longer budget (splits 20–21 at '
+      '4× the critic updates): 0 of 6 runs trained; the step-900 jump of broadcast Ω_S(f): its runs are not all recorded yet']
   with open(os.path.join(results_dir, 'conclusions.md')) as f:
     conclusions = f.read()
   # The earlier protocol's pair test: family 1 on 9 differences of one sign (p = 1/512),

@@ -71,9 +71,15 @@ def test_a_jump_before_a_longer_runs_end_is_the_training(tmp_path):
   assert reading_lib.jumps_before_the_end(reading.long[0]) == [(900, 14.0)]
   assert reading_lib.cause(reading) == reading_lib.TRAINING
   # 38 before the jump, 38 at the end: it recovers.
+  # The rule's outcomes: a jump in both runs (the training's own) or, with equal curves, in
+  # the 900-step run alone (the run's end); here only the longer run jumps: neither.
+  assert reading_lib.declared_outcome(reading) == reading_lib.NEITHER
   assert reading_lib.verdict_text(reading) == (
-      "the training's own, not the run's end; split 0 jumps at step 900 (+14.0) of 1,800 and "
-      'recovers')
+      "none of the outcomes the reading's rule fixed before the runs occurred (split 0: the "
+      '900- and 1,800-step runs part at step 900; the 900-step run trained again does not '
+      'jump at its end; the 1,800-step run jumps at step 900); read after the runs '
+      '(exploratory), a 1,800-step run jumps before its end; the cause is not shown; split 0 '
+      'jumps at step 900 (+14.0) of 1,800 and recovers')
   stays = _reading(tmp_path / 'c', _flat(STEPS), {0: _flat(LONG_STEPS, s900=52.0, s1800=40.0),
                                                   1: _flat(LONG_STEPS)})
   assert reading_lib.verdict_text(stays).endswith('split 0 jumps at step 900 (+14.0) of 1,800')
@@ -82,6 +88,23 @@ def test_a_jump_before_a_longer_runs_end_is_the_training(tmp_path):
                                                    1: _flat(LONG_STEPS)})
   assert reading_lib.jumps_before_the_end(at_end.long[0]) == []
   assert reading_lib.cause(at_end) == reading_lib.NO_JUMP
+
+
+def test_the_rules_declared_outcomes(tmp_path):
+  both = _reading(tmp_path / 'a', _flat(STEPS, s900=52.0),
+                  {0: _flat(LONG_STEPS, s900=52.0), 1: _flat(LONG_STEPS)})
+  assert reading_lib.declared_outcome(both) == reading_lib.THE_TRAINING
+  assert reading_lib.declared_text(both) is None
+  # Equal before step 900, the 900-step run alone jumping at its end: the run's end.
+  end = _reading(tmp_path / 'b', _flat(STEPS, s900=52.0), {0: _flat(LONG_STEPS),
+                                                           1: _flat(LONG_STEPS)})
+  assert reading_lib.declared_outcome(end) == reading_lib.THE_END
+  # Parting earlier, with that same jump: neither.
+  parted = _reading(tmp_path / 'c', _flat(STEPS, s900=52.0),
+                    {0: _flat(LONG_STEPS, s150=39.0), 1: _flat(LONG_STEPS)})
+  assert reading_lib.declared_outcome(parted) == reading_lib.NEITHER
+  assert ('part at step 150; the 900-step run trained again jumps at its end; the 1,800-step '
+          'run does not jump before its end') in reading_lib.declared_text(parted)
 
 
 def test_a_jump_at_the_short_runs_end_alone_points_to_the_end(tmp_path):

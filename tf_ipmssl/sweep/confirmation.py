@@ -302,11 +302,46 @@ def decided(judgement: Judgement, family: str) -> bool:
 def readme_line(title: str, judgement: Judgement, family: str, exploratory: str) -> str:
   """README's verdict item for one family: the confirmation's words, and until the
   confirmation has decided the family, the exploratory re-reading beside them (once it has,
-  that reading stays in conclusions.md)."""
+  that reading stays in conclusions.md). An interaction family first says what its part
+  under the paper's per-example f shows alone: that part is the conclusion as the paper
+  states it, the interaction only what the family tested."""
   text = verdict_text(judgement, family)
   if not decided(judgement, family):
     text += f'; {exploratory}'
+  paper_f = paper_f_text(judgement, family)
+  if paper_f:
+    return f'- {title}: {paper_f}; what was tested is an interaction, {TITLES[family]}: {text}'
   return f'- {title}, as {TITLES[family]}: {text}'
+
+
+def secondary_word(test: split_test.SplitTestResult) -> str:
+  """A secondary reading's words at 0.05, unadjusted: it decides nothing."""
+  if test.p_value < paired_test.LEVEL:
+    return "in the paper's direction"
+  if test.p_other < paired_test.LEVEL:
+    return 'the other way'
+  return paired_test.NOT_SHOWN
+
+
+def paper_f_text(judgement: Judgement, family: str) -> Optional[str]:
+  """An interaction family's part under the per-example f alone, in words: 'under the paper's
+  per-example f alone, Ω_F(f)+Ω_S(f) − Ω_F(f)+Ω_S(f−): **not shown at this n** (secondary;
+  n=6 splits, p=0.344; +0.1 [−0.9, +1.1] (96.9%))'; None for a family on one f or before all
+  its splits are in."""
+  for f, part in judgement.simple:
+    if part.plan.family == family and f == protocol.PER_EXAMPLE and part.n == part.planned:
+      return (f"under the paper's per-example f alone, {difference_text(part.plan.weights)}: "
+              f'**{secondary_word(part.test)}** (secondary; n={part.n} splits, '
+              f'p={_p(part.test.p_value)}; {part.interval.text})')
+  return None
+
+
+def p_with_floor(test: split_test.SplitTestResult) -> str:
+  """'0.016, the least 6 splits allow' where p is the least its splits can give."""
+  text = _p(test.p_value)
+  if math.isclose(test.p_value, test.smallest_p):
+    text += f', the least {test.n} splits allow'
+  return text
 
 
 def verdict_text(judgement: Judgement, family: str) -> str:
@@ -319,4 +354,4 @@ def verdict_text(judgement: Judgement, family: str) -> str:
     return (f'confirmation: {result.n} of {result.planned} label splits trained, '
             f'{split_test.WAITING}')
   return (f'confirmation ({result.endpoint}): **{step.word}** (n={result.n} splits, '
-          f'p={_p(result.test.p_value)}; {result.interval.text})')
+          f'p={p_with_floor(result.test)}; {result.interval.text})')

@@ -13,10 +13,12 @@ at the best validation step (family (3)'s primary endpoint) and late
 (protocol.late_validation_error). Two splits: a reading, with no p value.
 """
 import dataclasses
+import textwrap
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tf_ipmssl.sweep import confirmation
 from tf_ipmssl.sweep import protocol
+from tf_ipmssl.sweep import results_page
 
 PE, BC = protocol.PER_EXAMPLE, protocol.BROADCAST
 F_SF, F_SFNEG = 'table2/cifar10_fisher_f_sobolev_f', 'table2/cifar10_fisher_f_sobolev_fneg'
@@ -106,10 +108,47 @@ def changes(found: Sequence[Split]) -> List[Tuple[int, Optional[float], Optional
           for seed, b in sorted(by_seed.items())]
 
 
+def confound(short: Observations, long: Observations, step: int = 900
+             ) -> Tuple[List[str], List[str], List[float]]:
+  """(the CPUs of the 900-step runs, those of the longer runs, |validation error at `step`
+  of a per-example longer run − that of its 900-step run| for each cell and split with
+  both): where the CPUs differ, what a move between budgets carries besides the budget."""
+  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  short_cpus, long_cpus, gaps = set(), set(), []
+  for key, by_seed in long.items():
+    for seed, run in by_seed.items():
+      other = short.get(key, {}).get(seed)
+      if other is None:
+        continue
+      short_cpus.add(other.run.cpu or 'unknown')
+      long_cpus.add(run.run.cpu or 'unknown')
+      a = tensorboard.read_eval_curves(run.run.model_dir).get(protocol.VALIDATION_CURVE, {})
+      b = tensorboard.read_eval_curves(other.run.model_dir).get(protocol.VALIDATION_CURVE, {})
+      if step in a and step in b and key[1] == PE:
+        gaps.append(abs(a[step] - b[step]))
+  return sorted(short_cpus), sorted(long_cpus), sorted(gaps)
+
+
+def confound_text(short: Observations, long: Observations) -> Optional[str]:
+  """The CPUs in words where the two budgets trained on different ones; None otherwise."""
+  short_cpus, long_cpus, gaps = confound(short, long)
+  if not gaps or set(short_cpus) == set(long_cpus):
+    return None
+  return (f'The 900-step runs trained on {" and ".join(short_cpus)}, the 3,600-step runs on '
+          f'{" and ".join(long_cpus)}: at step 900 the per-example '
+          f'runs\' validation errors already differ by {gaps[0]:.2f} to {gaps[-1]:.2f} points '
+          'between the two, so each move below mixes the budget with the CPU.')
+
+
 def part(short: Observations, long: Observations) -> str:
-  """conclusions.md's longer-budget part: a table per endpoint and the changes per split."""
+  """conclusions.md's longer-budget part: the CPUs, a table per endpoint and the changes per
+  split."""
   runs = sum(len(by_seed) for by_seed in long.values())
   blocks = [f'{runs} of {len(CELLS) * len(SEEDS)} longer runs recorded.']
+  cpus = confound_text(short, long)
+  if cpus:
+    blocks.append(textwrap.fill(cpus, results_page.WIDTH, break_long_words=False,
+                                break_on_hyphens=False))
   for endpoint in (protocol.BEST, protocol.LATE):
     found = splits(short, long, endpoint)
     lines = [f'At the {endpoint} (test error % at the best validation step)' if
@@ -134,5 +173,10 @@ def verdict_text(short: Observations, long: Observations) -> str:
   if runs < planned:
     return f'{runs} of {planned} runs trained'
   moves = changes(splits(short, long, protocol.BEST))
-  return 'the per-example cost of Sobolev on f moves ' + ' and '.join(
+  text = 'the per-example cost of Sobolev on f moves ' + ' and '.join(
       _number(per_example, True) for _, per_example, _ in moves) + ' points (best step)'
+  _, _, gaps = confound(short, long)
+  if confound_text(short, long):
+    text += (f', budget and CPU mixed (the two budgets\' runs trained on different CPUs and '
+             f'differ by {gaps[0]:.1f}–{gaps[-1]:.1f} points at step 900 already)')
+  return text

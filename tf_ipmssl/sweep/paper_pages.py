@@ -410,7 +410,8 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
   lines = [confirmation.readme_line(title, confirmed, str(k),
                                     split_reading.verdict_text(exploratory, str(k)))
            for k, title in enumerate(paper_claims.CONCLUSIONS, start=1)]
-  lines.append('- Readings: the longer budget (splits 20–21 at 4× the critic updates): '
+  lines.append('- Readings (exploratory, read after their runs): the longer budget (splits '
+               '20–21 at 4× the critic updates): '
                f'{longer_budget.verdict_text(observed, longer)}; the step-900 jump of '
                f'broadcast Ω_S(f): {step900_reading.verdict_text(step900_runs)}')
   found[README] = {'verdicts': '\n'.join(lines)}

@@ -161,6 +161,44 @@ def cause(reading: Reading, planned_long: int = 2) -> str:
   return NO_JUMP
 
 
+# The outcomes the confirmation's rule fixed before the runs (`declared_outcome`).
+THE_END, THE_TRAINING, NEITHER = 'the run\'s end', 'the training\'s own', 'neither'
+
+
+def declared_outcome(reading: Reading, seed: int = 0) -> Optional[str]:
+  """Which outcome the rule fixed before the runs occurred on split `seed`: the run's end
+  (its 900- and 1,800-step runs equal before step 900, the 900-step run alone jumping at its
+  end), the training's own (both jumping, the longer one before its end) or neither; None
+  before both runs are recorded."""
+  short, long = reading.short.get(seed), reading.long.get(seed)
+  if short is None or long is None:
+    return None
+  short_jumps = (last_rise(short.validation) or 0.0) >= JUMP
+  long_jumps = bool(jumps_before_the_end(long))
+  if short_jumps and long_jumps:
+    return THE_TRAINING
+  parted = short.first_difference(long)
+  if short_jumps and not long_jumps and (parted is None or parted >= short.steps):
+    return THE_END
+  return NEITHER
+
+
+def declared_text(reading: Reading, seed: int = 0) -> Optional[str]:
+  """The declared outcomes in words, where neither occurred; None otherwise."""
+  if declared_outcome(reading, seed) != NEITHER:
+    return None
+  short, long = reading.short[seed], reading.long[seed]
+  parted = short.first_difference(long)
+  jumped = [step for step, _ in jumps_before_the_end(long)]
+  short_jumps = (last_rise(short.validation) or 0.0) >= JUMP
+  return ('none of the outcomes the reading\'s rule fixed before the runs occurred (split '
+          f'{seed}: the 900- and 1,800-step runs '
+          + (f'part at step {parted}' if parted is not None else 'are equal up to step 900')
+          + '; the 900-step run trained again '
+          + ('jumps' if short_jumps else 'does not jump') + ' at its end; the 1,800-step run '
+          + (f'jumps at step {jumped[0]}' if jumped else 'does not jump before its end') + ')')
+
+
 def _points(value: Optional[float]) -> str:
   return '–' if value is None else f'{value:+.1f}'
 
@@ -187,8 +225,9 @@ def _run_line(label: str, run: Run) -> str:
 
 CONCLUSIONS = {
     WAITING: 'Its runs are not all recorded yet: no cause is named.',
-    TRAINING: ('A 1,800-step run jumps before its end: a jump of this cell happens where no '
-               'run ends, the training\'s own.'),
+    TRAINING: ('Read after the runs (exploratory): a 1,800-step run jumps before its end, so '
+               'a jump of this cell can happen where no run ends; what causes it is not '
+               'shown.'),
     AT_THE_END_ONLY: ('The 900-step run jumps at its end and no 1,800-step run jumps before '
                       'its end: the reading points to the run\'s end.'),
     NO_JUMP: ('None of its runs jumps: the jump did not recur, and the reading names no '
@@ -244,7 +283,8 @@ def record_dirs(root: str, leave_out: Sequence[str] = ()) -> List[str]:
 
 SHORT_CONCLUSIONS = {
     WAITING: 'its runs are not all recorded yet',
-    TRAINING: "the training's own, not the run's end",
+    TRAINING: ('read after the runs (exploratory), a 1,800-step run jumps before its end; '
+               'the cause is not shown'),
     AT_THE_END_ONLY: "it points to the run's end",
     NO_JUMP: 'it did not recur; no cause named',
 }
@@ -260,11 +300,12 @@ def verdict_text(reading: Reading) -> str:
   """README's words: the cause, and where a 1,800-step run jumps before its end."""
   found = cause(reading)
   jumps = longer_run_jumps(reading)
+  declared = declared_text(reading) if found != WAITING else None
   where = ''.join(f'; split {seed} jumps at step {step} ({rise:+.1f}) of 1,800 and recovers'
                   if run_recovers(reading.long[seed], step) else
                   f'; split {seed} jumps at step {step} ({rise:+.1f}) of 1,800'
                   for seed, step, rise in jumps) if found == TRAINING else ''
-  return SHORT_CONCLUSIONS[found] + where
+  return (f'{declared}; ' if declared else '') + SHORT_CONCLUSIONS[found] + where
 
 
 def run_recovers(run: Run, step: int) -> bool:
@@ -291,6 +332,9 @@ def part(reading: Reading, others: Sequence[str]) -> str:
     lines.append(original)
   where = ''.join(f' Split {seed} at step {step} ({rise:+.1f}).'
                   for seed, step, rise in longer_run_jumps(reading))
+  declared = declared_text(reading) if cause(reading) != WAITING else None
+  if declared:
+    lines.append(f'- {declared[0].upper()}{declared[1:]}.')
   lines.append(f'- {CONCLUSIONS[cause(reading)]}{where}')
   other_runs = read_runs(others)
   last = other_last_rises(other_runs)
