@@ -27,6 +27,7 @@ import signal
 import threading
 import time
 
+import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl import errors
@@ -178,7 +179,7 @@ class Loop:
                                           data.labeled_labels, self.config.train.eval_batch_size)
     # Model selection uses the validation split only
     # (docs/algorithm.md#data-and-model-selection); without one there is no best.
-    improved = val_error is not None and val_error < float(best['validation_error'].numpy())
+    improved = val_error is not None and lower_error(val_error, best['validation_error'])
     test_error = test_confusion = None
     if improved or last or val_error is None:
       test_error, test_confusion = self.test_error()
@@ -317,6 +318,15 @@ class Loop:
     self.run.manager.save(checkpoint_number=step)
     fault_injection.reach('checkpoint_written')
     run_files.write_metrics(self.model_dir, self.metrics(step, finished))
+
+
+def lower_error(error, best_error) -> bool:
+  """Whether `error` (%) is below the best one, a float32 variable: compared as the stored
+  values, both rounded to float32, so an error equal to the best (the same count of images
+  wrong) never replaces it and the earliest of tied steps stays the best. Compared as
+  float64 against the stored float32 instead, an equal error won or lost a tie by that
+  value's rounding."""
+  return bool(np.float32(error) < np.float32(best_error.numpy()))
 
 
 def _assign_confusions(variables, **confusions):
