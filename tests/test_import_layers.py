@@ -103,3 +103,29 @@ def test_the_checks_on_known_answers():
   assert 'tf_ipmssl.serving.export' in _imports(trainer, top_level_only=False)
   assert _layer('tf_ipmssl.api') > _layer('tf_ipmssl.training.trainer') > _layer(
       'tf_ipmssl.serving.export') > _layer('tf_ipmssl.data.ssl_data')
+
+
+STUDIES = PACKAGE.parent / 'studies'
+# What only a study names: its pages and records, its label splits and training commits.
+STUDY_NAMES = ('docs/results', '_records', 'studies.', 'studies/', 'bbbb1c3', 'c5b46ca',
+               'step900', 'confirmation')
+
+
+def test_the_library_imports_no_study():
+  """No module of the package imports a study's module, at any depth of its code."""
+  for name, path in MODULES.items():
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+      imported = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                  [node.module or ''] if isinstance(node, ast.ImportFrom) else [])
+      assert not any(i == 'studies' or i.startswith('studies.') for i in imported), name
+
+
+def test_the_library_names_no_study():
+  """No module of the package names a results page, a record folder or a study's readings;
+  the studies' modules are outside it."""
+  assert STUDIES.is_dir() and not (PACKAGE / 'sweep' / 'paper_pages.py').exists()
+  for name, path in MODULES.items():
+    text = path.read_text()
+    found = [word for word in STUDY_NAMES if word in text]
+    assert not found, f'{name} names {found}'

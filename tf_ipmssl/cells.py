@@ -14,9 +14,9 @@ as the paper's tables (`tf_ipmssl.sweep.tables`).
 
 A *study* is a table of our own with the same machinery but no paper numbers
 (`STUDIES`): `fashion_mnist_study` compared SSL rows with supervised-only training on
-Fashion-MNIST at 1000 labels and a short 2-CPU budget (docs/results/fashion_mnist_study/);
-`fashion_mnist_ssl` compares the SSL configurations of the quickstart's recipe with the strongest
-supervised baseline at 100 and 1000 labels (docs/results/fashion_mnist.md). Its cells are selected only
+Fashion-MNIST at 1000 labels and a short 2-CPU budget; `fashion_mnist_ssl` compares the SSL
+configurations of the quickstart's recipe with the strongest supervised baseline at 100 and
+1000 labels. Their cells are selected only
 by naming the study (`--table=fashion_mnist_study` or an id pattern that starts with it), so
 `all_cells()` and '*' stay the paper's 100 cells. This module imports neither TensorFlow
 nor gin: `bin/cells` and `bin/sweep --dry_run` stay instant.

@@ -36,9 +36,13 @@ def missing_modules():
 
 
 def use_checkout_venv(script: str):
-  """Re-executes `script` (a bin/ program) under its checkout's .venv when this Python is
-  outside any virtual environment; exits with one line when the packages are missing."""
-  venv_python = pathlib.Path(script).resolve().parents[1] / '.venv' / 'bin' / 'python'
+  """Re-executes `script` (a bin/ program, or a study's script deeper in the checkout) under
+  its checkout's .venv, the nearest folder above it with one, when this Python is outside any
+  virtual environment; exits with one line when the packages are missing."""
+  folders = pathlib.Path(script).resolve().parents
+  venv_python = next((folder / '.venv' / 'bin' / 'python' for folder in folders
+                      if (folder / '.venv' / 'bin' / 'python').is_file()),
+                     folders[1] / '.venv' / 'bin' / 'python')
   if (not in_virtual_environment() and venv_python.is_file()
       and not os.environ.get(_REEXECUTED)):
     os.environ[_REEXECUTED] = '1'

@@ -8,8 +8,7 @@ update (0, 1, …) and T = `ssl.ipm_rampup_updates`:
 (the sigmoid-shaped ramp-up of Laine & Aila, "Temporal Ensembling for Semi-Supervised
 Learning", 2017, used for the unlabeled term in many SSL methods). Early on the classifier
 learns mostly from the labels, while the constraints keep the critic bounded; the unlabeled
-(IPM) term then comes in gradually. The generator's loss is unchanged. The measured effect is
-in docs/results/fashion_mnist.md.
+(IPM) term then comes in gradually. The generator's loss is unchanged.
 """
 import tensorflow as tf
 

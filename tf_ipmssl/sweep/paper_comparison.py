@@ -24,7 +24,6 @@ import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from tf_ipmssl.sweep import claims
 from tf_ipmssl.sweep import tables as tables_lib
 
 
@@ -111,7 +110,7 @@ def compare(results: Sequence[tables_lib.CellResult],
                          average_ranks([r.cell.paper_error for r in ranked])))
   our_ranks = dict(zip((r.cell.id for r in ranked), average_ranks(ours)))
   rows = tuple(Row(r, paper_ranks.get(r.cell.id), our_ranks.get(r.cell.id),
-                   *claims.paired_differences(r, baseline)[1:]) for r in results)
+                   *tables_lib.paired_differences(r, baseline)[1:]) for r in results)
   rho = spearman([r.cell.paper_error for r in ranked], ours)
   return Comparison(rows, baseline, rho, seeds)
 
@@ -131,7 +130,7 @@ def markdown(comparison: Comparison) -> str:
            '|---|---:|---:|---:|---:|---|']
   for row in comparison.rows:
     mean, std = row.paired_mean_std
-    per_seed = ', '.join(f'{d:+.2f}' + (claims.CPU_MARK if across else '')
+    per_seed = ', '.join(f'{d:+.2f}' + (tables_lib.CPU_MARK if across else '')
                          for d, across in zip(row.paired, row.paired_across_cpus))
     paired = '–' if mean is None else (
         f'{mean:+.2f}' + ('' if std is None else f' ± {std:.2f}') + f' ({per_seed})')
@@ -152,7 +151,7 @@ def markdown(comparison: Comparison) -> str:
               f'ranked cell has; the mean ± std of {", ".join(more)} is over all '
               f'{"their" if len(more) > 1 else "its"} seeds.']
   if any(any(row.paired_across_cpus) for row in comparison.rows):
-    lines += ['', f'{claims.CPU_MARK} the run and the baseline\'s of that seed trained on '
+    lines += ['', f'{tables_lib.CPU_MARK} the run and the baseline\'s of that seed trained on '
               'different CPUs (one run moves by about a point between CPU families).']
   return '\n'.join(lines) + '\n'
 

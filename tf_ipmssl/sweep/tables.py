@@ -186,6 +186,20 @@ def different_cpus(first: RunResult, second: RunResult) -> bool:
   return first.cpu is not None and second.cpu is not None and first.cpu != second.cpu
 
 
+# Marks a difference between two runs that trained on different CPUs.
+CPU_MARK = '†'
+
+
+def paired_differences(first: 'CellResult', second: 'CellResult'
+                       ) -> Tuple[Tuple[int, ...], Tuple[float, ...], Tuple[bool, ...]]:
+  """(shared seeds, first − second per shared seed, whether that seed's two runs trained on
+  different CPUs), in seed order."""
+  other = {run.seed: run for run in second.runs}
+  runs = sorted((run.seed, run, other[run.seed]) for run in first.runs if run.seed in other)
+  return (tuple(s for s, _, _ in runs), tuple(a.test_error - b.test_error for _, a, b in runs),
+          tuple(different_cpus(a, b) for _, a, b in runs))
+
+
 def mean_std(values: Sequence[float]) -> Tuple[Optional[float], Optional[float]]:
   """(mean, sample standard deviation) of values; None for a mean of none and for the std
   of fewer than two."""

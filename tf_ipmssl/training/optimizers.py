@@ -29,8 +29,7 @@ learning rates per step.
 - Linear decay (`train.learning_rate_linear_decay_start`, an option beyond the paper, off by
   default): the factor stays 1 until the fraction `start` of the run's steps, then falls
   linearly and reaches 0 after the last step, the annealing that GAN-based SSL code commonly
-  ends with (e.g. Salimans et al., 2016). Measured on the Fashion-MNIST K+1 recipe it made
-  the classifier worse, not better (docs/results/fashion_mnist.md, probe D1200).
+  ends with (e.g. Salimans et al., 2016).
 
 The two may be combined: their factors multiply. Pure Python, evaluated by the training
 loop before every step, so a resumed run continues the same schedule.

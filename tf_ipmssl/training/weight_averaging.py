@@ -2,8 +2,7 @@
 
 Not part of the paper: an option (`train.critic_ema_decay`) that evaluates, selects and
 exports a copy of the critic whose weights are an EMA of the trained critic's. GAN critics
-move a lot from one update to the next; the averaged weights classify more steadily (the
-measured effect is in docs/results/fashion_mnist.md).
+move a lot from one update to the next; the averaged weights classify more steadily.
 
 After the n-th critic update (n = 1, 2, …), with the trained weights w and decay d:
 

@@ -1,0 +1,1 @@
+"""The studies beside the library: each folder one study, its runs, readings and pages."""
