@@ -28,32 +28,21 @@ from tf_ipmssl.sweep import tables as tables_lib
 
 
 def average_ranks(values: Sequence[float]) -> List[float]:
-  """Ranks 1..n in ascending order; tied values share the mean of their ranks."""
-  order = sorted(range(len(values)), key=lambda i: values[i])
-  ranks = [0.0] * len(values)
-  start = 0
-  while start < len(order):
-    end = start
-    while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-      end += 1
-    for k in range(start, end + 1):
-      ranks[order[k]] = (start + end) / 2 + 1
-    start = end + 1
-  return ranks
+  """Ranks 1..n in ascending order; tied values share the mean of their ranks
+  (scipy.stats.rankdata's 'average')."""
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  return [float(r) for r in stats.rankdata(values, method='average')] if len(values) else []
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
-  """Spearman's rank correlation (Pearson's r of the average ranks); None if undefined."""
+  """Spearman's rank correlation (scipy.stats.spearmanr: Pearson's r of the average ranks);
+  None if undefined (fewer than two values, or one side constant)."""
   if len(xs) != len(ys) or len(xs) < 2:
     return None
-  rx, ry = average_ranks(xs), average_ranks(ys)
-  mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-  sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-  sxx = sum((a - mx) ** 2 for a in rx)
-  syy = sum((b - my) ** 2 for b in ry)
-  if sxx == 0 or syy == 0:
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  if len(set(xs)) < 2 or len(set(ys)) < 2:
     return None
-  return sxy / math.sqrt(sxx * syy)
+  return float(stats.spearmanr(xs, ys).statistic)
 
 
 @dataclasses.dataclass(frozen=True)

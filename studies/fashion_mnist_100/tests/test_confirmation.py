@@ -212,3 +212,24 @@ def test_secondary_words_and_the_least_p():
   mixed = split_test.signed_rank_over_splits([1.0, -2.0, 3.0, -4.0, 5.0, 0.5])
   assert confirmation.secondary_word(mixed) == paired_test.NOT_SHOWN
   assert confirmation.p_with_floor(mixed) == protocol.p_text(mixed.p_value)
+
+
+def test_the_committed_records_p_values_are_the_same_through_scipy():
+  """Every family of the committed confirmation at both endpoints: the split test's p values
+  (scipy.stats.permutation_test) equal the exact convolution's, and scipy's exact Wilcoxon
+  where the contrasts have no tie or zero; the pages print these."""
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  judgement = confirmation.judge(PLAN, confirmation.load(
+      os.path.join(RESULTS, confirmation.RECORDS), PLAN))
+  results = list(judgement.primary) + list(judgement.secondary) + [
+      part for _, part in judgement.simple]
+  assert len(results) == 8 and all(r.n == 6 for r in results)
+  for result in results:
+    convolved = paired_test.sign_flip_test([list(result.contrasts)])
+    assert result.test.p_value == pytest.approx(convolved.p_value, abs=1e-12)
+    assert result.test.p_other == pytest.approx(convolved.p_other, abs=1e-12)
+    sizes = [abs(paired_test.rounded(d)) for d in result.contrasts]
+    if 0 not in sizes and len(set(sizes)) == len(sizes):
+      exact = stats.wilcoxon(result.contrasts, alternative='greater', method='exact').pvalue
+      assert result.test.p_value == pytest.approx(exact, abs=1e-12)
+  assert [round(r.test.p_value, 3) for r in judgement.primary] == [0.016] * 3

@@ -122,3 +122,23 @@ def test_words():
   assert paired_test.word(0.01, 1.0) == paired_test.SUPPORTED
   assert paired_test.word(0.9, 0.02) == paired_test.CONTRADICTED
   assert paired_test.word(0.06, 0.9) == paired_test.NOT_SHOWN
+
+
+def test_the_stratified_convolution_equals_scipys_permutation_test():
+  """The within-stratum ranks are fixed under sign flips, so the stratified statistic is
+  Σ sign(d_i)·w_i with fixed weights: scipy.stats.permutation_test over all sign patterns
+  gives the convolution's p values."""
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  for strata in ([[66.1, 7.0, 5.3], [0.57, 0.65, -1.11], [1.55, -4.63, -1.32]],
+                 [[1.0, -1.0, 2.0, 0.0], [3.0, 3.0, -3.0]],
+                 [[-0.5, 2.5, 2.5, -2.5, 1.0], [4.0, -4.0]]):
+    weights = np.array([float(w) for stratum in paired_test.scores(strata) for w in stratum])
+    d = np.array([paired_test.rounded(x) for stratum in strata for x in stratum])
+    def statistic(x, axis):
+      return np.sum(np.sign(x) * weights, axis=axis)
+    result = paired_test.sign_flip_test(strata)
+    for alternative, p in (('greater', result.p_value), ('less', result.p_other)):
+      permuted = stats.permutation_test((d,), statistic, permutation_type='samples',
+                                        n_resamples=np.inf, vectorized=True,
+                                        alternative=alternative).pvalue
+      assert p == pytest.approx(permuted, abs=1e-12)

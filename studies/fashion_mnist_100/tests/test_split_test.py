@@ -150,3 +150,28 @@ def test_fixed_sequence():
   steps = split_test.fixed_sequence([('3', result(0.2)), ('2', None), ('1', result(1 / 64))])
   assert [s.word for s in steps] == [paired_test.NOT_SHOWN, split_test.NO_RUNS,
                                      split_test.NOT_TESTED]
+
+
+def test_scipys_permutation_test_equals_the_convolution_of_the_sign_flips():
+  """signed_rank_over_splits (scipy.stats.permutation_test) against paired_test's exact
+  convolution of one stratum, on contrasts with ties, zeros and float noise: equal p values."""
+  rng = np.random.default_rng(0)
+  for n in (1, 3, 6, 8, 10):
+    for _ in range(20):
+      contrasts = list(rng.choice([-3.0, -1.0, 0.0, 0.5, 1.0, 2.0, 2.0 + 1e-12, 7.5], n))
+      ours = split_test.signed_rank_over_splits(contrasts)
+      convolved = paired_test.sign_flip_test([contrasts])
+      assert ours.p_value == pytest.approx(convolved.p_value, abs=1e-12)
+      assert ours.p_other == pytest.approx(convolved.p_other, abs=1e-12)
+      assert ours.statistic == pytest.approx(convolved.statistic, abs=1e-12)
+      assert ours.smallest_p == convolved.smallest_p
+
+
+def test_without_ties_or_zeros_it_is_scipys_exact_wilcoxon():
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  for contrasts in ([9.9, 7.75, 40.6], [8.5, 10.3, 13.4, 10.6, 9.5, 9.9],
+                    [0.2, 1.1, -0.9, 0.15, -0.3, 0.1]):
+    result = split_test.signed_rank_over_splits(contrasts)
+    for alternative, p in (('greater', result.p_value), ('less', result.p_other)):
+      exact = stats.wilcoxon(contrasts, alternative=alternative, method='exact').pvalue
+      assert p == pytest.approx(exact, abs=1e-12)
