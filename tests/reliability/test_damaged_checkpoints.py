@@ -1,8 +1,9 @@
 """A damaged checkpoint is set aside, not fatal: random bytes in the latest checkpoint's data
 make the run resume from the previous one and end bit-identical to an uninterrupted run; a
-truncated .index is one line in bin/train, bin/evaluate and bin/export. An old checkpoint
-that TensorFlow was deleting when the trainer was killed is not damage: its deletion is
-completed without a word."""
+truncated .index is one line in bin/train, bin/evaluate and bin/export. A newest checkpoint
+whose files are gone (the checkpoint list still naming it) or whose data is cut short is
+skipped the same way, in one line. An old checkpoint that TensorFlow was deleting when the
+trainer was killed is not damage: its deletion is completed without a word."""
 import os
 import shutil
 import signal
@@ -28,6 +29,24 @@ def six_steps(data_dir, tmp_path_factory):
   return model_dir
 
 
+@pytest.fixture(scope='module')
+def eight_steps(data_dir, tmp_path_factory):
+  """The uninterrupted 8-step run the resumed ones must equal."""
+  model_dir = str(tmp_path_factory.mktemp('reference') / 'model')
+  result = runs.run_train(model_dir, _bindings(data_dir, 8))
+  assert result.returncode == 0, result.stderr
+  return model_dir
+
+
+def _assert_same_final_variables(model_dir, reference_dir):
+  expected = runs.checkpoint_values(os.path.join(reference_dir, 'checkpoints', 'ckpt-8'))
+  actual = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', 'ckpt-8'))
+  assert expected.keys() == actual.keys()
+  for name in expected:
+    if not name.startswith('save_counter'):
+      np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+
+
 def _data_file(model_dir, step):
   directory = os.path.join(model_dir, 'checkpoints')
   (name,) = [n for n in os.listdir(directory) if n.startswith(f'ckpt-{step}.data')]
@@ -35,10 +54,7 @@ def _data_file(model_dir, step):
 
 
 def test_random_bytes_in_the_latest_checkpoint_resume_from_the_previous(
-    data_dir, six_steps, tmp_path):
-  reference_dir = str(tmp_path / 'reference')
-  reference = runs.run_train(reference_dir, _bindings(data_dir, 8))
-  assert reference.returncode == 0, reference.stderr
+    data_dir, six_steps, eight_steps, tmp_path):
   model_dir = str(tmp_path / 'damaged_run')
   shutil.copytree(six_steps, model_dir)
   data_file = _data_file(model_dir, 6)
@@ -57,17 +73,53 @@ def test_random_bytes_in_the_latest_checkpoint_resume_from_the_previous(
   assert damaged[0].startswith(f'checkpoint {checkpoints}/ckpt-6 is damaged (')
   assert 'Checksum does not match' in damaged[0]
   assert damaged[0].endswith(f'moved it to {model_dir}/damaged/checkpoints/')
-  assert f'Resuming from {checkpoints}/ckpt-4' in result.stdout
+  assert f'Resuming from {checkpoints}/ckpt-4 (step 4)' in result.stdout
   assert os.path.isfile(os.path.join(model_dir, 'damaged', 'checkpoints',
                                      os.path.basename(data_file)))
   assert open(os.path.join(model_dir, 'config.gin')).read().count('train.steps = 8') == 1
   assert config_before.count('train.steps = 6') == 1
-  expected = runs.checkpoint_values(os.path.join(reference_dir, 'checkpoints', 'ckpt-8'))
-  actual = runs.checkpoint_values(os.path.join(checkpoints, 'ckpt-8'))
-  assert expected.keys() == actual.keys()
-  for name in expected:
-    if not name.startswith('save_counter'):
-      np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+  _assert_same_final_variables(model_dir, eight_steps)
+
+
+def _remove_files(model_dir, step):
+  directory = os.path.join(model_dir, 'checkpoints')
+  for name in os.listdir(directory):
+    if name.startswith(f'ckpt-{step}.'):
+      os.remove(os.path.join(directory, name))
+
+
+def _truncate_data(model_dir, step):
+  data_file = _data_file(model_dir, step)
+  with open(data_file, 'r+b') as f:
+    f.truncate(f.seek(0, os.SEEK_END) // 2)
+
+
+@pytest.mark.parametrize('harm, skipped', [
+    (_remove_files, 'is missing (none of its files is left); left it out of the checkpoint '
+                    'list'),
+    (_truncate_data, 'is damaged ('),
+], ids=['files_gone', 'data_truncated'])
+def test_a_missing_or_cut_newest_checkpoint_resumes_from_the_newest_intact_one(
+    data_dir, six_steps, eight_steps, tmp_path, harm, skipped):
+  """ckpt-6's files gone (its checkpoint list still naming it) or its data cut short: the
+  rerun resumes from ckpt-4 (not step 0), says so in one line naming ckpt-6, and ends with
+  the variables of the uninterrupted run."""
+  model_dir = str(tmp_path / 'run')
+  shutil.copytree(six_steps, model_dir)
+  harm(model_dir, 6)
+  checkpoints = os.path.join(model_dir, 'checkpoints')
+  assert 'ckpt-6' in open(os.path.join(checkpoints, 'checkpoint')).read()
+
+  result = runs.run_train(model_dir, _bindings(data_dir, 8))
+  assert result.returncode == 0, result.stderr
+  output = result.stdout + result.stderr
+  assert 'Traceback' not in output and "Couldn't match files" not in output, output
+  skips = [l for l in result.stdout.splitlines() if 'ckpt-6' in l]
+  assert len(skips) == 1, result.stdout
+  assert skips[0].startswith(f'checkpoint {checkpoints}/ckpt-6 {skipped}'), skips[0]
+  assert f'Resuming from {checkpoints}/ckpt-4 (step 4)' in result.stdout
+  assert 'step 6/8' in result.stdout and 'step 2/8' not in result.stdout, result.stdout
+  _assert_same_final_variables(model_dir, eight_steps)
 
 
 def _truncate_index(model_dir, folder, step):
@@ -184,3 +236,39 @@ def test_the_checkpoint_list_of_a_relative_directory_is_read_where_it_is(tmp_pat
   newest, messages = checkpoint_integrity.set_aside_damaged('run', 'run/checkpoints')
   assert (newest, messages) == ('run/checkpoints/ckpt-2', [])
   assert os.path.exists('run/checkpoints/checkpoint') and not os.path.exists('run/damaged')
+
+
+def test_a_newest_checkpoint_without_files_is_left_out_of_the_list(tmp_path):
+  """The checkpoint list names ckpt-3, whose files are gone: it is left out and ckpt-2 is the
+  newest intact one; a newest checkpoint that lost only its .index is damaged (its data set
+  aside); with no checkpoint left, the list goes."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import checkpoint_integrity  # pylint: disable=g-import-not-at-top
+  directory = str(tmp_path / 'checkpoints')
+  manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), directory,
+                                       max_to_keep=3)
+  for _ in range(3):
+    manager.save()
+
+  def remove(prefix):
+    for name in os.listdir(directory):
+      if name.startswith(prefix):
+        os.remove(os.path.join(directory, name))
+
+  remove('ckpt-3.')
+  assert checkpoint_integrity.listed(directory) == [f'{directory}/ckpt-{n}' for n in (1, 2, 3)]
+  assert checkpoint_integrity.set_aside_damaged(str(tmp_path), directory) == (
+      f'{directory}/ckpt-2',
+      [f'checkpoint {directory}/ckpt-3 is missing (none of its files is left); left it out of '
+       'the checkpoint list'])
+  assert tf.train.latest_checkpoint(directory) == f'{directory}/ckpt-2'
+  remove('ckpt-2.index')
+  assert checkpoint_integrity.set_aside_damaged(str(tmp_path), directory) == (
+      f'{directory}/ckpt-1',
+      [f'checkpoint {directory}/ckpt-2 is damaged (its .index file is missing); moved it to '
+       f'{tmp_path}/damaged/checkpoints/'])
+  assert checkpoint_integrity.listed(directory) == [f'{directory}/ckpt-1']
+  assert any(n.startswith('ckpt-2.data') for n in os.listdir(tmp_path / 'damaged' / 'checkpoints'))
+  remove('ckpt-1.')
+  assert checkpoint_integrity.set_aside_damaged(str(tmp_path), directory)[0] is None
+  assert checkpoint_integrity.listed(directory) == []

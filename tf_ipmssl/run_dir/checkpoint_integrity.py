@@ -1,11 +1,17 @@
 """Damaged checkpoints: found before a restore, set aside (never deleted), and named.
 
 A checkpoint is damaged when one of its files cannot be read back: random bytes in a
-`.data` shard fail its checksum (DataLossError), a truncated `.index` is "not an sstable".
+`.data` shard fail its checksum (DataLossError), a truncated `.index` is "not an sstable", a
+truncated `.data` shard is "Read less bytes than requested".
 Resuming a run checks its checkpoints newest first; each damaged one is moved to
 `<model dir>/damaged/checkpoints/` (or `damaged/best/`) with its files, the checkpoint list
 is rewritten to the intact ones, and the run resumes from the newest intact checkpoint
 (docs/reliability.md).
+
+A newest checkpoint whose files are gone (removed by hand, lost with a disk) while the
+checkpoint list still names it is missing: it is left out of the list, saying so, and the
+run resumes from the newest intact one as well. One without its `.index` but with data left
+is damaged (its data is set aside).
 
 An older checkpoint without its `.index` is not damaged but half deleted: TensorFlow's
 CheckpointManager writes the new checkpoint list (still naming the oldest checkpoint) before
@@ -31,7 +37,7 @@ def damage(path: str) -> Optional[str]:
     reader = tf.train.load_checkpoint(path)
     for name in reader.get_variable_to_shape_map():
       reader.get_tensor(name)
-  except (tf.errors.OpError, ValueError) as e:
+  except (tf.errors.OpError, ValueError, IndexError) as e:  # IndexError: data cut short.
     message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return f'{type(e).__name__}: {message}'
   return None
@@ -66,21 +72,42 @@ def _complete_deletions(paths):
   return kept
 
 
-def set_aside_damaged(model_dir: str, checkpoint_dir: str) -> Tuple[Optional[str], List[str]]:
-  """Moves every damaged checkpoint of `checkpoint_dir` to model_dir/damaged/ and completes
-  the deletion of half-deleted ones (the module doc); returns the newest intact checkpoint
-  (None if none is left) and one message per checkpoint moved."""
+def listed(checkpoint_dir: str) -> List[str]:
+  """The checkpoints the checkpoint list of `checkpoint_dir` names, oldest first, whether
+  their files are there or not ([] without a list). Unlike tf.train.latest_checkpoint,
+  which answers None (and logs an error) when the newest one's files are gone."""
   state = tf.train.get_checkpoint_state(checkpoint_dir)
   if state is None:
-    return None, []
+    return []
   # TensorFlow has joined the state file's relative names with checkpoint_dir already
   # (relative itself when the run's --model_dir is).
   paths = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
-  listed = paths
+  return [path for path in paths if path]
+
+
+def _missing(path: str) -> bool:
+  """Whether none of the files of the checkpoint at `path` is left (the module doc)."""
+  return not tf.io.gfile.glob(glob.escape(path) + '.*')
+
+
+def set_aside_damaged(model_dir: str, checkpoint_dir: str) -> Tuple[Optional[str], List[str]]:
+  """Moves every damaged checkpoint of `checkpoint_dir` to model_dir/damaged/, leaves missing
+  ones out of the checkpoint list and completes the deletion of half-deleted ones (the module
+  doc); returns the newest intact checkpoint (None if none is left) and one message per
+  checkpoint moved or left out."""
+  paths = listed(checkpoint_dir)
+  if not paths:
+    return None, []
+  listed_paths = paths
   paths = _complete_deletions(paths)
   intact, messages = [], []
   for path in paths:
-    why = damage(path)
+    if _missing(path):
+      messages.append(f'checkpoint {path} is missing (none of its files is left); left it '
+                      'out of the checkpoint list')
+      continue
+    why = (damage(path) if tf.io.gfile.exists(path + '.index') else
+           'its .index file is missing')
     if why is None:
       intact.append(path)
       continue
@@ -89,7 +116,7 @@ def set_aside_damaged(model_dir: str, checkpoint_dir: str) -> Tuple[Optional[str
     for name in glob.glob(glob.escape(path) + '.*'):
       shutil.move(name, os.path.join(target, os.path.basename(name)))
     messages.append(f'checkpoint {path} is damaged ({why}); moved it to {target}/')
-  if messages or intact != listed:
+  if messages or intact != listed_paths:
     if intact:
       _write_checkpoint_list(checkpoint_dir, intact)
     else:

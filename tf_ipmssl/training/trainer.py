@@ -56,8 +56,9 @@ def train(model_dir, config, started=None):
   data = ssl_data.build_ssl_data(config.build_ssl_data)
   length = training_length(data, config)
   _check_data(config, data)
-  resuming = tf.train.latest_checkpoint(
-      os.path.join(model_dir, run_files.CHECKPOINT_DIR)) is not None
+  # A checkpoint list naming a checkpoint is a run to resume, even where the newest one's
+  # files are gone (then it resumes from the newest intact one).
+  resuming = bool(checkpoint_integrity.listed(os.path.join(model_dir, run_files.CHECKPOINT_DIR)))
   if resuming:
     run_lib.check_config(model_dir, config)
   # A finished run (its export complete) only reports: nothing is written, so this also
@@ -114,9 +115,10 @@ def _restore(run, resuming, model_dir, total_steps, metrics):
   if resuming:
     latest = run.manager.latest_checkpoint
     run.restore_to_train(latest)
-    logging.info('Resumed from %s', latest)
-    print(f'Resuming from {latest}', flush=True)
   step = int(run.state.counters['step'].numpy())
+  if resuming:
+    logging.info('Resumed from %s (step %d)', latest, step)
+    print(f'Resuming from {latest} (step {step})', flush=True)
   if step >= total_steps or metrics.get('stopped_early'):
     print(f'{model_dir} finished training ({step} steps) but its {run_files.EXPORT_DIR}/ is '
           'missing or incomplete; exporting again.', flush=True)
