@@ -10,6 +10,9 @@ kernel drops it when the process dies, however it dies. Deciding that a lock is 
 taking it over happens under that flock, so of two trainers racing for one stale lock only
 one takes it (the other is refused), and a lock file removed or replaced meanwhile is
 noticed (its inode is no longer the path's) and the attempt starts again.
+
+`take` and `release` are that mechanism for any lock file: bin/sweep locks its root with
+them too (sweep/sweep_lock.py).
 """
 import contextlib
 import errno
@@ -64,39 +67,71 @@ def _in_use(model_dir, path, holder):
       'finish, or use another --model_dir')
 
 
-def _try_take(model_dir, path):
-  """Takes the lock at `path` (the module doc); False when the file changed meanwhile.
+def _trainer_refusal(model_dir, path):
+  """The `refuse` of take() for a trainer's lock."""
+  def refuse(holder, elsewhere):
+    if not elsewhere:
+      return _in_use(model_dir, path, holder)
+    return errors.ConfigError(
+        f'{model_dir} is locked by a trainer on host {holder.get("host")} (PID '
+        f'{holder.get("pid")}, lock {path}); if no trainer runs there, remove the lock')
+  return refuse
 
+
+def _try_take(path, refuse, record):
+  """Takes the lock at `path` (the module doc), writing `record` (with host and pid) into it.
+
+  Returns:
+    None when the file changed meanwhile (try again), else the stale holder taken over ({}
+    when there was none).
   Raises:
-    ConfigError: another trainer holds it.
+    refuse(holder, elsewhere): a live process holds it (`elsewhere`: on another host, whose
+      PIDs cannot be checked).
   """
   fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
   try:
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-      raise _in_use(model_dir, path, _holder(path)) from None
+      raise refuse(_holder(path), False) from None
     holder = _holder(path)
     if holder:
       same_host = holder.get('host') == socket.gethostname()
       pid = holder.get('pid')
       if same_host and isinstance(pid, int) and pid != os.getpid() and _alive(pid):
-        raise _in_use(model_dir, path, holder)  # A trainer that holds no flock.
+        raise refuse(holder, False)  # A holder that keeps no flock.
       if not same_host:
-        raise errors.ConfigError(
-            f'{model_dir} is locked by a trainer on host {holder.get("host")} (PID {pid}, '
-            f'lock {path}); if no trainer runs there, remove the lock')
-      fault_injection.reach('lock_takeover')  # Stale: its trainer is gone.
+        raise refuse(holder, True)
+      fault_injection.reach('lock_takeover')  # Stale: its process is gone.
     if not _is_the_path(fd, path):
       os.close(fd)
-      return False
+      return None
     os.ftruncate(fd, 0)
-    os.write(fd, json.dumps({'host': socket.gethostname(), 'pid': os.getpid()}).encode())
+    os.write(fd, json.dumps(dict(record, host=socket.gethostname(), pid=os.getpid())).encode())
   except BaseException:
     os.close(fd)
     raise
   _held[path] = fd
-  return True
+  return holder or {}
+
+
+def take(path, refuse, record=None):
+  """Takes the lock file at `path` for this process (the module doc: an flock kept until
+  release(path), the file holding this host, PID and `record`); a lock whose process is gone
+  on this host is stale and is taken over. bin/train's run lock and bin/sweep's root lock.
+
+  Returns:
+    The stale holder taken over ({} when there was none).
+  Raises:
+    refuse(holder, elsewhere): a live process holds the lock (`holder`: its record, None when
+      unreadable; `elsewhere`: it is on another host, whose PIDs cannot be checked), or
+    ConfigError: the file kept changing while this process tried to take it.
+  """
+  for _ in range(10):
+    stale = _try_take(path, refuse, record or {})
+    if stale is not None:
+      return stale
+  raise errors.ConfigError(f'could not take the lock {path}: another process keeps taking it')
 
 
 def _check_is_directory(model_dir):
@@ -126,19 +161,17 @@ def acquire(model_dir):
   _check_is_directory(model_dir)
   try:
     os.makedirs(model_dir, exist_ok=True)
-    for _ in range(10):
-      if _try_take(model_dir, path):
-        return path
+    take(path, _trainer_refusal(model_dir, path))
   except OSError as e:
     if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
       return None
     raise
-  raise errors.ConfigError(f'could not take the lock {path}: another trainer keeps taking it')
+  return path
 
 
 def release(path):
-  """Removes the lock file, then drops its flock (a trainer waiting on this file then finds
-  it removed and starts again on a new one)."""
+  """Removes the lock file, then drops its flock (a process waiting on this file then finds
+  it removed and starts again on a new one). Nothing when this process does not hold it."""
   fd = _held.pop(path, None)
   if fd is None:
     return
