@@ -113,7 +113,7 @@ def confound(short: Observations, long: Observations, step: int = 900
   """(the CPUs of the 900-step runs, those of the longer runs, |validation error at `step`
   of a per-example longer run − that of its 900-step run| for each cell and split with
   both): where the CPUs differ, what a move between budgets carries besides the budget."""
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
   short_cpus, long_cpus, gaps = set(), set(), []
   for key, by_seed in long.items():
     for seed, run in by_seed.items():
@@ -122,8 +122,8 @@ def confound(short: Observations, long: Observations, step: int = 900
         continue
       short_cpus.add(other.run.cpu or 'unknown')
       long_cpus.add(run.run.cpu or 'unknown')
-      a = tensorboard.read_eval_curves(run.run.model_dir).get(protocol.VALIDATION_CURVE, {})
-      b = tensorboard.read_eval_curves(other.run.model_dir).get(protocol.VALIDATION_CURVE, {})
+      a = event_files.read_eval_curves(run.run.model_dir).get(protocol.VALIDATION_CURVE, {})
+      b = event_files.read_eval_curves(other.run.model_dir).get(protocol.VALIDATION_CURVE, {})
       if step in a and step in b and key[1] == PE:
         gaps.append(abs(a[step] - b[step]))
   return sorted(short_cpus), sorted(long_cpus), sorted(gaps)

@@ -86,10 +86,10 @@ def late_validation_error(run: tables_lib.RunResult) -> Optional[float]:
   """The validation error averaged over the run's last LATE_EVALUATIONS evaluations (its
   eval curve; a step evaluated twice across sessions counts once, the later value); None
   where the run keeps no curve."""
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
   if not run.has_record:
     return None
-  curve = tensorboard.read_eval_curves(run.model_dir).get(VALIDATION_CURVE, {})
+  curve = event_files.read_eval_curves(run.model_dir).get(VALIDATION_CURVE, {})
   if len(curve) < LATE_EVALUATIONS:
     return None
   return statistics.fmean(curve[s] for s in sorted(curve)[-LATE_EVALUATIONS:])

@@ -87,8 +87,8 @@ def read_run(model_dir: str, finished_only: bool = True) -> Optional[Run]:
   metrics = run_files.read_json(model_dir, run_files.METRICS_FILE, unreadable_ok=True) or {}
   if finished_only and not metrics.get('finished'):
     return None
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
-  curves = tensorboard.read_eval_curves(model_dir)
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
+  curves = event_files.read_eval_curves(model_dir)
   validation = curves.get(VALIDATION)
   if not validation:
     return None

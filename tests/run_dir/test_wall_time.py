@@ -68,7 +68,7 @@ def test_a_runs_parts_add_up_to_its_wall_time(tmp_path_factory):
   assert sum(metrics['wall_split'].values()) == pytest.approx(metrics['wall_seconds'], abs=1.0)
   for part in ('startup', 'training', 'evaluation', 'checkpoints', 'export'):
     assert session[part] > 0, part
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
-  scalars = tensorboard.read_scalars(os.path.join(model_dir, 'train'))
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
+  scalars = event_files.read_scalars(os.path.join(model_dir, 'train'))
   for part, seconds in session.items():
     assert scalars[f'time/{part}_seconds'] == [(4, pytest.approx(seconds, rel=1e-6))], part

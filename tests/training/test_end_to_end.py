@@ -9,7 +9,7 @@ import tensorflow as tf
 from tests.training import runs
 import tf_ipmssl
 from tf_ipmssl.run_dir import run_record
-from tf_ipmssl.training import tensorboard
+from tf_ipmssl.run_dir import event_files
 
 
 @pytest.fixture(scope='module')
@@ -135,7 +135,7 @@ def test_test_set_is_evaluated_only_where_it_can_be_reported(finished_run, tmp_p
                    'train.critic_learning_rate': 0.0}))
   assert result.returncode == 0, result.stderr
   eval_dir = os.path.join(model_dir, 'eval')
-  scalars = tensorboard.read_scalars(eval_dir)
+  scalars = event_files.read_scalars(eval_dir)
   validation = dict(scalars['eval/validation_error'])
   test = dict(scalars['eval/test_error'])
   assert sorted(validation) == list(range(1, 9))

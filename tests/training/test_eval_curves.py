@@ -1,4 +1,4 @@
-"""tensorboard.read_eval_curves: a run's evaluation curves from its eval/ events, as the page
+"""event_files.read_eval_curves: a run's evaluation curves from its eval/ events, as the page
 code reads them (the late validation error, the lowest labeled-set error, the step-900
 reading)."""
 import os
@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_ipmssl.run_dir import run_files
-from tf_ipmssl.training import tensorboard
+from tf_ipmssl.run_dir import event_files
 
 
 def _session(model_dir, points, image_at=None):
@@ -30,11 +30,11 @@ def test_a_resumed_run_keeps_each_steps_later_value(tmp_path):
   time.sleep(1.1)  # The second session's event file sorts after the first's.
   # Resumed from step 50: step 100 evaluated again, with another value.
   _session(model_dir, {100: {'eval/validation_error': 36.5}, 150: {'eval/validation_error': 33.0}})
-  curves = tensorboard.read_eval_curves(model_dir)
+  curves = event_files.read_eval_curves(model_dir)
   assert curves == {'eval/validation_error': {50: 40.0, 100: 36.5, 150: 33.0},
                     'eval/labeled_error': {50: 30.0}}
 
 
 def test_a_run_without_eval_events_has_no_curves(tmp_path):
-  assert tensorboard.read_eval_curves(str(tmp_path / 'never_trained')) == {}
-  assert tensorboard.read_eval_curves(None) == {}
+  assert event_files.read_eval_curves(str(tmp_path / 'never_trained')) == {}
+  assert event_files.read_eval_curves(None) == {}

@@ -72,8 +72,8 @@ def test_best_labeled_error_counts_the_exported_classifiers_mistakes(finished_ru
 
 def test_labeled_error_in_tensorboard_at_every_evaluation(finished_run):
   _, model_dir, metrics = finished_run
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
-  values = dict(tensorboard.read_scalars(os.path.join(model_dir, 'eval'))['eval/labeled_error'])
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
+  values = dict(event_files.read_scalars(os.path.join(model_dir, 'eval'))['eval/labeled_error'])
   assert sorted(values) == [2, 4, 6, 8]
   assert values[8] == pytest.approx(metrics['final']['labeled_error'])
   assert values[metrics['best']['step']] == pytest.approx(metrics['best']['labeled_error'])
@@ -139,10 +139,10 @@ def test_an_evaluation_reports_each_splits_confusion_matrix_of_a_set_classifier(
   sum to the split's images of each class, its trace gives exactly the reported error, and
   the class errors and balanced error are the rows' rates and their mean; TensorBoard has the
   same numbers and the matrix as an image."""
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
   loop, data, _ = _loop_of_a_set_classifier(tmp_path)
   content = loop.metrics(4, finished=False)
-  scalars = tensorboard.read_scalars(os.path.join(loop.model_dir, 'eval'))
+  scalars = event_files.read_scalars(os.path.join(loop.model_dir, 'eval'))
   for split in ('validation', 'test'):
     images, labels = getattr(data, f'{split}_images'), np.asarray(getattr(data, f'{split}_labels'))
     predicted = _bright_pixel_classes(images)

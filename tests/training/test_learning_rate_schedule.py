@@ -5,7 +5,7 @@ import pytest
 
 from tests.training import runs
 from tf_ipmssl.training import optimizers
-from tf_ipmssl.training import tensorboard
+from tf_ipmssl.run_dir import event_files
 
 
 @pytest.mark.parametrize('step, expected', [
@@ -35,7 +35,7 @@ def test_a_run_logs_the_decayed_learning_rates(tmp_path):
       'train.learning_rate_linear_decay_start': 0.5})
   result = runs.run_train(model_dir, bindings)
   assert result.returncode == 0, result.stderr[-2000:]
-  scalars = tensorboard.read_scalars(os.path.join(model_dir, 'train'))
+  scalars = event_files.read_scalars(os.path.join(model_dir, 'train'))
   # The line logged after step s shows the rate its update used: the factor of step s − 1,
   # 1 up to step 4, then (8 − (s − 1)) / 4.
   expected = [1.0, 1.0, 1.0, 1.0, 1.0, 0.75, 0.5, 0.25]

@@ -105,7 +105,7 @@ def test_scales_and_critic_updates_in_a_run(tmp_path):
   """The learning rates a run uses are the bound ones times train.learning_rate_scale, its ρ
   the bound ones times ssl.constraint_penalty_scale; 7 critic updates at n_c = 2 are 4
   steps."""
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
   data_dir = runs.make_data(tmp_path / 'data')
   model_dir = str(tmp_path / 'run')
   bindings = runs.tiny_bindings(data_dir, **{
@@ -117,7 +117,7 @@ def test_scales_and_critic_updates_in_a_run(tmp_path):
   assert result.returncode == 0, result.stderr[-2000:]
   assert 'Finished 4 steps' in result.stdout
   assert 'ρ: fisher_f 0.0001)' in result.stdout
-  scalars = tensorboard.read_scalars(os.path.join(model_dir, 'train'))
+  scalars = event_files.read_scalars(os.path.join(model_dir, 'train'))
   for tag, rate in (('learning_rate/critic', 1e-3), ('learning_rate/generator', 5e-4)):
     assert [v for _, v in scalars[tag]] == pytest.approx([rate] * 4, rel=1e-6)
   # λ ← λ + ρ·Ω after each critic update: the logged λ's increments are ρ = 1e-4 times Ω.

@@ -124,9 +124,9 @@ def with_lowest_labeled_errors(results: Dict[str, 'CellResult']) -> Dict[str, 'C
   """`results` with each run's lowest labeled-set error over its evaluations, read from the
   eval curve kept in its model directory (its TensorBoard events: this imports TensorFlow);
   runs without the curve are left as they are."""
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
   def lowest(run):
-    curve = tensorboard.read_eval_curves(run.model_dir).get(LABELED_ERROR_CURVE)
+    curve = event_files.read_eval_curves(run.model_dir).get(LABELED_ERROR_CURVE)
     if not curve:
       return run
     return dataclasses.replace(run, lowest_labeled_error=min(curve.values()))
@@ -157,13 +157,13 @@ def with_earliest_tied_best(results: Dict[str, 'CellResult']
   tie whenever the percentage's float32 rounding lay above it; such a run's metrics.json
   names the later step. Runs without their curve (or whose earlier step has no test error)
   are left as they are. Reads event files: this imports TensorFlow."""
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
   moved = []
 
   def earliest(cell_id, run):
     metrics = run_files.read_metrics(run.model_dir, unreadable_ok=True) or {}
     recorded = (metrics.get('best') or {}).get('step', -1)
-    curves = tensorboard.read_eval_curves(run.model_dir)
+    curves = event_files.read_eval_curves(run.model_dir)
     step = earliest_tied_step(curves.get(VALIDATION_ERROR_CURVE, {}))
     test = curves.get(TEST_ERROR_CURVE, {}).get(step)
     if step is None or recorded < 0 or step == recorded or test is None:

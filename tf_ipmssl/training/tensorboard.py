@@ -1,8 +1,8 @@
 """What a run writes to TensorBoard, and how its curves are read back.
 
 - train/, eval/ (run_files.TRAIN_SUMMARY_DIR, EVAL_SUMMARY_DIR): the logged scalars
-  (`write_scalars`) and the generator's sample grid (`image_grid`); `read_scalars` reads a
-  directory's scalars back (the sweep's tables, bin/diagnose, the figure scripts).
+  (`write_scalars`) and the generator's sample grid (`image_grid`); run_dir/event_files.py
+  reads them back.
 - hparams/ (run_files.HPARAMS_DIR): a run's hyperparameters and final metrics in
   TensorBoard's HParams dashboard.
 
@@ -54,33 +54,6 @@ def write_scalars(writer, step, scalars):
     for name, value in scalars.items():
       tf.summary.scalar(name, value)
   writer.flush()
-
-
-def read_scalars(directory):
-  """{tag: [(step, value), ...]} (step order) from the TensorBoard event files in directory;
-  a step written twice (a run resumed from a checkpoint) keeps its values in the order
-  written, files in name (creation) order."""
-  curves = {}
-  if not tf.io.gfile.isdir(directory):
-    return curves
-  for name in sorted(tf.io.gfile.listdir(directory)):
-    if 'tfevents' not in name:
-      continue
-    for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
-      for value in event.summary.value:
-        array = tf.make_ndarray(value.tensor)
-        if array.ndim == 0:  # Scalars only (not the sample images).
-          curves.setdefault(value.tag, []).append((int(event.step), float(array)))
-  return {tag: sorted(points, key=lambda point: point[0]) for tag, points in curves.items()}
-
-
-def read_eval_curves(model_dir):
-  """{tag: {step: value}} of a run's evaluations (its eval/ events, read once); a step
-  evaluated twice (a resumed run) keeps the later value. {} where the run keeps none."""
-  if not model_dir:
-    return {}
-  directory = os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR)
-  return {tag: dict(points) for tag, points in read_scalars(directory).items()}
 
 
 # The hyperparameters every run has (the dashboard sorts its columns by name), with what

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
-from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
 
 RESULTS = pathlib.Path(__file__).resolve().parents[3] / 'docs' / 'results'
 
@@ -46,7 +46,7 @@ def main(root):
       color = f'C{index}'
       curves = []
       for run_dir in seed_dirs(root, cell):
-        points = tensorboard.read_scalars(os.path.join(run_dir, 'eval')).get(
+        points = event_files.read_scalars(os.path.join(run_dir, 'eval')).get(
             'eval/validation_error', [])
         if not points:
           continue

@@ -22,7 +22,7 @@ import numpy as np
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.run_dir import run_files  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables as tables_lib  # pylint: disable=g-import-not-at-top
-from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
 
 RESULTS = pathlib.Path(__file__).resolve().parents[3] / 'docs' / 'results'
 
@@ -32,7 +32,7 @@ CURVES = (('kplus1_fisher_f', 2, 'SSL: K+1, Fisher(f)'), ('supervised', 1, 'supe
 
 def validation_curve(run_dir):
   """[(step, validation error %)] from the run's eval TensorBoard events."""
-  return sorted(tensorboard.read_eval_curves(run_dir).get('eval/validation_error', {}).items())
+  return sorted(event_files.read_eval_curves(run_dir).get('eval/validation_error', {}).items())
 
 
 def main(root):

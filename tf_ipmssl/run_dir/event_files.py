@@ -1,0 +1,37 @@
+"""A run's TensorBoard event files read back: its logged scalars and its evaluation curves.
+
+The trainer writes them (training/tensorboard.py); the sweep's tables, bin/diagnose and any
+reader of a run's record read them here, without the trainer's package.
+"""
+import os
+
+import tensorflow as tf
+
+from tf_ipmssl.run_dir import run_files
+
+
+def read_scalars(directory):
+  """{tag: [(step, value), ...]} (step order) from the TensorBoard event files in directory;
+  a step written twice (a run resumed from a checkpoint) keeps its values in the order
+  written, files in name (creation) order."""
+  curves = {}
+  if not tf.io.gfile.isdir(directory):
+    return curves
+  for name in sorted(tf.io.gfile.listdir(directory)):
+    if 'tfevents' not in name:
+      continue
+    for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+      for value in event.summary.value:
+        array = tf.make_ndarray(value.tensor)
+        if array.ndim == 0:  # Scalars only (not the sample images).
+          curves.setdefault(value.tag, []).append((int(event.step), float(array)))
+  return {tag: sorted(points, key=lambda point: point[0]) for tag, points in curves.items()}
+
+
+def read_eval_curves(model_dir):
+  """{tag: {step: value}} of a run's evaluations (its eval/ events, read once); a step
+  evaluated twice (a resumed run) keeps the later value. {} where the run keeps none."""
+  if not model_dir:
+    return {}
+  directory = os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR)
+  return {tag: dict(points) for tag, points in read_scalars(directory).items()}
