@@ -4,6 +4,7 @@ The trainer writes them (training/tensorboard.py); the sweep's tables, bin/diagn
 reader of a run's record read them here, without the trainer's package.
 """
 import os
+import sys
 
 import tensorflow as tf
 
@@ -13,18 +14,24 @@ from tf_ipmssl.run_dir import run_files
 def read_scalars(directory):
   """{tag: [(step, value), ...]} (step order) from the TensorBoard event files in directory;
   a step written twice (a run resumed from a checkpoint) keeps its values in the order
-  written, files in name (creation) order."""
+  written, files in name (creation) order. A damaged file is named in one warning line on
+  stderr, and the scalars before its damage are kept."""
   curves = {}
   if not tf.io.gfile.isdir(directory):
     return curves
   for name in sorted(tf.io.gfile.listdir(directory)):
     if 'tfevents' not in name:
       continue
-    for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
-      for value in event.summary.value:
-        array = tf.make_ndarray(value.tensor)
-        if array.ndim == 0:  # Scalars only (not the sample images).
-          curves.setdefault(value.tag, []).append((int(event.step), float(array)))
+    path = os.path.join(directory, name)
+    try:
+      for event in tf.compat.v1.train.summary_iterator(path):
+        for value in event.summary.value:
+          array = tf.make_ndarray(value.tensor)
+          if array.ndim == 0:  # Scalars only (not the sample images).
+            curves.setdefault(value.tag, []).append((int(event.step), float(array)))
+    except tf.errors.DataLossError as e:  # A damaged record: what precedes it stands.
+      print(f'warning: {path} is damaged ({str(e).strip().splitlines()[0]}); its scalars '
+            'from there on are not read', file=sys.stderr, flush=True)
   return {tag: sorted(points, key=lambda point: point[0]) for tag, points in curves.items()}
 
 
