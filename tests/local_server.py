@@ -1,5 +1,5 @@
 """A helper process on localhost (a TensorBoard, a test's server), stopped by its PID: for the
-scripts and the tests."""
+tests and the studies' scripts."""
 import contextlib
 import socket
 import subprocess

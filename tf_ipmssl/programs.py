@@ -19,8 +19,8 @@ import runpy
 import sys
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-PROGRAMS = ('benchmark', 'cells', 'diagnose', 'evaluate', 'export', 'make_image_folder',
-            'predict', 'sweep', 'train')
+PROGRAMS = ('benchmark', 'cells', 'compare_predictions', 'diagnose', 'evaluate', 'export',
+            'make_image_folder', 'predict', 'sweep', 'train', 'write_test_images')
 # What every program imports; TensorFlow comes from the cpu or gpu extra (BUILD.md).
 REQUIRED_MODULES = ('absl', 'gin', 'tensorflow')
 # Set in the environment of the re-executed program, so that it never loops.
@@ -73,7 +73,6 @@ def _console_script(name):
   return main
 
 
-(benchmark, cells, diagnose, evaluate, export, make_image_folder, predict, sweep,
- train) = (
-    _console_script(name) for name in PROGRAMS)
+(benchmark, cells, compare_predictions, diagnose, evaluate, export, make_image_folder, predict,
+ sweep, train, write_test_images) = (_console_script(name) for name in PROGRAMS)
 

@@ -2,7 +2,7 @@
 foreign images from the known classes' test images: AUROC and the share rejected at the
 export's threshold, for trained runs (docs/foreign_score.md).
 
-  .venv/bin/python scripts/foreign_score_auroc.py --json_out=auroc.json \
+  .venv/bin/python studies/foreign_score/foreign_score_auroc.py --json_out=auroc.json \
       "K+1 f+^H, 50% foreign unlabeled=runs/kplus1_50" "supervised=runs/supervised" ...
 
 Each NAME=MODEL_DIR is a finished run trained on a subset of its dataset's classes
@@ -35,7 +35,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
 from tf_ipmssl import api  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.serving import foreign_score  # pylint: disable=g-import-not-at-top

@@ -17,8 +17,8 @@ both networks:
 Precisions: fp32 (TF32 off), tf32 (TF32 matmuls/convs, as TensorFlow does by default on
 Ampere+), bf16 (autocast; losses in fp32).
 
-  python3 scripts/gpu_torch_proxy.py --json_out=proxy.json
-  python3 scripts/gpu_torch_proxy.py --device=cpu --iterations=1 --warmup=0   # smoke test
+  python3 studies/gpu_projection/gpu_torch_proxy.py --json_out=proxy.json
+  python3 studies/gpu_projection/gpu_torch_proxy.py --device=cpu --iterations=1 --warmup=0   # smoke test
 """
 import argparse
 import json

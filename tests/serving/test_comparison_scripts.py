@@ -1,8 +1,8 @@
-"""The scripts behind docs/serving.md's agreement figures: scripts/write_test_images.py writes
-a run's first test images as PNG files (the pixels and labels of the run's test split, in
-its order), and scripts/compare_predictions.py compares bin/predict's CSV files."""
+"""The programs behind docs/serving.md's agreement figures: bin/write_test_images writes a
+run's first test images as PNG files (the pixels and labels of the run's test split, in its
+order; tf_ipmssl/serving/test_images.py), and bin/compare_predictions compares bin/predict's
+CSV files (tf_ipmssl/serving/prediction_comparison.py)."""
 import csv
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,20 +13,12 @@ import tensorflow as tf
 
 from tests import fixtures
 from tests.training import runs
+from tf_ipmssl import errors
 from tf_ipmssl.data import ssl_data
+from tf_ipmssl.serving import prediction_comparison as compare_predictions
+from tf_ipmssl.serving import test_images as write_test_images
 
-SCRIPTS = runs.REPO_ROOT / 'scripts'
-
-
-def _script(name):
-  spec = importlib.util.spec_from_file_location(name, SCRIPTS / f'{name}.py')
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-write_test_images = _script('write_test_images')
-compare_predictions = _script('compare_predictions')
+BIN = runs.REPO_ROOT / 'bin'
 
 
 @pytest.fixture(scope='module')
@@ -58,10 +50,10 @@ def test_writes_the_first_test_images_and_their_labels(data, tmp_path):
 def test_refuses_a_folder_in_use_and_a_bad_count(data, tmp_path):
   (tmp_path / 'used').mkdir()
   (tmp_path / 'used' / 'mine.txt').write_text('mine')
-  with pytest.raises(SystemExit, match='not an empty folder'):
+  with pytest.raises(errors.ConfigError, match='not an empty folder'):
     write_test_images.write_images(str(tmp_path / 'used'), data.test_images, data.test_labels,
                                    data.class_names, count=3)
-  with pytest.raises(SystemExit, match='--count must be in 1..30'):
+  with pytest.raises(errors.ConfigError, match='--count must be in 1..30'):
     write_test_images.write_images(str(tmp_path / 'new'), data.test_images, data.test_labels,
                                    data.class_names, count=31)
   assert not (tmp_path / 'new').exists()
@@ -91,13 +83,13 @@ def test_compares_labels_probabilities_and_errors(tmp_path):
   labels.write_text('file,label,class_name\nx.png,0,a\ny.png,1,b\nz.png,1,b\n')
   named = [('saved_model', _csv(tmp_path / 'sm.csv', classes, reference)),
            ('litert_int8', _csv(tmp_path / 'int8.csv', classes, other, scored=True))]
-  rows = compare_predictions.compare(named, compare_predictions.read_labels(str(labels)))
+  rows = compare_predictions.compare(named, write_test_images.read_labels(str(labels)))
   assert [(r['name'], r['images'], r['agree'], r['errors']) for r in rows] == [
       ('saved_model', 3, 3, 1), ('litert_int8', 3, 2, 2)]
   assert rows[0]['max_abs_diff'] == 0
   assert rows[1]['max_abs_diff'] == pytest.approx(0.06)
   result = subprocess.run(
-      [sys.executable, str(SCRIPTS / 'compare_predictions.py'), f'--labels={labels}',
+      [sys.executable, str(BIN / 'compare_predictions'), f'--labels={labels}',
        *(f'{n}={p}' for n, p in named)], capture_output=True, text=True, check=True)
   assert result.stdout.splitlines()[2:] == ['| saved_model | 3 | 3 | 0 | 33.33% (1) |',
                                             '| litert_int8 | 3 | 2 | 0.06 | 66.67% (2) |']
@@ -107,5 +99,5 @@ def test_refuses_csvs_of_other_images(tmp_path):
   classes = ['a', 'b']
   named = [('saved_model', _csv(tmp_path / 'sm.csv', classes, {'x.png': [0.6, 0.4]})),
            ('onnx', _csv(tmp_path / 'onnx.csv', classes, {'y.png': [0.6, 0.4]}))]
-  with pytest.raises(SystemExit, match='hold other files'):
+  with pytest.raises(errors.ConfigError, match='hold other files'):
     compare_predictions.compare(named)

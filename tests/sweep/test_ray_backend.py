@@ -20,7 +20,7 @@ import pytest
 import ray
 import tensorflow as tf
 
-from scripts import local_server
+from tests import local_server
 from tests.training import runs as train_runs
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors

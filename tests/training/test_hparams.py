@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from scripts import local_server
+from tests import local_server
 from tests.training import runs
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.training import tensorboard

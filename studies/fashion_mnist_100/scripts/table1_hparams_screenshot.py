@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 
-import local_server  # scripts/local_server.py, beside this script.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), *['..'] * 3))
+from tests import local_server  # pylint: disable=g-import-not-at-top
 
 COLUMNS = ('cell', 'constraints', 'ssl.formulation', 'seed')
 METRICS = ('test_error', 'wall_seconds')

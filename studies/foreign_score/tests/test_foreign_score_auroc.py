@@ -1,4 +1,4 @@
-"""scripts/foreign_score_auroc.py, behind docs/foreign_score.md's table: the foreign images it
+"""studies/foreign_score/foreign_score_auroc.py, behind docs/foreign_score.md's table: the foreign images it
 makes, and its numbers for a tiny run on half of its classes counted pair by pair from the
 scores of the run's best critic (score_graph.score_images, the script's own computation, run
 here again: equal on any CPU; that these are the export's scores within float32 rounding is
@@ -16,7 +16,7 @@ from tests.training import runs
 from tf_ipmssl import api
 from tf_ipmssl.serving import score_graph
 
-SCRIPT = runs.REPO_ROOT / 'scripts' / 'foreign_score_auroc.py'
+SCRIPT = runs.REPO_ROOT / 'studies' / 'foreign_score' / 'foreign_score_auroc.py'
 
 
 def _script():

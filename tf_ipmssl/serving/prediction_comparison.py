@@ -1,20 +1,16 @@
-"""Compares bin/predict's CSV files (--output) of one set of images, written by several
-exports of a classifier, with the first's (docs/serving.md).
+"""bin/predict's CSV files (--output) of one set of images, written by several exports of a
+classifier, compared with the first's: what bin/compare_predictions prints (docs/serving.md).
 
-  .venv/bin/python scripts/compare_predictions.py [--labels=IMAGES/labels.csv] \
-      saved_model=sm.csv onnx=onnx.csv litert=litert.csv litert_int8=int8.csv
-
-Rows are matched by file name (the path's last part). Prints a markdown table, one row per
-CSV: the images, on how many its label equals the first CSV's, the largest absolute
-difference of any class's probability from the first CSV's, and with --labels
-(scripts/write_test_images.py's labels.csv) its error on these images.
+Rows are matched by file name (the path's last part). Per CSV: the images, on how many its
+label equals the first CSV's, the largest absolute difference of any class's probability
+from the first CSV's, and with labels (test_images.read_labels) its error on these images.
 """
-import argparse
 import csv
 import os
-import sys
 
 import numpy as np
+
+from tf_ipmssl import errors
 
 
 def read_predictions(path):
@@ -31,12 +27,6 @@ def read_predictions(path):
   return rows, class_names
 
 
-def read_labels(path):
-  """{file name: class_name} of scripts/write_test_images.py's labels.csv."""
-  with open(path, newline='') as f:
-    return {row['file']: row['class_name'] for row in csv.DictReader(f)}
-
-
 def compare(named_csvs, labels=None):
   """One dict per (name, CSV path) of named_csvs: name, images, agree (labels equal to the
   first's), max_abs_diff (probabilities), and with `labels` ({file: class name}) errors."""
@@ -46,9 +36,9 @@ def compare(named_csvs, labels=None):
   for name, path in named_csvs:
     predictions, class_names = read_predictions(path)
     if class_names != reference_classes:
-      raise SystemExit(f'{path} names other classes than {reference_path}')
+      raise errors.ConfigError(f'{path} names other classes than {reference_path}')
     if sorted(predictions) != sorted(reference):
-      raise SystemExit(f'{path} and {reference_path} hold other files')
+      raise errors.ConfigError(f'{path} and {reference_path} hold other files')
     files = sorted(predictions)
     agree = sum(predictions[f][0] == reference[f][0] for f in files)
     diff = max(float(np.max(np.abs(predictions[f][1] - reference[f][1]))) for f in files)
@@ -56,7 +46,7 @@ def compare(named_csvs, labels=None):
     if labels is not None:
       missing = [f for f in files if f not in labels]
       if missing:
-        raise SystemExit(f'no label for {missing[0]} (and {len(missing) - 1} more)')
+        raise errors.ConfigError(f'no label for {missing[0]} (and {len(missing) - 1} more)')
       row['errors'] = sum(predictions[f][0] != labels[f] for f in files)
     rows.append(row)
   return rows
@@ -75,22 +65,3 @@ def table(rows):
       line += f" {100 * r['errors'] / r['images']:.2f}% ({r['errors']}) |"
     lines.append(line)
   return lines
-
-
-def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--labels', help="scripts/write_test_images.py's labels.csv")
-  parser.add_argument('csvs', nargs='+', metavar='NAME=CSV', help='the first is the reference')
-  args = parser.parse_args(argv)
-  named = []
-  for item in args.csvs:
-    name, sep, path = item.partition('=')
-    if not sep or not name or not path:
-      raise SystemExit(f'expected NAME=CSV, not {item!r}')
-    named.append((name, path))
-  labels = read_labels(args.labels) if args.labels else None
-  print('\n'.join(table(compare(named, labels))))
-
-
-if __name__ == '__main__':
-  main(sys.argv[1:])
