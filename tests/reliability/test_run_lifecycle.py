@@ -1,7 +1,8 @@
 """A run's life on disk: a finished run only reports and writes nothing; a run
 killed during its final export exports again on rerun; a second trainer on one model_dir is
 refused while a stale lock is taken over; leftover checkpoint temp directories go; a kill
-between a checkpoint and its metrics.json loses no evaluation."""
+between a checkpoint and its metrics.json loses no evaluation; an unreadable metrics.json is
+one line and is written again."""
 import json
 import os
 import shutil
@@ -83,6 +84,25 @@ def test_killed_export_is_repaired_on_rerun(finished_run, data_dir, tmp_path):
   kept = json.load(open(os.path.join(model_dir, 'versions.json')))
   assert kept['started'] == versions['started'] and len(kept['resumes']) == 1
   assert not os.path.exists(os.path.join(model_dir, 'train.lock'))
+
+
+def test_an_unreadable_metrics_file_is_one_line_and_written_again(finished_run, data_dir,
+                                                                  tmp_path):
+  model_dir = str(tmp_path / 'model')
+  shutil.copytree(finished_run, model_dir)
+  with open(os.path.join(model_dir, 'metrics.json'), 'w') as f:
+    f.write('{"finished": tr')  # Cut short, or bytes flipped: no JSON.
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir))
+  assert result.returncode == 0, result.stderr
+  assert 'Traceback' not in result.stderr and 'JSONDecodeError' not in result.stderr
+  lines = [line for line in result.stdout.splitlines() if 'metrics.json' in line]
+  assert lines == [f'{model_dir}/metrics.json is damaged and cannot be read '
+                   '(JSONDecodeError: Expecting value: line 1 column 14 (char 13)); read as '
+                   'missing: the run goes on from its latest checkpoint and writes it again']
+  assert 'Finished 4 steps: test error' in result.stdout
+  metrics, reference = _metrics(model_dir), _metrics(finished_run)
+  for key in ('step', 'finished', 'final', 'best', 'exported'):
+    assert metrics[key] == reference[key], key
 
 
 def test_second_trainer_is_refused_and_stale_lock_taken_over(finished_run, data_dir, tmp_path):

@@ -17,9 +17,14 @@ def test_json_round_trip_and_missing(tmp_path):
   assert not (tmp_path / (run_files.METRICS_FILE + '.tmp')).exists()
 
 
-def test_unreadable_json(tmp_path):
+def test_unreadable_json(tmp_path, capsys):
   (tmp_path / run_files.METRICS_FILE).write_text('{"step": ')
   assert run_files.read_metrics(str(tmp_path), unreadable_ok=True) is None
+  assert run_files.read_metrics(str(tmp_path), unreadable_ok=True) is None
+  # A damaged file is named in one line, once; the reader goes on.
+  assert capsys.readouterr().err.splitlines() == [
+      f'warning: {tmp_path}/metrics.json is damaged and cannot be read (JSONDecodeError: '
+      'Expecting value: line 1 column 10 (char 9)); read as missing']
   with pytest.raises(ValueError):
     run_files.read_metrics(str(tmp_path))
 

@@ -4,7 +4,10 @@ It writes its process id to MODEL_DIR/pid, appends its arguments to MODEL_DIR/ca
 writes MODEL_DIR/process.json (start
 and end times, TensorFlow thread variables). With FAKE_TRAIN_SECONDS set it takes that long.
 If MODEL_DIR/fail exists, it prints an error and exits with status 3 instead of finishing;
-if MODEL_DIR/kill exists, it kills itself with SIGKILL.
+if MODEL_DIR/kill exists, it kills itself with SIGKILL. With FAKE_TRAIN_EVENTS naming a
+TensorBoard event file it writes the rest of a record as bin/train does: versions.json (its
+command), dataset.json and that file as eval/events.out.tfevents.<n>.fake.v2 (n: this run's
+count of calls).
 """
 import json
 import os
@@ -32,11 +35,27 @@ def main(argv):
   if os.path.exists(os.path.join(model_dir, 'fail')):
     print('error: the fake run failed on purpose', file=sys.stderr)
     return 3
+  events = os.environ.get('FAKE_TRAIN_EVENTS')
+  if events:
+    _write_record(model_dir, argv, events)
   print('fake training done')
   with open(os.path.join(model_dir, 'metrics.json'), 'w') as f:
     json.dump({'finished': True, 'best': {'test_error': 12.5}, 'final': {'test_error': 13.0}},
               f)
   return 0
+
+
+def _write_record(model_dir, argv, events):
+  with open(os.path.join(model_dir, 'versions.json'), 'w') as f:
+    json.dump({'command': ['bin/train'] + list(argv), 'tensorflow': 'fake'}, f, indent=2)
+  with open(os.path.join(model_dir, 'dataset.json'), 'w') as f:
+    json.dump({'name': 'cifar10', 'num_classes': 10}, f, indent=2)
+  with open(os.path.join(model_dir, 'calls.txt')) as f:
+    calls = len(f.readlines())
+  os.makedirs(os.path.join(model_dir, 'eval'), exist_ok=True)
+  with open(events, 'rb') as source, open(
+      os.path.join(model_dir, 'eval', f'events.out.tfevents.{calls}.fake.v2'), 'wb') as f:
+    f.write(source.read())
 
 
 if __name__ == '__main__':

@@ -42,8 +42,8 @@ def test_save_then_restore_into_a_lost_root(tmp_path):
   kept = archive.archived_dir(run, store)
   assert kept == os.path.join(store, 'table2', 'cifar10_fisher_f', 'seed_0')
   assert sorted(os.listdir(kept)) == [tables_lib.ARCHIVED_ON_FILE, 'dataset.json',
-                                      'metrics.json', 'operative_config.gin',
-                                      archive.RUN_FILE]
+                                      archive.MANIFEST_FILE, 'metrics.json',
+                                      'operative_config.gin', archive.RUN_FILE]
   with open(os.path.join(kept, archive.RUN_FILE)) as f:
     assert json.load(f) == {'cell': CELL.id, 'seed': 0,
                             'gin_files': ['gin/table2/cifar10_fisher_f.gin'],
@@ -192,8 +192,8 @@ def test_the_record_keeps_eval_scalars_and_the_cpu_that_saw_the_run_finish(tmp_p
   archive.save(run, store)
   kept = archive.archived_dir(run, store)
   assert sorted(os.listdir(kept)) == [tables_lib.ARCHIVED_ON_FILE, 'dataset.json', 'eval',
-                                      'metrics.json', 'operative_config.gin',
-                                      archive.RUN_FILE]
+                                      archive.MANIFEST_FILE, 'metrics.json',
+                                      'operative_config.gin', archive.RUN_FILE]
   assert _read(os.path.join(kept, 'eval'), os.path.basename(events)) == _read(
       os.path.dirname(events), os.path.basename(events))
   with open(os.path.join(kept, tables_lib.ARCHIVED_ON_FILE)) as f:

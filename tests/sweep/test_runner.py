@@ -208,3 +208,30 @@ def test_a_killed_sweep_takes_its_runs_with_it(tmp_path, workers):
         os.kill(pid, signal.SIGKILL)
       except ProcessLookupError:
         pass
+
+
+def test_an_archive_that_refuses_a_record_is_one_line_and_the_other_runs_go_on(
+    tmp_path, monkeypatch):
+  import errno  # pylint: disable=g-import-not-at-top
+  root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
+  runs = plan_lib.make_plan([CELL], (0, 1), root)
+  save = runner.archive_lib.save
+
+  def read_only_for_seed_0(run, archive):
+    if run.seed == 0:
+      raise OSError(errno.EROFS, 'Read-only file system', os.path.join(archive, 'table2'))
+    return save(run, archive)
+  monkeypatch.setattr(runner.archive_lib, 'save', read_only_for_seed_0)
+  reports = []
+  outcomes = runner.run_plan(runs, root, program=FAKE_TRAIN, report=reports.append,
+                             archive=store)
+  assert [o.status for o in outcomes] == [runner.SUCCEEDED, runner.SUCCEEDED]
+  why = (f'its record could not be kept in the archive {store} (Read-only file system: '
+         f'{store}/table2); it stays in the root only: make the archive writable, then rerun '
+         'the same command to archive it')
+  assert outcomes[0].record_error == why and not outcomes[1].record_error
+  assert f'[1/2] {CELL.id} seed 0: {why}' in reports
+  assert runner.summary(outcomes).splitlines()[-1] == f'{CELL.id} seed 0: {why}'
+  assert runner.run_state(runner.archive_lib.archived_dir(runs[1], store)) == runner.FINISHED
+  with open(os.path.join(root, runner.SWEEP_LOG_FILE)) as f:
+    assert [json.loads(line).get('record_error') for line in f] == [why, None]

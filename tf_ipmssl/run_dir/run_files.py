@@ -24,6 +24,7 @@ with a scheme (gs://...) go through tf.io.gfile, imported only for them.
 """
 import json
 import os
+import sys
 from typing import Optional
 
 from tf_ipmssl import errors
@@ -107,21 +108,39 @@ def check_writable(model_dir: str):
       'directory you can write (or make this one writable), then rerun the same command')
 
 
-def read_json(model_dir: str, name: str, unreadable_ok: bool = False) -> Optional[dict]:
+def read_json(model_dir: str, name: str, unreadable_ok: bool = False,
+              quiet: bool = False) -> Optional[dict]:
   """The JSON file `name` of model_dir; None when it is missing.
 
-  With `unreadable_ok` also None when it cannot be read or parsed (for readers that look
-  at runs other processes may be writing, such as the sweep's).
+  With `unreadable_ok` also None when it cannot be read or parsed (for readers of many
+  runs, such as the sweep's tables, which go on with the others): a file that exists but
+  cannot be read is damaged (run directories' files are written whole), and is named in one
+  warning line on stderr, once per process, unless `quiet` (a file written in place, such
+  as a lock, read while it may be half-written).
   """
   path = os.path.join(model_dir, name)
   try:
     if not exists(path):
       return None
     return json.loads(read_text(path))
-  except (OSError, ValueError):
+  except (OSError, ValueError) as e:
     if unreadable_ok:
+      if not quiet:
+        _warn_damaged(path, e)
       return None
     raise
+
+
+_warned = set()
+
+
+def _warn_damaged(path: str, e: Exception):
+  if path in _warned:
+    return
+  _warned.add(path)
+  cause = (str(e).strip().splitlines() or [''])[0]
+  print(f'warning: {path} is damaged and cannot be read ({type(e).__name__}: {cause}); read '
+        'as missing', file=sys.stderr, flush=True)
 
 
 def write_json(model_dir: str, name: str, content: dict, point: Optional[str] = None):

@@ -75,7 +75,8 @@ def _release_lock_of_dead_attempt(model_dir: str, previous: dict):
   Ray starts a retry only once the previous attempt's worker or node is gone, and the
   trainer died with its worker; bin/train itself cannot check a PID on another host.
   """
-  holder = run_files.read_json(model_dir, run_lock.LOCK_FILE, unreadable_ok=True)
+  holder = run_files.read_json(model_dir, run_lock.LOCK_FILE, unreadable_ok=True,
+                               quiet=True)
   if holder is None or holder.get('host') != previous.get('host'):
     return
   if holder.get('host') == socket.gethostname():  # bin/train sees whether the PID lives.
@@ -243,7 +244,10 @@ def _run_tasks(ray, runs, root, cpus_per_run, gpus_per_run, max_retries, program
       outcomes[task.index] = outcome
       progress.finished(outcome)
       report(runner.describe(prefix(task.index, task.run), outcome))
-      runner.keep_record(root, outcome, archive)
+      outcome = runner.keep_record(root, outcome, archive)
+      outcomes[task.index] = outcome
+      if outcome.record_error:
+        report(f'{prefix(task.index, task.run)}: {outcome.record_error}')
     if ready or time.time() - last_progress >= progress_seconds:
       report(progress.line())
       last_progress = time.time()

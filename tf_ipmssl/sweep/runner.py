@@ -6,9 +6,12 @@
 - A failing run is reported (exit status and the end of its log) and the sweep goes on.
 
 Each run's output is appended to `<model_dir>/train.log`; one JSON line per run outcome is
-appended to `<root>/sweep_log.jsonl`; with an archive directory, each run that finishes has
-its record copied there at once (`archive`). The reports, the log and the summary are shared with
-the Ray backend (`ray_backend`), which runs the same `run_one` as one Ray task per run.
+appended to `<root>/sweep_log.jsonl`; each run that finishes gets its record's manifest, and
+with an archive directory has its record copied there at once (`archive`). A record the
+archive cannot keep (a read-only or full disk, an archive of other settings) is one line in
+the report, the log and the summary, and the other runs go on. The reports, the log and
+the summary are shared with the Ray backend (`ray_backend`), which runs the same `run_one`
+as one Ray task per run.
 
 With several workers each run gets an equal share of the CPU cores as TensorFlow threads
 (TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS, unless already set): on a small machine,
@@ -27,6 +30,7 @@ import time
 from typing import Callable, List, Optional, Sequence
 
 from tf_ipmssl import cells as cells_lib
+from tf_ipmssl import errors
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.sweep import archive as archive_lib
 from tf_ipmssl.sweep import plan as plan_lib
@@ -41,12 +45,14 @@ SKIPPED, SUCCEEDED, FAILED = 'skipped', 'succeeded', 'failed'
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-  """What happened to one run: status SKIPPED, SUCCEEDED or FAILED."""
+  """What happened to one run: status SKIPPED, SUCCEEDED or FAILED; `record_error`: why
+  the archive could not keep the record of a run that finished (one line), else ''."""
   run: plan_lib.Run
   status: str
   returncode: Optional[int] = None
   seconds: float = 0.0
   log_tail: str = ''
+  record_error: str = ''
 
 
 def run_state(model_dir: str) -> str:
@@ -161,8 +167,10 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
     raise ValueError(f'workers must be at least 1, got {workers}')
   threads = threads_per_run(workers)
   lock = threading.Lock()
-  # Set once a finished run's record could not be kept: no further run starts, since the
-  # sweep would train runs whose records are lost (the error is raised as the plan ends).
+  # Set once a finished run's record could not be kept for an unforeseen reason (a bug; an
+  # archive that refuses it is one line in the outcome, record_error): no further run
+  # starts, since the sweep would train runs whose records are lost (the error is raised as
+  # the plan ends).
   record_lost = threading.Event()
 
   def run_and_report(index: int, run: plan_lib.Run) -> Outcome:
@@ -180,7 +188,9 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
     with lock:
       report(describe(prefix, outcome))
       try:
-        keep_record(root, outcome, archive)
+        outcome = keep_record(root, outcome, archive)
+        if outcome.record_error:
+          report(f'{prefix}: {outcome.record_error}')
       except Exception as e:  # pylint: disable=broad-except
         record_lost.set()
         report(f'{prefix}: its record could not be kept ({type(e).__name__}: {e}); no '
@@ -222,19 +232,39 @@ def describe(prefix: str, outcome: Outcome) -> str:
           f'log:\n{outcome.log_tail}')
 
 
-def keep_record(root: str, outcome: Outcome, archive: Optional[str] = None):
-  """Appends a trained or failed run's outcome to <root>/sweep_log.jsonl, and copies the
-  record of a run that finished into `archive` (if given)."""
+def keep_record(root: str, outcome: Outcome, archive: Optional[str] = None) -> Outcome:
+  """Writes the manifest of a run that finished and copies its record into `archive` (if
+  given), then appends a trained or failed run's outcome to <root>/sweep_log.jsonl. Returns
+  the outcome, with record_error where the archive could not keep the record (an OSError,
+  a UserError: the other runs go on)."""
   if outcome.status == SKIPPED:
-    return
+    return outcome
   run = outcome.run
-  if archive and outcome.status == SUCCEEDED:
-    archive_lib.save(run, archive)
-  _append_jsonl(os.path.join(root, SWEEP_LOG_FILE), {
-      'cell': run.cell.id, 'seed': run.seed, 'model_dir': run.model_dir,
-      'status': outcome.status, 'returncode': outcome.returncode,
-      'seconds': round(outcome.seconds, 1),
-      'finished_at': datetime.datetime.now().isoformat(timespec='seconds')})
+  if outcome.status == SUCCEEDED:
+    archive_lib.write_root_manifest(run)
+    if archive:
+      try:
+        archive_lib.save(run, archive)
+      except (OSError, errors.UserError) as e:
+        outcome = dataclasses.replace(outcome, record_error=record_error_line(archive, e))
+  entry = {'cell': run.cell.id, 'seed': run.seed, 'model_dir': run.model_dir,
+           'status': outcome.status, 'returncode': outcome.returncode,
+           'seconds': round(outcome.seconds, 1),
+           'finished_at': datetime.datetime.now().isoformat(timespec='seconds')}
+  if outcome.record_error:
+    entry['record_error'] = outcome.record_error
+  _append_jsonl(os.path.join(root, SWEEP_LOG_FILE), entry)
+  return outcome
+
+
+def record_error_line(archive: str, e: Exception) -> str:
+  """Why the archive could not keep a finished run's record, in one line."""
+  cause = errors.message_of(e) if isinstance(e, errors.UserError) else (
+      f'{e.strerror or type(e).__name__}: {e.filename}' if isinstance(e, OSError) and
+      e.filename else f'{type(e).__name__}: {e}')
+  return (f'its record could not be kept in the archive {archive} ({cause}); it stays in '
+          'the root only: make the archive writable, then rerun the same command to archive '
+          'it')
 
 
 def killed_by(returncode: Optional[int]) -> Optional[str]:
@@ -274,6 +304,9 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     for o in failed:
       status = '' if o.returncode is None else f'exit status {o.returncode}; '
       line += f'\n  {o.run.name}: {reason(o)} ({status}log: {log_path(o.run)})'
+  for o in outcomes:
+    if o.record_error:
+      line += f'\n{o.run.name}: {o.record_error}'
   return line
 
 

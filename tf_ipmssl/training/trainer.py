@@ -63,7 +63,7 @@ def train(model_dir, config, started=None):
     run_lib.check_config(model_dir, config)
   # A finished run (its export complete) only reports: nothing is written, so this also
   # works on a read-only file system.
-  metrics = run_files.read_metrics(model_dir) or {}
+  metrics = _read_metrics(model_dir)
   if _finished(metrics, length.total_steps, config.train.export_classifier,
                os.path.join(model_dir, run_files.EXPORT_DIR)):
     print(f'{model_dir} already finished ({metrics["step"]} steps); nothing to do.', flush=True)
@@ -88,6 +88,21 @@ def train(model_dir, config, started=None):
   with loop_lib.on_sigterm() as sigterm:
     step = loop_lib.train_loop(loop, algorithm, streams, step, sigterm, training_done)
     return _finish(loop, step)  # SIGTERM here: the export completes (loop.py).
+
+
+def _read_metrics(model_dir):
+  """The run's metrics.json; {} where it is missing, and where it cannot be read (damaged:
+  said in one line naming it, and read as missing: a run with checkpoints resumes from the
+  latest, whose run state holds its evaluations, and writes the file again)."""
+  try:
+    return run_files.read_metrics(model_dir) or {}
+  except (OSError, ValueError) as e:
+    path = os.path.join(model_dir, run_files.METRICS_FILE)
+    cause = str(e).strip().splitlines()[0] if str(e).strip() else ''
+    print(f'{path} is damaged and cannot be read ({type(e).__name__}: {cause}); read as '
+          'missing: the run goes on from its latest checkpoint and writes it again',
+          flush=True)
+    return {}
 
 
 def _check_data(config, data):
