@@ -53,7 +53,17 @@ def register(group: builder_settings.Group, other_names: bool = False) -> None:
   read.__signature__ = inspect.Signature(
       list(group.parameters) +
       ([inspect.Parameter('others', inspect.Parameter.VAR_KEYWORD)] if other_names else []))
-  gin.configurable(group.name)(read)
+  _register_unqualified(group.name, read)
+
+
+def _register_unqualified(name, fn):
+  """Gives gin `fn` under the complete selector `name` itself, no module before it: a
+  selector that equals a complete one is that one (gin's exact match), so `train.steps`
+  stays the library's beside a user's own `@gin.configurable('train')` (whose complete
+  selector carries its module: `my_module.train.x` binds it); under the module's name gin
+  would find both and refuse the binding as ambiguous."""
+  fn.__module__ = None
+  gin.configurable(name)(fn)
 
 
 def bound(group: builder_settings.Group) -> Mapping:
@@ -207,7 +217,7 @@ def _register_constraint(cls):
   make.__name__ = make.__qualname__ = name
   make.__doc__ = cls.__doc__
   make.__signature__ = inspect.signature(cls)
-  gin.configurable(name, module=cls.__module__)(make)
+  _register_unqualified(name, make)
   _CONSTRAINT_NAMES.add(name)
 
 

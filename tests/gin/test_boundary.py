@@ -2,6 +2,7 @@
 strategy do not import gin, and the builders and constraint classes are plain (a gin
 binding reaches them only through the run configuration read at a program's boundary)."""
 import ast
+import json
 import dataclasses
 import subprocess
 import sys
@@ -99,3 +100,57 @@ def test_an_unbound_required_setting_is_a_config_error_naming_the_binding():
     assert dict(configurables.bound(settings)) == {'size': 3, 'scale': 2.0}
   finally:
     gin.clear_config()
+
+
+_USER_CONFIGURABLES = '''
+import gin
+from tf_ipmssl import configurables
+
+@gin.configurable('train')
+def train(x=1):
+  return x
+
+@gin.configurable('Fisher')
+class Fisher:
+  def __init__(self, y=2):
+    self.y = y
+'''
+
+
+def _parse_quickstart(user_code):
+  """The quickstart's run configuration and gin text, in a fresh process with `user_code`
+  run first; with a binding of each user configurable if it is there."""
+  code = user_code + '''
+import json, sys
+bindings = ['train.steps = 5', 'ssl.constraints = [@Fisher()]']
+if 'def train' in sys.argv[1]:
+  bindings += ['__main__.train.x = 3', '__main__.Fisher.y = 4']
+configurables.parse(['gin/quickstart.gin'], bindings)
+config = configurables.run_config()
+mine = [train(), Fisher().y] if 'def train' in sys.argv[1] else []
+print(json.dumps([config.train.steps,
+                  type(config.algorithm_settings.constraints[0]).__module__,
+                  config.gin_text, config.operative_gin_text, mine]))
+'''
+  result = subprocess.run([sys.executable, '-c', code, user_code], capture_output=True,
+                          text=True, cwd=str(runs.REPO_ROOT), env=runs.environment(),
+                          timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_a_users_configurable_of_the_same_name_leaves_the_librarys_names_as_they_are():
+  """A user's own @gin.configurable('train') (and 'Fisher') beside the library's: gin
+  found both under `train` ('Ambiguous selector'); the library's names are complete
+  selectors, so `train.steps` and `@Fisher()` stay the library's, the user's are bound
+  under their module, and the configuration and its gin text are those of a process
+  without them, the user's own sections aside."""
+  steps, fisher_module, text, operative, mine = _parse_quickstart(
+      _USER_CONFIGURABLES)
+  alone = _parse_quickstart('from tf_ipmssl import configurables\n')
+  assert (steps, fisher_module) == (5, fisher.Fisher.__module__)
+  assert mine == [3, 4]
+  assert [steps, fisher_module] == alone[:2]
+  for with_user, without in ((text, alone[2]), (operative, alone[3])):
+    sections = with_user.split('\n\n')
+    assert [s for s in sections if '__main__' not in s] == without.split('\n\n')
