@@ -364,3 +364,27 @@ def test_a_bad_builder_setting_from_gin_is_refused_by_the_run_configuration():
       configurables.run_config()
   finally:
     gin.clear_config()
+
+
+@pytest.mark.parametrize('arguments,message', [
+    ({}, 'RunConfig.create needs a training length (steps=, epochs= or critic_updates=) and '
+     "the critic's constraints (settings=, with fisher from tf_ipmssl.objectives): e.g. "
+     "RunConfig.create(steps=100, settings={'constraints': [fisher.Fisher()]}, ...)"),
+    ({'steps': 10}, "RunConfig.create needs the critic's constraints (settings=, with fisher "
+     "from tf_ipmssl.objectives): e.g. RunConfig.create(settings={'constraints': "
+     "[fisher.Fisher()]}, ...)"),
+    ({'mode': 'supervised'}, 'RunConfig.create needs a training length (steps=, epochs= or '
+     'critic_updates=): e.g. RunConfig.create(steps=100, ...)'),
+])
+def test_create_names_the_settings_without_a_default_that_trains_in_its_own_terms(
+    arguments, message):
+  """create() with its defaults was refused by the checks in gin's words (`train.epochs`,
+  `ssl.constraints = [@Fisher()]`); it names its own keywords, and the call it suggests is
+  accepted."""
+  with pytest.raises(errors.ConfigError) as raised:
+    run_config.RunConfig.create(**arguments)
+  assert str(raised.value) == message
+  completed = {'steps': 100, **arguments}
+  if 'mode' not in arguments:
+    completed['settings'] = {'constraints': [fisher.Fisher()]}
+  assert run_config.RunConfig.create(**completed).train.steps == completed['steps']

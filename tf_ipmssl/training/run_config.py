@@ -272,7 +272,24 @@ class RunConfig:
     """The configuration of these train bindings, builder settings (`data`: build_ssl_data's,
     `critic`: build_critic's, `generator`: build_generator's, `distribution`:
     make_strategy's, `augmentation`) and algorithm settings (dicts), the rest at their
-    defaults (no gin)."""
+    defaults (no gin). Two settings have no default that trains: the training length
+    (`steps=`, `epochs=` or `critic_updates=`) and, for an algorithm whose critic is
+    constrained (ssl), its constraints (`settings={'constraints': [fisher.Fisher()]}`);
+    a call without them is refused naming both, e.g.
+    `RunConfig.create(steps=100, settings={'constraints': [fisher.Fisher()]})`."""
+    missing, example = [], []
+    if not {'steps', 'epochs', 'critic_updates'} & set(bindings):
+      missing.append('a training length (steps=, epochs= or critic_updates=)')
+      example.append('steps=100')
+    algorithm = algorithms.get_algorithm(bindings.get('mode', Train.mode))
+    if ('constraints' in _field_names(algorithm.Settings)
+        and not algorithm.Settings.constraints and 'constraints' not in (settings or {})):
+      missing.append("the critic's constraints (settings=, with fisher from "
+                     'tf_ipmssl.objectives)')
+      example.append("settings={'constraints': [fisher.Fisher()]}")
+    if missing:
+      raise errors.ConfigError(f'RunConfig.create needs {" and ".join(missing)}: e.g. '
+                               f'RunConfig.create({", ".join(example)}, ...)')
     given = {'build_ssl_data': data, 'build_critic': critic, 'build_generator': generator,
              'make_strategy': distribution, 'augmentation': augmentation}
     return cls.from_bindings(bindings, {k: v for k, v in given.items() if v is not None},
