@@ -15,10 +15,9 @@ graph before it runs, and two of its rewrites make a graph's sums depend on the 
   arrives, when its static memory model (against the RAM free at that moment) puts the inputs
   at the graph's peak. The order of those additions is the order the executor finishes the
   inputs in, and that changes within one process: the executor runs a kernel on its thread
-  pool until about 90 runs have brought its cost estimate under a threshold, then inline.
-  One critic gradient of a Sobolev-on-f run, computed again and again from one state,
-  gave one result for 92 calls and two to four others after; two processes of one run part at the
-  step where one of them first adds in another order (step 93–95 of the CPU preset).
+  pool until about 90 runs have brought its cost estimate under a threshold, then inline,
+  so two processes of one run part at the step where one of them first adds in another
+  order.
 
 With both off (`fix_summation_order`), every process computes the same graph with its sums in
 the graph's order, so a run is a function of its configuration, its seeds and its CPU, and a
