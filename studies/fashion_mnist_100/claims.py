@@ -22,8 +22,7 @@ What the rule can show: with no effect at all, each seed's sign is a coin flip, 
 sign on every seed has probability 1/8 on 3 seeds (1/32 on 5) in the paper's direction.
 
 The same check runs on any per-run number, e.g. the labeled-set error (`labeled_errors`), and
-against a fixed level (`check_level`). `old_rule` is the rule this one replaced, kept only
-to print Table 1's verdicts under it for comparison.
+against a fixed level (`check_level`).
 """
 import dataclasses
 from typing import Optional, Sequence, Tuple
@@ -226,24 +225,3 @@ def labeled_errors(result: tables_lib.CellResult, which: str = 'last'
   runs = tuple(dataclasses.replace(run, test_error=getattr(run, field))
                for run in result.runs if getattr(run, field) is not None)
   return dataclasses.replace(result, runs=runs)
-
-
-# The rule this one replaced, kept only to show Table 1's verdicts under it.
-OLD_RULE = ('holds when the mean paired difference has the paper\'s sign and exceeds its '
-            'std, "does not hold" with the other sign beyond the std, "within noise" '
-            'otherwise')
-OLD_RULE_FLAW = ('a larger effect on one seed inflates the std, so K+1 better on every '
-                 'seed by +66.1 / +7.0 / +5.3 read "within noise" while smaller gaps held, '
-                 'and a pair held with one seed reversed (+10 / +10 / −0.5)')
-
-
-def old_rule(diffs: Sequence[float]) -> str:
-  """The replaced rule on differences the paper says are positive: 'holds' when the mean is
-  positive and above the sample std, 'does not hold' when negative beyond it, 'within
-  noise' otherwise; 'undecided' below 2 seeds."""
-  mean, std = tables_lib.mean_std(diffs)
-  if std is None:
-    return UNDECIDED
-  if abs(mean) <= std:
-    return 'within noise'
-  return HOLDS if mean > 0 else 'does not hold'

@@ -317,19 +317,3 @@ def conclusion_lines(table1: Results, table23: Results) -> List[str]:
       counts = f'{held} of {len(checks)} pairs hold on every seed'
     lines.append(f'{title}: **{verdict}** ({counts})')
   return lines
-
-
-def old_rule_line(results: Results) -> str:
-  """Table 1's one-pair take-aways under the replaced rule (claims.old_rule; a 'no
-  difference' pair held when within noise), in one line."""
-  parts = []
-  for claim in TABLE1_CLAIMS:
-    if len(claim.pairs) != 1 or not isinstance(claim.pairs[0].second, str):
-      continue
-    _, (check,) = claim.check(results)
-    old = claims.old_rule(check.diffs)
-    if check.kind == claims.NO_DIFFERENCE and old != claims.UNDECIDED:
-      old = claims.HOLDS if old == 'within noise' else 'does not hold'
-    parts.append(f'{claim.title.split(" (")[0]}: {old}')
-  return (f'Under the replaced rule ({claims.OLD_RULE}) the same runs read: '
-          + '; '.join(parts) + f'. It was replaced because {claims.OLD_RULE_FLAW}.')

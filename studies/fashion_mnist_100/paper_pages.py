@@ -337,12 +337,11 @@ def step900(results_dir: str, reading: step900_reading.Reading, results: Results
   return step900_reading.part(reading, unique)
 
 
-def rule(table1: Results) -> str:
-  """The verdict rule, what it can show, and Table 1 under the replaced rule."""
+def rule() -> str:
+  """The verdict rule, what it can show, and what a difference across CPUs carries."""
   return '\n\n'.join(textwrap.fill(text, results_page.WIDTH, break_long_words=False,
                                    break_on_hyphens=False)
-                     for text in (claims.RULE, claims.WHAT_IT_CAN_SHOW, claims.CPU_NOTE,
-                                  paper_claims.old_rule_line(table1)))
+                     for text in (claims.RULE, claims.WHAT_IT_CAN_SHOW, claims.CPU_NOTE))
 
 
 def table1_takeaways(table1: Results) -> List[str]:
@@ -356,7 +355,7 @@ def parts(results_dir: str, table1: Results, table23: Results, row_only: Set = f
   """{page file name: {part name: its text}}; the tables' folders are under results_dir;
   `moved`: what the tie rule moved in table23's records (load's)."""
   moved = list(moved)
-  rule_text = rule(table1)
+  rule_text = rule()
   mechanism = paper_claims.mechanism(table23)
   found = {'table1_fashion_mnist_100.md': {
       'comparison': comparison(table1, _folder(results_dir, 'table1')),
