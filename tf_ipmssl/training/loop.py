@@ -105,6 +105,7 @@ class Loop:
     self.eval_writer = tf.summary.create_file_writer(
         os.path.join(model_dir, run_files.EVAL_SUMMARY_DIR))
     self.predict = evaluation.make_predict_fn(run.evaluated_critic)
+    self.subset = validation_subset(data, self.config.train.validation_subset_per_class)
     self.sample_noise = None
     if run.generator is not None:
       self.sample_noise = tf.random.stateless_normal(
@@ -181,7 +182,7 @@ class Loop:
     # (docs/algorithm.md#data-and-model-selection); without one there is no best.
     improved = val_error is not None and lower_error(val_error, best['validation_error'])
     test_error = test_confusion = None
-    if improved or last or val_error is None:
+    if improved or last or val_error is None or self.config.train.test_every_evaluation:
       test_error, test_confusion = self.test_error()
     if improved:
       best['validation_error'].assign(val_error)
@@ -196,6 +197,9 @@ class Loop:
     if val_error is not None:
       scalars['eval/validation_error'] = val_error
     scalars['eval/labeled_error'] = labeled_error
+    if self.subset is not None:
+      scalars['eval/validation_subset_error'] = evaluation.error_rate(
+          self.predict, *self.subset, self.config.train.eval_batch_size)
     tensorboard.write_scalars(self.eval_writer, step, scalars)
     self._write_class_results(step, validation=val_confusion, test=test_confusion)
     self._set_latest({'step': step, 'validation_error': val_error, 'test_error': test_error,
@@ -327,6 +331,18 @@ def lower_error(error, best_error) -> bool:
   float64 against the stored float32 instead, an equal error won or lost a tie by that
   value's rounding."""
   return bool(np.float32(error) < np.float32(best_error.numpy()))
+
+
+def validation_subset(data, per_class):
+  """(images, labels) of the validation split's first `per_class` images of each class, kept
+  in the split's order (drawn with the label split's seed: ssl_data); all of a class's
+  images where it has fewer. None when per_class is None."""
+  if per_class is None:
+    return None
+  labels = np.asarray(data.validation_labels)
+  chosen = np.sort(np.concatenate(
+      [np.flatnonzero(labels == c)[:per_class] for c in range(data.num_classes)]))
+  return data.validation_images[chosen], labels[chosen]
 
 
 def _assign_confusions(variables, **confusions):

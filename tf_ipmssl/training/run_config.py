@@ -116,6 +116,16 @@ class Train:
   keep_checkpoints: int = _number(2, integer=True, low=1)
   # Batch of the evaluations (it changes no result).
   eval_batch_size: int = _number(256, integer=True, low=1)
+  # None, or n: every evaluation also writes eval/validation_subset_error, the error on the
+  # validation split's first n images of each class (in the split's seeded order): a small
+  # validation split inside the large one, read from the same run (loop.validation_subset).
+  # It changes no trained number and selects nothing.
+  validation_subset_per_class: Optional[int] = _number(None, integer=True, optional=True,
+                                                       low=1)
+  # Also compute the test error at every evaluation (by default only at a new best
+  # validation error and at the last step), so that the test error of the step any other
+  # rule would select is in eval/test_error. It changes no trained number.
+  test_every_evaluation: bool = False
   # XLA-compile each replica's forward/backward computation (its random draws differ from a run
   # without XLA: see random_streams).
   jit_compile: bool = False

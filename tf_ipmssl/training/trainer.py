@@ -113,6 +113,9 @@ def _check_data(config, data):
   if config.train.early_stopping_patience is not None and not len(data.validation_labels):
     raise errors.ConfigError('train.early_stopping_patience needs a validation split '
                              '(build_ssl_data.validation_size > 0)')
+  if config.train.validation_subset_per_class is not None and not len(data.validation_labels):
+    raise errors.ConfigError('train.validation_subset_per_class needs a validation split '
+                             '(build_ssl_data.validation_size > 0)')
 
 
 def _build_run(config, data, model_dir):
