@@ -32,7 +32,7 @@ case "${1:-}" in
   *) echo "usage: studies/fashion_mnist_100/scripts/sweep_confirmation.sh [--commit]" >&2; exit 2 ;;
 esac
 
-source studies/fashion_mnist_100/scripts/sweep_common.sh
+source studies/sweep_common.sh
 SRC=$WORK/src
 STEP900_SRC=$WORK/src_step900
 use_train_worktree "$SRC" "$TRAIN_COMMIT"

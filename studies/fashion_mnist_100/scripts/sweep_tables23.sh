@@ -34,7 +34,7 @@ case "${1:-}" in
   *) echo "usage: studies/fashion_mnist_100/scripts/sweep_tables23.sh [--commit]" >&2; exit 2 ;;
 esac
 
-source studies/fashion_mnist_100/scripts/sweep_common.sh
+source studies/sweep_common.sh
 SRC=$WORK/src
 use_train_worktree "$SRC" "$TRAIN_COMMIT"
 records_message() {

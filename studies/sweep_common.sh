@@ -1,6 +1,5 @@
-# What the sweep scripts share (sourced by the study's sweep_tables23.sh, sweep_confirmation.sh
-# and augmentation_effect.sh, from the checkout's root): the training code's worktree, and the
-# committing of finished runs' records while a sweep runs.
+# What the studies' sweep scripts share (sourced from the checkout's root): the training
+# code's worktree, and the committing of finished runs' records while a sweep runs.
 
 # use_train_worktree SRC COMMIT: SRC is a git worktree of COMMIT (made when missing); exits
 # with an error naming the fix when SRC stands at another commit.

@@ -1,11 +1,11 @@
-"""The records committer of the study's sweep scripts (scripts/sweep_common.sh) in a scratch
+"""The records committer of the study's sweep scripts (studies/sweep_common.sh) in a scratch
 git repository: it commits a records folder, and a stale .git/index.lock is an error with
 git's message and a non-zero status, not a silent no-op."""
 import os
 import pathlib
 import subprocess
 
-COMMON = pathlib.Path(__file__).resolve().parents[1] / 'scripts' / 'sweep_common.sh'
+COMMON = pathlib.Path(__file__).resolve().parents[1] / 'sweep_common.sh'
 
 
 def _git(repo, *args):
