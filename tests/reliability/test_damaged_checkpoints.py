@@ -120,6 +120,15 @@ def test_a_missing_or_cut_newest_checkpoint_resumes_from_the_newest_intact_one(
   assert f'Resuming from {checkpoints}/ckpt-4 (step 4)' in result.stdout
   assert 'step 6/8' in result.stdout and 'step 2/8' not in result.stdout, result.stdout
   _assert_same_final_variables(model_dir, eight_steps)
+  # ckpt-4, which the run resumed from, stays in the checkpoint list as in an uninterrupted
+  # run (its time kept with it: not left out of the list, its files never deleted).
+  assert _listed(model_dir) == _listed(eight_steps) == ['ckpt-4', 'ckpt-6', 'ckpt-8']
+
+
+def _listed(model_dir):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  state = tf.train.get_checkpoint_state(os.path.join(model_dir, 'checkpoints'))
+  return [os.path.basename(path) for path in state.all_model_checkpoint_paths]
 
 
 def _truncate_index(model_dir, folder, step):

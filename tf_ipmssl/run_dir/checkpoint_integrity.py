@@ -52,10 +52,20 @@ def check_readable(path: str) -> None:
 
 
 def _write_checkpoint_list(checkpoint_dir, paths):
-  """The `checkpoint` state file (CheckpointState text proto) listing `paths`, newest last."""
+  """The `checkpoint` state file (CheckpointState text proto) listing `paths`, newest last,
+  with the times the list held for them: a tf.train.CheckpointManager keeps managing only
+  the checkpoints listed with a time (without, the next save would leave them out of the
+  list, their files never deleted)."""
   names = [os.path.basename(p) for p in paths]
   text = f'model_checkpoint_path: "{names[-1]}"\n' + ''.join(
       f'all_model_checkpoint_paths: "{name}"\n' for name in names)
+  state = tf.train.get_checkpoint_state(checkpoint_dir)
+  if state is not None and len(state.all_model_checkpoint_timestamps) == len(
+      state.all_model_checkpoint_paths):
+    times = dict(zip(state.all_model_checkpoint_paths, state.all_model_checkpoint_timestamps))
+    if all(path in times for path in paths):
+      text += ''.join(f'all_model_checkpoint_timestamps: {times[path]!r}\n' for path in paths)
+      text += f'last_preserved_timestamp: {state.last_preserved_timestamp!r}\n'
   run_files.write_text(os.path.join(checkpoint_dir, 'checkpoint'), text)
 
 
