@@ -1,4 +1,5 @@
-"""Named points where a test or the fault campaign stops the trainer at an exact instant.
+"""Named points where a test or the fault campaign stops the trainer (or bin/sweep) at an exact
+instant.
 
 The trainer calls `reach(point)` at the instants where a crash leaves a distinct state on
 disk (between writing a checkpoint and its checkpoint list, between the list and deleting
@@ -39,6 +40,9 @@ POINTS = {
     'export_written': 'export.tmp/ is complete, not yet renamed to export/',
     'export_old_removed': "the earlier export's files are removed, export.tmp/ not yet renamed",
     'export_renamed': 'export/ is in place, metrics.json does not yet say finished',
+    # Reached by bin/sweep (the local backend), not the trainer.
+    'sweep_run_kept': "bin/sweep kept a run's outcome (its record archived), the next run "
+                      'not yet started',
 }
 
 _reached: Dict[str, int] = {}

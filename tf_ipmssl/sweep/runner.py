@@ -31,6 +31,7 @@ from typing import Callable, List, Optional, Sequence
 
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
+from tf_ipmssl import fault_injection
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.sweep import archive as archive_lib
 from tf_ipmssl.sweep import plan as plan_lib
@@ -196,6 +197,7 @@ def run_plan(runs: Sequence[plan_lib.Run], root: str,
         report(f'{prefix}: its record could not be kept ({type(e).__name__}: {e}); no '
                'further run starts')
         raise RecordError(f'{prefix}: its record could not be kept: {e}') from e
+    fault_injection.reach('sweep_run_kept')  # Between two runs (a test's barrier).
     return outcome
 
   if workers == 1:
