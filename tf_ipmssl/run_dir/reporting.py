@@ -26,6 +26,18 @@ metrics.json (run_files.METRICS_FILE), rewritten at every checkpoint and at the 
   `wall_split_this_session`: at the end, the current session's; `diverged_before_step` when
   a loss became NaN/Inf;
 - `class_names`: the name of each class, by label (the exported classifier answers them).
+- `foreign_test`, only for a run on a subset of its dataset's classes (build_ssl_data.classes)
+  with test images of the others: how well the classifier the run reports (that of `best`'s
+  step, else the last step's; the exported one, whether or not it is exported) calls those
+  images none of its classes (docs/foreign_score.md): {`step`, `checkpoint` ('best' |
+  'latest'), `known_images`, `foreign_images` (the test images of the run's classes and of
+  the others), `default` (the score an export applies), `fitted_on` ('validation' |
+  'labeled'), `pass_share`, `scores`: {score name (foreign_score.names_for the run's
+  formulation): {`auroc` (a fraction: the chance that a foreign test image scores higher
+  than a known one, ties half; 0.5 is chance), `threshold` (the export's, fixed on the
+  validation images, else the labeled ones), `rejected_known_pct`, `rejected_foreign_pct`
+  (the known and the foreign test images past it, in %)}}}. Measured once at the end,
+  after training, without RNG.
 - in `best` and `final`, per split ('validation', 'test'; class_results.py): its confusion
   matrix `<split>_confusion` (counts, a list of rows, rows the true class: row c sums to
   the split's images of class c, and the trace gives the split's error exactly),
@@ -39,7 +51,8 @@ One written before the trainer wrote `wall_seconds` lacks it, and so does every 
 a run resumed from it (its earlier sessions' wall time is unknown; the sweep's tables then
 take the last session's, `wall_seconds_this_session`); `wall_split` came later still. One
 written before the labeled-set errors lacks `best.labeled_error` and `final.labeled_error`;
-one written before the per-class results lacks their keys.
+one written before the per-class results lacks their keys; one written before `foreign_test`
+lacks it.
 
 An error rate is a count of mistakes over a known number of images, given in percent as
 `percent` makes it (100 · 2556 / 10000 = 25.56). The run state keeps the errors in float32
@@ -136,7 +149,19 @@ def _result_text(step, metrics, baseline, data):
     line += baseline_lib.comparison_text(baseline, data, best['test_error'])
   if exported:
     line += f'. {run_files.EXPORT_DIR}/ holds the classifier of step {exported["step"]}'
-  return line
+  return line + foreign_test_text(metrics.get('foreign_test'))
+
+
+def foreign_test_text(foreign_test):
+  """'. Test images of the other classes: ...' of metrics.json's `foreign_test` (the default
+  score's AUROC and rejected shares); '' without it."""
+  if not foreign_test:
+    return ''
+  name = foreign_test['default']
+  score = foreign_test['scores'][name]
+  return (f'. Test images of the other classes: AUROC {score["auroc"]:.3f} by the {name} '
+          f'score, {score["rejected_foreign_pct"]:.0f}% of them rejected at its threshold '
+          f'(known test images {score["rejected_known_pct"]:.0f}%)')
 
 
 def time_text(split):

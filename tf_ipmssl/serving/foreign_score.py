@@ -126,3 +126,21 @@ def auroc(known: Sequence[float], foreign: Sequence[float]) -> float:
   ranks = stats.rankdata(np.concatenate([known, foreign]))  # Ties get their average rank.
   u = ranks[len(known):].sum() - len(foreign) * (len(foreign) + 1) / 2.0
   return float(u / (len(known) * len(foreign)))
+
+
+def test_results(entry: dict, known, foreign) -> dict:
+  """{score name: {'auroc', 'threshold', 'rejected_known_pct', 'rejected_foreign_pct'}} of
+  the scores [N, S] of known and of foreign test images, in the columns of `entry` (describe's,
+  whose thresholds they are measured at): each score's AUROC of the foreign images against the
+  known ones (`auroc`, a fraction), its threshold, and the shares of known and of foreign
+  images past it (rejected), in percent (100 · count / images). metrics.json's
+  `foreign_test.scores` (run_dir/reporting.py)."""
+  known, foreign = np.asarray(known, np.float64), np.asarray(foreign, np.float64)
+  results = {}
+  for i, name in enumerate(entry['names']):
+    cut = float(entry['thresholds'][name])
+    results[name] = {
+        'auroc': auroc(known[:, i], foreign[:, i]), 'threshold': cut,
+        'rejected_known_pct': 100.0 * int(np.sum(known[:, i] > cut)) / len(known),
+        'rejected_foreign_pct': 100.0 * int(np.sum(foreign[:, i] > cut)) / len(foreign)}
+  return results

@@ -4,10 +4,10 @@ for a person who has the export and not the run. Built from the export's metadat
 (metadata.py) and a summary of the run (`summary`, below). This module does not import
 TensorFlow.
 
-summary: {'metrics': metrics.json's content (its 'best' and 'final'), 'checkpoint': 'best' or
-'latest' (the one exported), 'counts': dataset.json's counts (images per class of each split),
-'source': where the data came from, 'trained_by': the training command, 'exported_by': the
-export's command}; any may be missing.
+summary: {'metrics': metrics.json's content (its 'best', 'final' and 'foreign_test'),
+'checkpoint': 'best' or 'latest' (the one exported), 'counts': dataset.json's counts (images
+per class of each split), 'source': where the data came from, 'trained_by': the training
+command, 'exported_by': the export's command}; any may be missing.
 """
 from typing import Optional
 
@@ -41,6 +41,21 @@ def _result(summary) -> list:
             + (f'; balanced error {_percent(final["test_balanced_error"])}'
                if final.get('test_balanced_error') is not None else '')]
   return []
+
+
+def _foreign_test(summary) -> list:
+  """The line on metrics.json's `foreign_test` (a run on a subset of its dataset's classes),
+  where it measured the exported checkpoint."""
+  measured = (summary.get('metrics') or {}).get('foreign_test')
+  if not measured or measured.get('checkpoint') != summary.get('checkpoint'):
+    return []
+  name = measured['default']
+  score = measured['scores'][name]
+  return [f'- Test images of the dataset\'s other classes ({measured["foreign_images"]:,}): '
+          f'AUROC {score["auroc"]:.3f} against the {measured["known_images"]:,} test images '
+          f'of its classes by the default score ({name}); past its threshold '
+          f'{score["rejected_foreign_pct"]:.1f}% of them, {score["rejected_known_pct"]:.1f}% '
+          'of the known ones']
 
 
 def text(metadata: dict, summary: Optional[dict] = None) -> str:
@@ -79,7 +94,7 @@ def text(metadata: dict, summary: Optional[dict] = None) -> str:
     lines.append(f'- Data: {metadata.get("dataset")}'
                  + (f' ({summary["source"]})' if summary.get('source') else '')
                  + ': ' + '; '.join(parts))
-  lines += _result(summary)
+  lines += _result(summary) + _foreign_test(summary)
   for key, label in (('trained_by', 'Trained by'), ('exported_by', 'Exported by')):
     if summary.get(key):
       lines.append(f'- {label}: `{summary[key]}`')

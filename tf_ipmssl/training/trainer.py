@@ -191,20 +191,24 @@ def _print_start(config, data, length, strategy, model_dir):
 
 
 def _finish(loop, step):
-  """Exports the selected classifier, writes the final metrics.json and the result line."""
+  """Measures the selected classifier on the test images of the dataset's other classes (a
+  run on a class subset), exports it, writes the final metrics.json and the result line."""
   run, config = loop.run, loop.config
   loop.split.switch('teardown')
   fault_injection.reach('training_done')
+  foreign_test = _foreign_test(loop, step)
   exported = None
   if config.train.export_classifier:
     with loop.split.charged_to('export'):
-      summary = {'metrics': loop.metrics(step, finished=True, now=time.time()),
+      summary = {'metrics': _with_foreign_test(
+                     loop.metrics(step, finished=True, now=time.time()), foreign_test),
                  'counts': loop.data.counts(), 'source': loop.data.source,
                  'trained_by': shlex.join(sys.argv)}
       exported = _export_selected_classifier(run, loop.data, loop.model_dir, step, summary)
   now = time.time()
   metrics = loop.metrics(step, finished=True, now=now)
   metrics['exported'] = exported
+  metrics = _with_foreign_test(metrics, foreign_test)
   metrics['wall_seconds_this_session'] = now - loop.started
   metrics['wall_split_this_session'] = loop.split.read(now)
   if 'wall_split' in metrics:  # The run's split, in TensorBoard beside its curves.
@@ -217,21 +221,51 @@ def _finish(loop, step):
   return metrics
 
 
+def _foreign_test(loop, step):
+  """metrics.json's `foreign_test` (run_dir/reporting.py) of the selected classifier, left in
+  the in-memory critic (_restore_selected), for a run with test images of other classes
+  (build_ssl_data.classes); None for any other run, which this leaves untouched. After
+  training and without RNG: no trained number moves, and a rerun measures the same."""
+  data = loop.data
+  if (data.foreign_test_images is None or not len(data.foreign_test_images)
+      or not len(data.test_images)):
+    return None
+  with loop.split.charged_to('evaluation'):
+    selected = _restore_selected(loop.run, step)
+    measured = score_graph.foreign_test(loop.run.evaluated_critic, loop.config.formulation,
+                                        data)
+  return {'step': selected['step'], 'checkpoint': selected['checkpoint'], **measured}
+
+
+def _with_foreign_test(metrics, foreign_test):
+  """metrics with its `foreign_test` where there is one (no key otherwise)."""
+  return metrics if foreign_test is None else {**metrics, 'foreign_test': foreign_test}
+
+
+def _restore_selected(run, step):
+  """Leaves the in-memory critic (run.evaluated_critic) at the classifier the run reports:
+  that of the best validation step (docs/algorithm.md#data-and-model-selection), or the last
+  step's (`step`, the weights it holds after training) when there is no validation split. The
+  training checkpoints (the last step) are not touched.
+
+  Returns {'checkpoint': 'best' | 'latest', 'step': the selected step}.
+  """
+  best_manager = run.best_manager
+  if not best_manager.latest_checkpoint:
+    return {'checkpoint': 'latest', 'step': int(step)}
+  # The manager's own Checkpoint(critic=evaluated critic): restores into it.
+  best_manager.checkpoint.restore(
+      best_manager.latest_checkpoint).assert_existing_objects_matched()
+  return {'checkpoint': 'best', 'step': int(run.state.best['step'].numpy())}
+
+
 def _export_selected_classifier(run, data, model_dir, step, summary=None):
-  """Exports the classifier the run reports: that of the best validation step
-  (docs/algorithm.md#data-and-model-selection), or the last step's when there is no
-  validation split. The in-memory critic is left at the exported weights; the training
-  checkpoints (the last step) are not touched.
+  """Exports the classifier the run reports (_restore_selected). The in-memory critic is
+  left at the exported weights; the training checkpoints (the last step) are not touched.
 
   Returns {'checkpoint': 'best' | 'latest', 'step': step exported}.
   """
-  selected = {'checkpoint': 'latest', 'step': int(step)}
-  best_manager = run.best_manager
-  if best_manager.latest_checkpoint:
-    # The manager's own Checkpoint(critic=evaluated critic): restores into it.
-    best_manager.checkpoint.restore(
-        best_manager.latest_checkpoint).assert_existing_objects_matched()
-    selected = {'checkpoint': 'best', 'step': int(run.state.best['step'].numpy())}
+  selected = _restore_selected(run, step)
   summary = dict(summary or {}, checkpoint=selected['checkpoint'])
   export.export_classifier(
       run.evaluated_critic, data.image_shape, os.path.join(model_dir, run_files.EXPORT_DIR),
