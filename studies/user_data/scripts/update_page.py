@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Regenerates the results part of studies/user_data/README.md from the study's records.
+
+  .venv/bin/python studies/user_data/scripts/update_page.py [--records=studies/user_data/records]
+"""
+import pathlib
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO))
+from tf_ipmssl import programs  # pylint: disable=g-import-not-at-top
+programs.use_checkout_venv(__file__)  # Outside any venv: the checkout's .venv.
+
+from absl import flags  # pylint: disable=g-import-not-at-top
+
+from studies.fashion_mnist_100 import results_page
+from studies.user_data import plan as plan_lib
+from studies.user_data import verdicts
+from tf_ipmssl import command_line
+
+flags.DEFINE_string('records', str(REPO / 'studies' / 'user_data' / 'records'),
+                    'The records (one archive per part).')
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  del argv
+  plan = plan_lib.read_plan()
+  results_page.rewrite(plan_lib.PAGE, {
+      plan_lib.RESULTS_PART: verdicts.results_part(plan, FLAGS.records)})
+  print(f'Wrote {plan_lib.PAGE}')
+
+
+if __name__ == '__main__':
+  command_line.run(main)

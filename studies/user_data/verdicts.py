@@ -1,0 +1,169 @@
+"""The study's readings of its records, judged as its page fixes them (studies/user_data/
+README.md, "The test"): each question's contrast per split, its exact signed-rank test over
+the splits, Holm over the six questions in each direction at HOLM_LEVEL, the words, and the
+Hodges-Lehmann estimate with its exact interval; and the page's results part.
+
+A run's endpoints come from its record alone (metrics.json and its eval curves), as the
+page's "Endpoints" defines them (`endpoint`).
+"""
+import dataclasses
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from studies.fashion_mnist_100 import paired_test
+from studies.fashion_mnist_100 import split_test
+from studies.user_data import plan as plan_lib
+from tf_ipmssl.run_dir import event_files
+from tf_ipmssl.run_dir import reporting
+from tf_ipmssl.run_dir import run_files
+from tf_ipmssl.sweep import tables as tables_lib
+
+HOLM_LEVEL = 0.025  # Per direction: supported and contradicted together at 0.05.
+CONFIDENCE = 0.95
+SUPPORTED, CONTRADICTED, NOT_SHOWN = paired_test.SUPPORTED, paired_test.CONTRADICTED, \
+    paired_test.NOT_SHOWN
+SUBSET_TAG, TEST_TAG = 'eval/validation_subset_error', 'eval/test_error'
+
+
+def subset_step(curves: Dict[str, Dict[int, float]]) -> Optional[int]:
+  """The earliest step with the lowest validation-subset error; None without the curve."""
+  subset = curves.get(SUBSET_TAG)
+  if not subset:
+    return None
+  lowest = min(subset.values())
+  return min(step for step, error in subset.items() if error == lowest)
+
+
+def endpoint(model_dir: str, name: str) -> Optional[float]:
+  """The run's endpoint `name` (plan.ENDPOINTS) from its record; None where it lacks it."""
+  metrics = run_files.read_json(model_dir, run_files.METRICS_FILE, unreadable_ok=True) or {}
+  best = metrics.get('best') or {}
+  if name == 'test error':
+    return best.get('test_error')
+  if name == 'balanced test error':
+    return best.get('test_balanced_error')
+  if name == "test error at the subset's step":
+    curves = event_files.read_eval_curves(model_dir)
+    step = subset_step(curves)
+    value = None if step is None else curves.get(TEST_TAG, {}).get(step)
+    confusion = best.get('test_confusion')
+    if value is None or not confusion:
+      return None
+    # The event file keeps float32: the rate of its count, as metrics.json's errors are, so
+    # that both rules selecting one step give a contrast of exactly 0.
+    return reporting.stored_percent(value, int(np.sum(confusion)))
+  if name.startswith('auroc '):
+    scores = (metrics.get('foreign_test') or {}).get('scores') or {}
+    return (scores.get(name[len('auroc '):]) or {}).get('auroc')
+  raise ValueError(f'unknown endpoint {name!r}')
+
+
+@dataclasses.dataclass(frozen=True)
+class QuestionResult:
+  question: str
+  contrasts: Dict[int, Optional[float]]  # Per split (seed): d_s, None while a run is missing.
+  cpus: Dict[int, Tuple[str, ...]]  # Per split: the CPUs its runs trained on.
+  planned: int
+  test: Optional[split_test.SplitTestResult] = None
+  interval: Optional[paired_test.Interval] = None
+  adjusted: Optional[float] = None
+  adjusted_other: Optional[float] = None
+
+  @property
+  def complete(self) -> bool:
+    return sum(d is not None for d in self.contrasts.values()) == self.planned
+
+  @property
+  def word(self) -> Optional[str]:
+    if self.adjusted is None:
+      return None
+    return paired_test.word(self.adjusted, self.adjusted_other, HOLM_LEVEL)
+
+  @property
+  def mixed_cpu_splits(self) -> Tuple[int, ...]:
+    return tuple(s for s, cpus in self.cpus.items() if len(cpus) > 1)
+
+
+def contrast(terms: Sequence[plan_lib.Term], records: str, seed: int
+             ) -> Tuple[Optional[float], Tuple[str, ...]]:
+  """d_s of a question's terms on split `seed`, and the CPUs of the runs it read."""
+  total, cpus = 0.0, []
+  for term in terms:
+    if term.constant is not None:
+      total += term.weight * term.constant
+      continue
+    model_dir = plan_lib.record_dir(records, term.part, term.cell, seed)
+    value = endpoint(model_dir, term.endpoint)
+    if value is None:
+      return None, ()
+    total += term.weight * value
+    cpus.append(tables_lib.cpu_of(model_dir) or 'unknown CPU')
+  return total, tuple(sorted(set(cpus)))
+
+
+def judge(plan: plan_lib.Plan, records: str) -> List[QuestionResult]:
+  """Every question's contrasts, and once all are complete, the tests and words (Holm over
+  the complete questions only once every question is complete, as the page fixes it)."""
+  results = []
+  for question, terms in plan.questions.items():
+    found = {seed: contrast(terms, records, seed) for seed in plan.seeds}
+    results.append(QuestionResult(question, {s: d for s, (d, _) in found.items()},
+                                  {s: c for s, (d, c) in found.items() if d is not None},
+                                  len(plan.seeds)))
+  if not all(r.complete for r in results):
+    return results
+  tested = []
+  for r in results:
+    d = [r.contrasts[s] for s in plan.seeds]
+    tested.append(dataclasses.replace(r, test=split_test.signed_rank_over_splits(d),
+                                      interval=paired_test.hodges_lehmann(d, CONFIDENCE)))
+  adjusted = paired_test.holm([r.test.p_value for r in tested])
+  other = paired_test.holm([r.test.p_other for r in tested])
+  return [dataclasses.replace(r, adjusted=a, adjusted_other=o)
+          for r, a, o in zip(tested, adjusted, other)]
+
+
+def _number(question: str, value: float) -> str:
+  """AUROC questions in fractions (3 decimals), the others in points of error (1 decimal)."""
+  return f'{value:+.3f}' if question.startswith('score') else f'{value:+.1f}'
+
+
+def results_part(plan: plan_lib.Plan, records: str) -> str:
+  """The page's results part: one row per question."""
+  results = judge(plan, records)
+  recorded = len(plan_lib.recorded(records, plan))
+  if not recorded:
+    return 'No record yet.'
+  lines = [f'{recorded} of {len(plan_lib.runs(plan))} runs recorded.', '',
+           '| question | n | verdict | p (Holm) | p other way (Holm) | estimate [interval] '
+           '(coverage) | d per split |', '|---|---:|---|---|---|---|---|']
+  for r in results:
+    n = sum(d is not None for d in r.contrasts.values())
+    per_split = ' / '.join('–' if d is None else _number(r.question, d)
+                           for d in r.contrasts.values())
+    if r.test is None:
+      lines.append(f'| {r.question} | {n} of {r.planned} | not yet tested | | | | '
+                   f'{per_split} |')
+      continue
+    i = r.interval
+    cover = f'{100 * i.coverage:.1f}'.rstrip('0').rstrip('.')
+    lines.append(
+        f'| {r.question} | {n} | **{r.word}** | {r.test.p_value:.4f} ({r.adjusted:.4f}) | '
+        f'{r.test.p_other:.4f} ({r.adjusted_other:.4f}) | {_number(r.question, i.estimate)} '
+        f'[{_number(r.question, i.low)}, {_number(r.question, i.high)}] ({cover}%) | '
+        f'{per_split} |')
+  for r in results:
+    if r.mixed_cpu_splits and r.test is not None:
+      kept = [d for s, d in r.contrasts.items() if s not in r.mixed_cpu_splits]
+      line = (f'- {r.question}: splits {", ".join(map(str, r.mixed_cpu_splits))} trained on '
+              'more than one CPU')
+      if kept:
+        test = split_test.signed_rank_over_splits(kept)
+        i = paired_test.hodges_lehmann(kept, CONFIDENCE)
+        line += (f'; without them n = {len(kept)}, p = {test.p_value:.4f} (unadjusted), '
+                 f'estimate {_number(r.question, i.estimate)} [{_number(r.question, i.low)}, '
+                 f'{_number(r.question, i.high)}]')
+      lines += ['', line + '.']
+  return '\n'.join(lines)
