@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trains the study's plan (studies/user_data/README.md), split by split, part by part, with
-bin/sweep: the runs of a split follow one another, so that they train on one CPU where a
-session allows. Run by scripts/sweep.sh, which fixes the training commit and commits the
+bin/sweep: one call per cell and split, `--workers` calls at a time, a split's calls before
+the next split's, so that a split's runs train on one CPU where a session allows. Run by scripts/sweep.sh, which fixes the training commit and commits the
 records; recorded runs are never trained again.
 
   .venv/bin/python studies/user_data/scripts/run_plan.py --train_checkout=SRC --work=DIR \
@@ -12,6 +12,7 @@ import pathlib
 import shlex
 import subprocess
 import sys
+import time
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
@@ -34,17 +35,40 @@ flags.DEFINE_bool('dry_run', False, 'Print the bin/sweep commands only.')
 FLAGS = flags.FLAGS
 
 
-def commands(plan, work, records, train_checkout, workers):
-  """Every bin/sweep command of the plan, split by split."""
+def commands(plan, work, records, train_checkout):
+  """Every bin/sweep command of the plan, split by split: [[command, ...] per split]. Each
+  call trains one cell of one split (a cell's own gin files and bindings); its root is
+  WORK/<part>/<i> (one sweep per root at a time), its archive RECORDS/<part>."""
   out = []
   for seed in plan.seeds:
+    calls, taken = [], {}
     for part, sweep_flags in plan_lib.sweeps(plan, seed):
-      out.append([sys.executable, str(REPO / 'bin' / 'sweep'),
-                  f'--root={os.path.join(work, part)}',
-                  f'--archive={os.path.join(records, part)}',
-                  f'--train_checkout={train_checkout}', f'--workers={workers}', '--noplots',
-                  *sweep_flags])
+      index = taken[part] = taken.get(part, -1) + 1
+      calls.append([sys.executable, str(REPO / 'bin' / 'sweep'),
+                    f'--root={os.path.join(work, part, str(index))}',
+                    f'--archive={os.path.join(records, part)}',
+                    f'--train_checkout={train_checkout}', '--workers=1', '--noplots',
+                    *sweep_flags])
+    out.append(calls)
   return out
+
+
+def run_split(calls, workers):
+  """Runs a split's calls, `workers` at a time, each with an equal share of the cores as
+  TensorFlow threads; the number that failed."""
+  threads = str(max(1, (os.cpu_count() or 1) // workers))
+  env = dict(os.environ, TF_NUM_INTRAOP_THREADS=threads, TF_NUM_INTEROP_THREADS=threads)
+  pending, running, failed = list(calls), [], 0
+  while pending or running:
+    while pending and len(running) < workers:
+      running.append(subprocess.Popen(pending.pop(0), env=env))
+    done = next((p for p in running if p.poll() is not None), None)
+    if done is None:
+      time.sleep(2)
+      continue
+    running.remove(done)
+    failed += done.returncode != 0
+  return failed
 
 
 def main(argv):
@@ -54,11 +78,11 @@ def main(argv):
                              '[--records=DIR] [--workers=2] [--dry_run]')
   plan = plan_lib.read_plan()
   failed = 0
-  for command in commands(plan, FLAGS.work, FLAGS.records, FLAGS.train_checkout,
-                          FLAGS.workers):
-    print(shlex.join(['bin/sweep', *command[2:]]), flush=True)
+  for calls in commands(plan, FLAGS.work, FLAGS.records, FLAGS.train_checkout):
+    for command in calls:
+      print(shlex.join(['bin/sweep', *command[2:]]), flush=True)
     if not FLAGS.dry_run:
-      failed += subprocess.run(command, check=False).returncode != 0
+      failed += run_split(calls, FLAGS.workers)
   done = len(plan_lib.recorded(FLAGS.records, plan))
   print(f'{done} of {len(plan_lib.runs(plan))} runs recorded; {failed} sweep(s) failed',
         flush=True)

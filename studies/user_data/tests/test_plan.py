@@ -13,6 +13,7 @@ from studies.user_data import plan as plan_lib
 
 K_PLUS_1, SUPERVISED = 'table1/cifar10_fisher_kplus1_entropy', 'appendix_c/cifar10_none_4k'
 SIX = 'gin/presets/fashion_mnist_6_classes.gin'
+SUP = 'gin/presets/cpu_fashion_mnist_100_supervised.gin'
 REAL_FASHION_MNIST = '/usr/share/datasets/fashion-mnist'
 SCRIPT = os.path.join(os.path.dirname(plan_lib.PAGE), 'scripts', 'run_plan.py')
 
@@ -27,11 +28,11 @@ def test_the_page_fixes_splits_30_to_37_and_seven_cells(plan):
   imbalance = ('build_ssl_data.imbalance_ratio = 10.0',)
   assert plan.cells == (
       plan_lib.CellRow('balanced', K_PLUS_1, (), ()),
-      plan_lib.CellRow('balanced', SUPERVISED, (), ()),
+      plan_lib.CellRow('balanced', SUPERVISED, (SUP,), ()),
       plan_lib.CellRow('imbalanced', K_PLUS_1, (), imbalance),
-      plan_lib.CellRow('imbalanced', SUPERVISED, (), imbalance),
+      plan_lib.CellRow('imbalanced', SUPERVISED, (SUP,), imbalance),
       plan_lib.CellRow('six_known_0', K_PLUS_1, (SIX,), ('build_ssl_data.foreign_share = 0.0',)),
-      plan_lib.CellRow('six_known_0', SUPERVISED, (SIX,),
+      plan_lib.CellRow('six_known_0', SUPERVISED, (SUP, SIX),
                        ('build_ssl_data.foreign_share = 0.0',)),
       plan_lib.CellRow('six_known_100', K_PLUS_1, (SIX,),
                        ('build_ssl_data.foreign_share = 1.0',)))
@@ -60,11 +61,17 @@ def test_a_split_trains_each_part_with_its_files_and_bindings(plan):
   common = ['--gin_bindings=train.validation_subset_per_class = 10',
             '--gin_bindings=train.test_every_evaluation = True']
   preset = '--gin_file=gin/presets/cpu_fashion_mnist_100.gin'
+  sup = f'--gin_file={SUP}'
   assert plan_lib.sweeps(plan, 33) == [
-      ('balanced', [f'--cells={K_PLUS_1},{SUPERVISED}', '--seeds=33,', preset, *common]),
-      ('imbalanced', [f'--cells={K_PLUS_1},{SUPERVISED}', '--seeds=33,', preset, *common,
+      ('balanced', [f'--cells={K_PLUS_1}', '--seeds=33,', preset, *common]),
+      ('balanced', [f'--cells={SUPERVISED}', '--seeds=33,', preset, sup, *common]),
+      ('imbalanced', [f'--cells={K_PLUS_1}', '--seeds=33,', preset, *common,
                       '--gin_bindings=build_ssl_data.imbalance_ratio = 10.0']),
-      ('six_known_0', [f'--cells={K_PLUS_1},{SUPERVISED}', '--seeds=33,', preset,
+      ('imbalanced', [f'--cells={SUPERVISED}', '--seeds=33,', preset, sup, *common,
+                      '--gin_bindings=build_ssl_data.imbalance_ratio = 10.0']),
+      ('six_known_0', [f'--cells={K_PLUS_1}', '--seeds=33,', preset, f'--gin_file={SIX}',
+                       *common, '--gin_bindings=build_ssl_data.foreign_share = 0.0']),
+      ('six_known_0', [f'--cells={SUPERVISED}', '--seeds=33,', preset, sup,
                        f'--gin_file={SIX}', *common,
                        '--gin_bindings=build_ssl_data.foreign_share = 0.0']),
       ('six_known_100', [f'--cells={K_PLUS_1}', '--seeds=33,', preset, f'--gin_file={SIX}',
@@ -77,9 +84,12 @@ def test_the_sweep_script_runs_the_plan_split_by_split(tmp_path):
        f'--records={tmp_path}/r'], capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr
   lines = [line for line in result.stdout.splitlines() if line.startswith('bin/sweep ')]
-  assert len(lines) == 8 * 4
-  assert lines[0].startswith(f'bin/sweep --root={tmp_path}/w/balanced --archive={tmp_path}/r/balanced '
-                             '--train_checkout=/src --workers=2 --noplots')
+  assert len(lines) == 8 * 7
+  assert lines[0].startswith(f'bin/sweep --root={tmp_path}/w/balanced/0 '
+                             f'--archive={tmp_path}/r/balanced --train_checkout=/src '
+                             '--workers=1 --noplots')
+  assert lines[1].startswith(f'bin/sweep --root={tmp_path}/w/balanced/1 '
+                             f'--archive={tmp_path}/r/balanced')
   assert '--seeds=30,' in lines[0] and '--seeds=37,' in lines[-1]
   assert result.stdout.splitlines()[-1] == '0 of 56 runs recorded; 0 sweep(s) failed'
 
