@@ -8,7 +8,7 @@ import re
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-PLACES = ('README.md', 'BUILD.md', 'docs', 'gin', 'bin', 'scripts', 'studies', 'tf_ipmssl', 'tests')
+PLACES = ('README.md', 'BUILD.md', 'docs', 'gin', 'bin', 'studies', 'tf_ipmssl', 'tests')
 TEXT_SUFFIXES = {'', '.md', '.py', '.gin', '.sh', '.txt', '.ini', '.cfg', '.toml', '.yaml',
                  '.yml'}
 # Written in pieces, so that this file does not match itself.

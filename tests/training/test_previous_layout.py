@@ -52,6 +52,8 @@ VERSION_3_RUN = runs.REPO_ROOT / 'tests' / 'training' / 'version3_layout_ssl'
 FIXTURES = (PREVIOUS, VERSION_1, VERSION_2_RUN, VERSION_3_RUN)
 # The data's settings added after the version 2 and 3 records were written, at their defaults
 # (label splits as users have them): a record without them reads as a run that used none.
+# The train settings added after these records were written, at their defaults.
+TRAIN_SETTINGS_SINCE = {'validation_subset_per_class': None, 'test_every_evaluation': False}
 LABEL_SPLIT_SETTINGS = {'imbalance_ratio': None, 'labeled_per_class': None,
                         'imbalanced_unlabeled': True, 'validation_per_class': None,
                         'classes': None, 'unlabeled_size': None, 'foreign_share': 0.0}
@@ -149,7 +151,9 @@ def test_version_2_records_map_their_train_bindings_onto_the_algorithms_settings
   assert config.algorithm_settings.generator_loss == 'feature_matching'
   assert [(c.name, c.penalty_weight) for c in config.constraints] == [
       ('fisher_f', 1e-6), ('sobolev_f_neg', 1e-7)]  # ρ x10, as the record used them.
-  assert again['train'] == {k: v for k, v in ssl['train'].items() if k not in moved}
+  # Train settings added since: at their defaults.
+  assert again['train'] == {**{k: v for k, v in ssl['train'].items() if k not in moved},
+                            **TRAIN_SETTINGS_SINCE}
   assert [run_config._jsonable(c) for c in config.constraints] == ssl['objective']['constraints']
   assert config.critic_rate == ssl['optimizers']['critic_rate']
   # The builders' settings, but the critic's image size: now the data's, resolved; and the
@@ -161,8 +165,9 @@ def test_version_2_records_map_their_train_bindings_onto_the_algorithms_settings
   # The supervised run had them unused: none is a supervised setting.
   previous = run_config.RunConfig.from_json(supervised)
   assert previous.mode == 'supervised' and previous.to_json()['supervised'] == {}
-  assert previous.to_json()['train'] == {k: v for k, v in supervised['train'].items()
-                                         if k not in moved}
+  assert previous.to_json()['train'] == {
+      **{k: v for k, v in supervised['train'].items() if k not in moved},
+      **TRAIN_SETTINGS_SINCE}
 
 
 def test_version_3_records_rebuild_to_the_configuration_they_were_written_from():
@@ -190,6 +195,7 @@ def test_version_3_records_rebuild_to_the_configuration_they_were_written_from()
     assert rebuilt.differing_settings(run_config.RunConfig.from_json(record)) == []
     written = config_formats.upgrade(record)
     written['build_ssl_data'] = {**written['build_ssl_data'], **LABEL_SPLIT_SETTINGS}
+    written['train'] = {**written['train'], **TRAIN_SETTINGS_SINCE}
     assert rebuilt.to_json() == written
 
 
