@@ -290,8 +290,8 @@ def test_bin_sweep_repairs_in_one_line_and_a_record_the_archive_refuses_is_one_l
   result = _sweep(*flags, env=env)
   assert result.returncode == 1 and 'Traceback' not in result.stderr
   why = (f'its record could not be kept in the archive {store} (File exists: {blocked}); '
-         'it stays in the root only: make the archive writable, then rerun the same command '
-         'to archive it')
+         'it stays in the root only: make the archive writable, or free space on its disk, '
+         'then rerun the same command to archive it')
   assert f'[1/2] {CELL.id} seed 0: {why}' in result.stdout.splitlines()
   assert f'{CELL.id} seed 0: {why}' in result.stdout.splitlines()  # In the summary.
   assert '2 run(s): 2 trained, 0 already finished, 0 failed' in result.stdout

@@ -227,8 +227,8 @@ def test_an_archive_that_refuses_a_record_is_one_line_and_the_other_runs_go_on(
                              archive=store)
   assert [o.status for o in outcomes] == [runner.SUCCEEDED, runner.SUCCEEDED]
   why = (f'its record could not be kept in the archive {store} (Read-only file system: '
-         f'{store}/table2); it stays in the root only: make the archive writable, then rerun '
-         'the same command to archive it')
+         f'{store}/table2); it stays in the root only: make the archive writable, or free '
+         'space on its disk, then rerun the same command to archive it')
   assert outcomes[0].record_error == why and not outcomes[1].record_error
   assert f'[1/2] {CELL.id} seed 0: {why}' in reports
   assert runner.summary(outcomes).splitlines()[-1] == f'{CELL.id} seed 0: {why}'

@@ -406,15 +406,21 @@ def test_the_root_deleted_between_runs_is_restored_from_the_archive(
 
 
 @checks.needs_mount
-def test_a_read_only_archive_is_one_line_and_the_rerun_archives(bindings, reference, tmp_path):
-  """The archive on a read-only mount (its own mount namespace: chmod does not stop root):
-  each run trains, its record the archive cannot keep is one line in the report and the
-  summary, exit 1; the rerun with the archive writable archives both without training."""
+@pytest.mark.parametrize('disk', ['read-only', 'full'])
+def test_a_read_only_or_full_archive_is_one_line_and_the_rerun_archives(
+    bindings, reference, tmp_path, disk):
+  """The archive on a read-only mount, or on a 4 KiB tmpfs that fills with the first record
+  file (its own mount namespace: chmod does not stop root, and the namespace's end frees
+  the disk): each run trains, its record the archive cannot keep is one line in the report
+  and the summary, exit 1; the rerun with the archive writable archives both without
+  training."""
   directory = str(tmp_path)
   store = os.path.join(directory, 'archive')
   os.makedirs(store)
-  setup = (f'mount --bind {shlex.quote(store)} {shlex.quote(store)} && '
-           f'mount -o remount,bind,ro {shlex.quote(store)}')
+  quoted = shlex.quote(store)
+  setup = (f'mount --bind {quoted} {quoted} && mount -o remount,bind,ro {quoted}'
+           if disk == 'read-only' else f'mount -t tmpfs -o size=4k tmpfs {quoted}')
+  cause = {'read-only': 'Read-only file system: ', 'full': 'No space left on device'}[disk]
   result = _sweep(_command(directory, bindings),
                   prefix=('unshare', '-m', 'sh', '-c', f'{setup} && exec "$0" "$@"'))
   assert result.returncode == 1, result.stdout + result.stderr
@@ -422,7 +428,7 @@ def test_a_read_only_archive_is_one_line_and_the_rerun_archives(bindings, refere
   for seed in SEEDS:
     lines = [l for l in result.stdout.splitlines()
              if l.startswith(f'{CELL} seed {seed}: its record could not be kept in the '
-                             f'archive {store} (Read-only file system: ')]
+                             f'archive {store} ({cause}')]
     assert len(lines) == 1, result.stdout  # In the summary; and as the run ended:
     assert f'[{seed + 1}/2] {lines[0]}' in result.stdout.splitlines()
   assert '| Ω_F(f) |' in result.stdout  # The tables are written.

@@ -261,12 +261,18 @@ def keep_record(root: str, outcome: Outcome, archive: Optional[str] = None) -> O
 
 def record_error_line(archive: str, e: Exception) -> str:
   """Why the archive could not keep a finished run's record, in one line."""
-  cause = errors.message_of(e) if isinstance(e, errors.UserError) else (
-      f'{e.strerror or type(e).__name__}: {e.filename}' if isinstance(e, OSError) and
-      e.filename else f'{type(e).__name__}: {e}')
+  if isinstance(e, errors.UserError):
+    cause = errors.message_of(e)
+  elif isinstance(e, OSError) and e.strerror:
+    # The file named where it is the archive's (a copy's error may name its source).
+    inside = e.filename and os.path.abspath(str(e.filename)).startswith(
+        os.path.abspath(archive) + os.sep)
+    cause = f'{e.strerror}: {e.filename}' if inside else e.strerror
+  else:
+    cause = f'{type(e).__name__}: {e}'
   return (f'its record could not be kept in the archive {archive} ({cause}); it stays in '
-          'the root only: make the archive writable, then rerun the same command to archive '
-          'it')
+          'the root only: make the archive writable, or free space on its disk, then rerun '
+          'the same command to archive it')
 
 
 def killed_by(returncode: Optional[int]) -> Optional[str]:
