@@ -1,6 +1,18 @@
 # What the studies' sweep scripts share (sourced from the checkout's root): the training
 # code's worktree, and the committing of finished runs' records while a sweep runs.
 
+# commit_flag SCRIPT [ARG]: COMMIT=1 for --commit, 0 for none; any other argument is a usage
+# error naming SCRIPT (exit 2).
+commit_flag() {
+  local script=$1
+  shift
+  case "${1:-}" in
+    --commit) COMMIT=1 ;;
+    "") COMMIT=0 ;;
+    *) echo "usage: $script [--commit]" >&2; exit 2 ;;
+  esac
+}
+
 # use_train_worktree SRC COMMIT: SRC is a git worktree of COMMIT (made when missing); exits
 # with an error naming the fix when SRC stands at another commit.
 use_train_worktree() {

@@ -57,19 +57,6 @@ class Plan:
     return tuple(dict.fromkeys(key for f in self.families for key, _ in f.weights))
 
 
-def _rows(body: str, columns: int, page: str) -> List[List[str]]:
-  rows = []
-  for line in body.splitlines():
-    cells = [c.strip() for c in line.strip().strip('|').split('|')]
-    if not line.strip() or set(cells[0]) <= set('-') or cells[0] == 'family':
-      continue
-    if len(cells) != columns:
-      raise errors.ConfigError(f'{page}: a row of {len(cells)} columns, not {columns}: '
-                               f'{line.strip()}')
-    rows.append(cells)
-  return rows
-
-
 def read_plan(page_path: str) -> Plan:
   """The confirmation's splits, families and cells, from its page."""
   with open(page_path) as f:
@@ -79,15 +66,15 @@ def read_plan(page_path: str) -> Plan:
     raise errors.ConfigError(f'{page_path}: its splits part must read "seeds: FIRST-LAST"')
   seeds = protocol.seed_list(splits.split(':', 1)[1].strip())
   weights: Dict[str, List[Tuple[Key, float]]] = {}
-  for family, cell, f, weight in _rows(results_page.part(text, CELLS_PART, page_path), 4,
-                                       page_path):
+  for family, cell, f, weight in results_page.table_rows(
+      results_page.part(text, CELLS_PART, page_path), 4, page_path, 'family'):
     if f not in F_FOLDERS:
       raise errors.ConfigError(f'{page_path}: unknown critic f {f!r} (per-example, broadcast)')
     cells_lib.get_cell(cell)  # An unknown cell id is the page's mistake: say so.
     weights.setdefault(family, []).append(((cell, f), float(weight)))
   families = []
-  for family, order, primary, secondary, question in _rows(
-      results_page.part(text, FAMILIES_PART, page_path), 5, page_path):
+  for family, order, primary, secondary, question in results_page.table_rows(
+      results_page.part(text, FAMILIES_PART, page_path), 5, page_path, 'family'):
     if {primary, secondary} - set(protocol.ENDPOINTS) or family not in weights:
       raise errors.ConfigError(f'{page_path}: family {family}: endpoints must be '
                                f'{protocol.ENDPOINTS} and it needs cells')

@@ -105,8 +105,13 @@ class Interval:
   def text(self) -> str:
     """'+2.1 [−0.6, +4.3] (95%)': the estimate, the interval and its coverage; '96.1%'
     where the attainable coverage is not a round number."""
+    return self.formatted(1)
+
+  def formatted(self, places: int) -> str:
+    """`text` with the estimate and the bounds to `places` decimals."""
     cover = f'{100 * self.coverage:.1f}'.rstrip('0').rstrip('.')
-    return f'{self.estimate:+.1f} [{self.low:+.1f}, {self.high:+.1f}] ({cover}%)'
+    return (f'{self.estimate:+.{places}f} [{self.low:+.{places}f}, {self.high:+.{places}f}] '
+            f'({cover}%)')
 
 
 def walsh_averages(diffs: Sequence[float]) -> List[float]:

@@ -10,6 +10,7 @@ import re
 import textwrap
 from typing import Dict, List
 
+from tf_ipmssl import errors
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.sweep import tables as tables_lib
 
@@ -50,6 +51,22 @@ def part(text: str, name: str, page: str = 'the page') -> str:
     raise SystemExit(f'{page} needs one pair of markers <!-- begin {name} --> / '
                      f'<!-- end {name} -->; it has {len(found)}')
   return found[0]
+
+
+def table_rows(body: str, columns: int, page: str, header: str) -> List[List[str]]:
+  """The cells of each row of the markdown table `body` (a part of the page `page`), but its
+  header (the row whose first cell is `header`) and separator rows; a ConfigError for a row
+  of another number of columns than `columns`."""
+  rows = []
+  for line in body.splitlines():
+    cells = [c.strip() for c in line.strip().strip('|').split('|')]
+    if not line.strip() or set(cells[0]) <= set('-') or cells[0] == header:
+      continue
+    if len(cells) != columns:
+      raise errors.ConfigError(f'{page}: a row of {len(cells)} columns, not {columns}: '
+                               f'{line.strip()}')
+    rows.append(cells)
+  return rows
 
 
 def session_spans(model_dir: str) -> List[float]:

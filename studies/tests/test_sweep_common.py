@@ -1,6 +1,6 @@
 """The records committer of the study's sweep scripts (studies/sweep_common.sh) in a scratch
 git repository: it commits a records folder, and a stale .git/index.lock is an error with
-git's message and a non-zero status, not a silent no-op."""
+git's message and a non-zero status, not a silent no-op; and the scripts' --commit flag."""
 import os
 import pathlib
 import subprocess
@@ -49,3 +49,15 @@ def test_records_are_committed_and_a_stale_lock_is_an_error(tmp_path):
   assert 'refused by the hook' in refused.stderr
   hook.unlink()
   assert _commit(repo).returncode == 0
+
+
+def test_the_commit_flag_is_read_and_any_other_argument_is_a_usage_error():
+  def flag(*args):
+    script = f'source {COMMON}\ncommit_flag my/sweep.sh "$@"\necho "COMMIT=$COMMIT"'
+    return subprocess.run(['bash', '-c', script, 'bash', *args], capture_output=True,
+                          text=True, check=False)
+  assert flag('--commit').stdout == 'COMMIT=1\n'
+  assert flag().stdout == 'COMMIT=0\n'
+  wrong = flag('--comit')
+  assert (wrong.returncode, wrong.stdout, wrong.stderr) == (
+      2, '', 'usage: my/sweep.sh [--commit]\n')

@@ -55,22 +55,6 @@ class Plan:
   cells: Tuple[CellRow, ...]
   questions: Dict[str, Tuple[Term, ...]]
 
-  def parts(self) -> List[str]:
-    return list(dict.fromkeys(row.part for row in self.cells))
-
-
-def _rows(body: str, columns: int, page: str) -> List[List[str]]:
-  rows = []
-  for line in body.splitlines():
-    cells = [c.strip() for c in line.strip().strip('|').split('|')]
-    if not line.strip() or set(cells[0]) <= set('-') or cells[0] in ('part', 'question'):
-      continue
-    if len(cells) != columns:
-      raise errors.ConfigError(f'{page}: a row of {len(cells)} columns, not {columns}: '
-                               f'{line.strip()}')
-    rows.append(cells)
-  return rows
-
 
 def _listed(text: str) -> Tuple[str, ...]:
   return () if text == NONE else tuple(t.strip() for t in text.split(';'))
@@ -86,14 +70,14 @@ def read_plan(page_path: str = PAGE) -> Plan:
   first, _, last = splits.split(':', 1)[1].strip().partition('-')
   seeds = tuple(range(int(first), int(last or first) + 1))
   cells = []
-  for part, cell, gin_files, bindings in _rows(results_page.part(text, CELLS_PART, page_path),
-                                               4, page_path):
+  for part, cell, gin_files, bindings in results_page.table_rows(
+      results_page.part(text, CELLS_PART, page_path), 4, page_path, 'part'):
     cells_lib.get_cell(cell)  # An unknown cell id is the page's mistake: say so.
     cells.append(CellRow(part, cell, _listed(gin_files), _listed(bindings)))
   trained = {(row.part, row.cell) for row in cells}
   questions: Dict[str, List[Term]] = {}
-  for question, part, cell, endpoint, weight in _rows(
-      results_page.part(text, QUESTIONS_PART, page_path), 5, page_path):
+  for question, part, cell, endpoint, weight in results_page.table_rows(
+      results_page.part(text, QUESTIONS_PART, page_path), 5, page_path, 'question'):
     if part == NONE:
       term = Term(None, None, str(float(endpoint)), float(weight))
     elif (part, cell) not in trained or endpoint not in ENDPOINTS:

@@ -28,12 +28,9 @@ SUBSET_TAG, TEST_TAG = 'eval/validation_subset_error', 'eval/test_error'
 
 
 def subset_step(curves: Dict[str, Dict[int, float]]) -> Optional[int]:
-  """The earliest step with the lowest validation-subset error; None without the curve."""
-  subset = curves.get(SUBSET_TAG)
-  if not subset:
-    return None
-  lowest = min(subset.values())
-  return min(step for step, error in subset.items() if error == lowest)
+  """The earliest step with the lowest validation-subset error (the trainer's tie rule,
+  tables.earliest_tied_step); None without the curve."""
+  return tables_lib.earliest_tied_step(curves.get(SUBSET_TAG) or {})
 
 
 def endpoint(model_dir: str, name: str) -> Optional[float]:
@@ -125,9 +122,13 @@ def judge(plan: plan_lib.Plan, records: str) -> List[QuestionResult]:
           for r, a, o in zip(tested, adjusted, other)]
 
 
-def _number(question: str, value: float) -> str:
+def _places(question: str) -> int:
   """AUROC questions in fractions (3 decimals), the others in points of error (1 decimal)."""
-  return f'{value:+.3f}' if question.startswith('score') else f'{value:+.1f}'
+  return 3 if question.startswith('score') else 1
+
+
+def _number(question: str, value: float) -> str:
+  return f'{value:+.{_places(question)}f}'
 
 
 def results_part(plan: plan_lib.Plan, records: str) -> str:
@@ -147,13 +148,10 @@ def results_part(plan: plan_lib.Plan, records: str) -> str:
       lines.append(f'| {r.question} | {n} of {r.planned} | not yet tested | | | | '
                    f'{per_split} |')
       continue
-    i = r.interval
-    cover = f'{100 * i.coverage:.1f}'.rstrip('0').rstrip('.')
     lines.append(
         f'| {r.question} | {n} | **{r.word}** | {r.test.p_value:.4f} ({r.adjusted:.4f}) | '
-        f'{r.test.p_other:.4f} ({r.adjusted_other:.4f}) | {_number(r.question, i.estimate)} '
-        f'[{_number(r.question, i.low)}, {_number(r.question, i.high)}] ({cover}%) | '
-        f'{per_split} |')
+        f'{r.test.p_other:.4f} ({r.adjusted_other:.4f}) | '
+        f'{r.interval.formatted(_places(r.question))} | {per_split} |')
   for r in results:
     if r.mixed_cpu_splits and r.test is not None:
       kept = [d for s, d in r.contrasts.items() if s not in r.mixed_cpu_splits]

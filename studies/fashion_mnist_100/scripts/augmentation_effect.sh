@@ -23,14 +23,8 @@ WORK=$(realpath -m "${WORK:-runs/augmentation}")
 RECORDS=${RECORDS:-docs/results/augmentation_records}
 WORKERS=${WORKERS:-1}
 PYTHON=${PYTHON:-.venv/bin/python}
-COMMIT=0
-case "${1:-}" in
-  --commit) COMMIT=1 ;;
-  "") ;;
-  *) echo "usage: studies/fashion_mnist_100/scripts/augmentation_effect.sh [--commit]" >&2; exit 2 ;;
-esac
-
 source studies/sweep_common.sh
+commit_flag studies/fashion_mnist_100/scripts/augmentation_effect.sh "$@"
 SRC=$WORK/src
 use_train_worktree "$SRC" "$TRAIN_COMMIT"
 records_message() {

@@ -25,14 +25,8 @@ WORK=$(realpath -m "${WORK:-runs/confirmation}")
 RECORDS=${RECORDS:-docs/results/confirmation_records}
 WORKERS=${WORKERS:-2}
 PYTHON=${PYTHON:-.venv/bin/python}
-COMMIT=0
-case "${1:-}" in
-  --commit) COMMIT=1 ;;
-  "") ;;
-  *) echo "usage: studies/fashion_mnist_100/scripts/sweep_confirmation.sh [--commit]" >&2; exit 2 ;;
-esac
-
 source studies/sweep_common.sh
+commit_flag studies/fashion_mnist_100/scripts/sweep_confirmation.sh "$@"
 SRC=$WORK/src
 STEP900_SRC=$WORK/src_step900
 use_train_worktree "$SRC" "$TRAIN_COMMIT"

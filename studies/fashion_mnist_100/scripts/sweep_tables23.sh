@@ -27,14 +27,8 @@ RECORDS=${RECORDS:-docs/results/tables23_records}
 BROADCAST_RECORDS=${BROADCAST_RECORDS:-docs/results/broadcast_f_records}
 WORKERS=${WORKERS:-2}
 PYTHON=${PYTHON:-.venv/bin/python}
-COMMIT=0
-case "${1:-}" in
-  --commit) COMMIT=1 ;;
-  "") ;;
-  *) echo "usage: studies/fashion_mnist_100/scripts/sweep_tables23.sh [--commit]" >&2; exit 2 ;;
-esac
-
 source studies/sweep_common.sh
+commit_flag studies/fashion_mnist_100/scripts/sweep_tables23.sh "$@"
 SRC=$WORK/src
 use_train_worktree "$SRC" "$TRAIN_COMMIT"
 records_message() {

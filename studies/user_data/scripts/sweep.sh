@@ -18,14 +18,8 @@ WORK=$(realpath -m "${WORK:-runs/user_data}")
 RECORDS=${RECORDS:-studies/user_data/records}
 WORKERS=${WORKERS:-2}
 PYTHON=${PYTHON:-.venv/bin/python}
-COMMIT=0
-case "${1:-}" in
-  --commit) COMMIT=1 ;;
-  "") ;;
-  *) echo "usage: studies/user_data/scripts/sweep.sh [--commit]" >&2; exit 2 ;;
-esac
-
 source studies/sweep_common.sh
+commit_flag studies/user_data/scripts/sweep.sh "$@"
 SRC=$WORK/src
 use_train_worktree "$SRC" "$TRAIN_COMMIT"
 records_message() {

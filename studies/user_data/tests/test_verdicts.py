@@ -137,6 +137,10 @@ def test_the_results_part_says_what_the_records_show(records):
   assert text.startswith('56 of 56 runs recorded.')
   assert '| imbalance | 8 | **supported** | 0.0039 (0.0234) |' in text
   assert '| mismatch | 8 | **not shown at this n** |' in text
+  # Hodges-Lehmann of 3..10: the median Walsh average 6.5; at n = 8 the exact interval is the
+  # 4th smallest and largest Walsh average (P(W+ <= 3) = 5/256: coverage 1 - 10/256).
+  assert '| +6.5 [+4.0, +9.0] (96.1%) |' in text
+  assert '| +0.045 [+0.020, +0.070] (96.1%) |' in text  # AUROC: 0.01..0.08, 3 decimals.
   assert ('- imbalance: splits 33 trained on more than one CPU; without them n = 7, '
           'p = 0.0078 (unadjusted)') in text
 
