@@ -1,5 +1,5 @@
 """Shared checks of the reliability tests: one `error:` line, a signal mid-run, bin/train in
-a mount namespace of its own (a small tmpfs, a read-only bind mount)."""
+a mount namespace of its own (a small tmpfs, a read-only bind mount), a file damaged."""
 import os
 import shlex
 import shutil
@@ -65,3 +65,20 @@ def in_private_mount(setup, model_dir, bindings, fault=None):
   return subprocess.run(['unshare', '-m', 'sh', '-c', f'{setup} && exec {command}'],
                         capture_output=True, text=True, env=runs.environment(fault),
                         cwd=str(runs.REPO_ROOT), timeout=600)
+
+
+def damage(path, how):
+  """Damages the file at `path` one way: 'deleted', 'truncated' (its first half kept) or
+  'flipped' (four bytes a third of the way in inverted, the size kept)."""
+  if how == 'deleted':
+    os.remove(path)
+    return
+  with open(path, 'rb') as f:
+    content = bytearray(f.read())
+  if how == 'truncated':
+    content = content[:len(content) // 2]
+  else:  # Bytes flipped, the size kept.
+    for index in range(len(content) // 3, len(content) // 3 + 4):
+      content[index] ^= 0xFF
+  with open(path, 'wb') as f:
+    f.write(bytes(content))

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.reliability import checks
 from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import archive
@@ -66,21 +67,6 @@ def _calls(model_dir):
     return len(f.readlines())
 
 
-def _damage(path, how):
-  if how == 'deleted':
-    os.remove(path)
-    return
-  with open(path, 'rb') as f:
-    content = bytearray(f.read())
-  if how == 'truncated':
-    content = content[:len(content) // 2]
-  else:  # Bytes flipped, the size kept.
-    for index in range(len(content) // 3, len(content) // 3 + 4):
-      content[index] ^= 0xFF
-  with open(path, 'wb') as f:
-    f.write(bytes(content))
-
-
 def test_both_copies_get_a_manifest_written_last_and_whole(tmp_path, events, monkeypatch):
   monkeypatch.setenv('FAKE_TRAIN_EVENTS', events)
   root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
@@ -119,7 +105,7 @@ def test_a_damaged_file_is_repaired_from_the_other_copy(swept, tmp_path, copy, n
   run = runs[0]
   damaged_dir = run.model_dir if copy == 'root' else archive.archived_dir(run, store)
   path = os.path.join(damaged_dir, *name.split('/'))
-  _damage(path, how)
+  checks.damage(path, how)
   checked = archive.check(damaged_dir)
   assert checked.state == archive.DAMAGED and checked.damaged == (name,)
   reports = []
@@ -141,7 +127,7 @@ def test_a_stray_evaluation_file_is_removed_and_a_damaged_manifest_rewritten(swe
   kept = archive.archived_dir(runs[1], store)
   stray = os.path.join(kept, 'eval', 'events.out.tfevents.0.old.v2')
   shutil.copyfile(os.path.join(kept, *EVENTS.split('/')), stray)
-  _damage(os.path.join(runs[0].model_dir, 'manifest.json'), 'truncated')
+  checks.damage(os.path.join(runs[0].model_dir, 'manifest.json'), 'truncated')
   reports = []
   archive.sync(runs, store, report=reports.append)
   assert reports == [f"Removed {stray}: not part of the record (the root's copy has no such "
@@ -154,8 +140,8 @@ def test_a_run_whose_copies_are_both_damaged_trains_again(swept):
   root, store, runs = swept
   run = runs[0]
   kept = archive.archived_dir(run, store)
-  _damage(os.path.join(run.model_dir, 'metrics.json'), 'flipped')
-  _damage(os.path.join(kept, *EVENTS.split('/')), 'truncated')
+  checks.damage(os.path.join(run.model_dir, 'metrics.json'), 'flipped')
+  checks.damage(os.path.join(kept, *EVENTS.split('/')), 'truncated')
   reports = []
   archive.sync(runs, store, report=reports.append)
   assert reports == [
@@ -178,7 +164,7 @@ def test_a_run_whose_copies_are_both_damaged_trains_again(swept):
 def test_a_root_without_a_record_is_not_restored_from_a_damaged_archive(swept, tmp_path):
   root, store, runs = swept
   kept = archive.archived_dir(runs[0], store)
-  _damage(os.path.join(kept, 'dataset.json'), 'deleted')
+  checks.damage(os.path.join(kept, 'dataset.json'), 'deleted')
   fresh_runs = plan_lib.make_plan([CELL], (0, 1), str(tmp_path / 'fresh'))
   reports = []
   assert archive.sync(fresh_runs, store, report=reports.append) == (0, 1)
@@ -324,9 +310,9 @@ def test_bin_sweep_repairs_in_one_line_and_a_record_the_archive_refuses_is_one_l
 def test_readers_name_a_damaged_file_in_one_line_and_read_the_other_runs(swept, capsys, how):
   from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
   root, _, runs = swept
-  _damage(os.path.join(runs[0].model_dir, 'metrics.json'), how)
+  checks.damage(os.path.join(runs[0].model_dir, 'metrics.json'), how)
   events_1 = os.path.join(runs[1].model_dir, *EVENTS.split('/'))
-  _damage(events_1, how)
+  checks.damage(events_1, how)
   result = _sweep(f'--root={root}', '--tables_only')
   assert result.returncode == 0 and 'Traceback' not in result.stderr, result.stderr
   (line,) = [line for line in result.stderr.splitlines() if 'metrics.json' in line]

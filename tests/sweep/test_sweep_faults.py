@@ -438,21 +438,6 @@ def test_a_read_only_or_full_archive_is_one_line_and_the_rerun_archives(
   assert sessions(directory, 0) == sessions(directory, 1) == 1
 
 
-def _damage(path, how):
-  if how == 'deleted':
-    os.remove(path)
-    return
-  with open(path, 'rb') as f:
-    content = bytearray(f.read())
-  if how == 'truncated':
-    content = content[:len(content) // 2]
-  else:  # Bytes flipped, the size kept.
-    for index in range(len(content) // 3, len(content) // 3 + 4):
-      content[index] ^= 0xFF
-  with open(path, 'wb') as f:
-    f.write(bytes(content))
-
-
 def _events_file(run_dir):
   (name,) = os.listdir(os.path.join(run_dir, 'eval'))
   return os.path.join(run_dir, 'eval', name)
@@ -473,7 +458,7 @@ def test_damaged_records_in_root_and_archive_are_repaired_not_retrained(
            for run_dir in damaged}
   for run_dir in damaged:
     for path in paths[run_dir]:
-      _damage(path, how)
+      checks.damage(path, how)
   result = _sweep(_command(directory, bindings))
   assert result.returncode == 0, result.stdout + result.stderr
   assert _summary(result, 0, 2, 0), result.stdout
