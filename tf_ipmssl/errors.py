@@ -68,6 +68,12 @@ def check_number(name, value, *, integer=False, low=None, high=None, low_inclusi
 
 
 
+def first_line(e: Exception) -> str:
+  """The first line of str(e), stripped; '' for an error without a message (what one-line
+  reports of a damaged file or a failed call show as its cause)."""
+  return (str(e).strip().splitlines() or [''])[0]
+
+
 def message_of(e: Exception) -> str:
   """str(e) without the "In call to configurable ..." lines gin appends to an error raised
   inside a configurable (context for bugs, noise in a user's message): what the programs

@@ -35,3 +35,10 @@ def test_imports_no_tensorflow():
   result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                           env=runs.environment(), cwd=str(runs.REPO_ROOT), check=True)
   assert result.stdout.strip() == '[]'
+
+
+def test_an_errors_first_line():
+  from tf_ipmssl import errors  # pylint: disable=g-import-not-at-top
+  assert errors.first_line(ValueError('  Expecting value: line 1\n  more\n')) == \
+      'Expecting value: line 1'
+  assert errors.first_line(IndexError()) == ''

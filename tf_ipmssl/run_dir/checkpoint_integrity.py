@@ -38,7 +38,7 @@ def damage(path: str) -> Optional[str]:
     for name in reader.get_variable_to_shape_map():
       reader.get_tensor(name)
   except (tf.errors.OpError, ValueError, IndexError) as e:  # IndexError: data cut short.
-    message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    message = errors.first_line(e) or type(e).__name__
     return f'{type(e).__name__}: {message}'
   return None
 

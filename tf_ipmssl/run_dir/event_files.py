@@ -8,6 +8,7 @@ import sys
 
 import tensorflow as tf
 
+from tf_ipmssl import errors
 from tf_ipmssl.run_dir import run_files
 
 
@@ -30,7 +31,7 @@ def read_scalars(directory):
           if array.ndim == 0:  # Scalars only (not the sample images).
             curves.setdefault(value.tag, []).append((int(event.step), float(array)))
     except tf.errors.DataLossError as e:  # A damaged record: what precedes it stands.
-      print(f'warning: {path} is damaged ({str(e).strip().splitlines()[0]}); its scalars '
+      print(f'warning: {path} is damaged ({errors.first_line(e)}); its scalars '
             'from there on are not read', file=sys.stderr, flush=True)
   return {tag: sorted(points, key=lambda point: point[0]) for tag, points in curves.items()}
 

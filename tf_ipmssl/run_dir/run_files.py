@@ -138,7 +138,7 @@ def _warn_damaged(path: str, e: Exception):
   if path in _warned:
     return
   _warned.add(path)
-  cause = (str(e).strip().splitlines() or [''])[0]
+  cause = errors.first_line(e)
   print(f'warning: {path} is damaged and cannot be read ({type(e).__name__}: {cause}); read '
         'as missing', file=sys.stderr, flush=True)
 

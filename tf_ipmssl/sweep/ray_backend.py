@@ -137,7 +137,7 @@ def connect(ray, address: Optional[str]) -> bool:
   try:
     ray.init(address=address, **kwargs)
   except (ConnectionError, RuntimeError, ValueError) as e:
-    message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    message = errors.first_line(e) or type(e).__name__
     raise errors.ConfigError(f'cannot connect to the Ray cluster at --ray_address={address}: '
                              f'{message}') from None
   return True

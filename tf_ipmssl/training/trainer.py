@@ -98,7 +98,7 @@ def _read_metrics(model_dir):
     return run_files.read_metrics(model_dir) or {}
   except (OSError, ValueError) as e:
     path = os.path.join(model_dir, run_files.METRICS_FILE)
-    cause = str(e).strip().splitlines()[0] if str(e).strip() else ''
+    cause = errors.first_line(e)
     print(f'{path} is damaged and cannot be read ({type(e).__name__}: {cause}); read as '
           'missing: the run goes on from its latest checkpoint and writes it again',
           flush=True)
