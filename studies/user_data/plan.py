@@ -17,7 +17,7 @@ from tf_ipmssl import errors
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'README.md')
 SPLITS_PART, CELLS_PART, QUESTIONS_PART = ('user_data splits', 'user_data cells',
                                            'user_data questions')
-RESULTS_PART = 'user_data results'
+RESULTS_PART, READINGS_PART = 'user_data results', 'user_data readings'
 # The bindings every run of the study has besides its cell's (the page's "Every run").
 COMMON_BINDINGS = ('train.validation_subset_per_class = 10', 'train.test_every_evaluation = True')
 PRESET = 'gin/presets/cpu_fashion_mnist_100.gin'

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Regenerates the results part of studies/user_data/README.md from the study's records.
+"""Regenerates the results and readings parts of studies/user_data/README.md and its figure
+(gain_per_condition.png) from the study's records.
 
   .venv/bin/python studies/user_data/scripts/update_page.py [--records=studies/user_data/records]
 """
+import os
 import pathlib
 import sys
 
@@ -14,7 +16,9 @@ programs.use_checkout_venv(__file__)  # Outside any venv: the checkout's .venv.
 from absl import flags  # pylint: disable=g-import-not-at-top
 
 from studies.fashion_mnist_100 import results_page
+from studies.user_data import figure
 from studies.user_data import plan as plan_lib
+from studies.user_data import readings
 from studies.user_data import verdicts
 from tf_ipmssl import command_line
 
@@ -27,8 +31,12 @@ def main(argv):
   del argv
   plan = plan_lib.read_plan()
   results_page.rewrite(plan_lib.PAGE, {
-      plan_lib.RESULTS_PART: verdicts.results_part(plan, FLAGS.records)})
-  print(f'Wrote {plan_lib.PAGE}')
+      plan_lib.RESULTS_PART: verdicts.results_part(plan, FLAGS.records),
+      plan_lib.READINGS_PART: readings.readings_part(plan, FLAGS.records)})
+  picture = os.path.join(os.path.dirname(plan_lib.PAGE), figure.NAME)
+  figure.write(picture, [(c.name, g) for c, g in readings.gains(plan, FLAGS.records)],
+               plan.seeds)
+  print(f'Wrote {plan_lib.PAGE} and {picture}')
 
 
 if __name__ == '__main__':

@@ -2,37 +2,14 @@
 the page defines it, the exact p against a count over all 2^8 sign patterns, Holm by hand,
 the words, and the page's results part."""
 import itertools
-import json
-import os
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from studies.user_data import plan as plan_lib
 from studies.user_data import verdicts
-
-K_PLUS_1, SUPERVISED = 'table1/cifar10_fisher_kplus1_entropy', 'appendix_c/cifar10_none_4k'
-
-
-def _write_run(model_dir, test_error, balanced=None, aurocs=None, curves=None, cpu='CPU A'):
-  os.makedirs(model_dir, exist_ok=True)
-  metrics = {'best': {'test_error': test_error, 'test_balanced_error': balanced,
-                      'test_confusion': [[3000, 1000], [1000, 3000]]}}
-  if aurocs:
-    metrics['foreign_test'] = {'scores': {name: {'auroc': value}
-                                          for name, value in aurocs.items()}}
-  with open(os.path.join(model_dir, 'metrics.json'), 'w') as f:
-    json.dump(metrics, f)
-  with open(os.path.join(model_dir, 'versions.json'), 'w') as f:
-    json.dump({'numerics': {'cpu': {'model_name': cpu}}}, f)
-  if curves:
-    writer = tf.summary.create_file_writer(os.path.join(model_dir, 'eval'))
-    with writer.as_default():
-      for tag, points in curves.items():
-        for step, value in points.items():
-          tf.summary.scalar(tag, value, step=step)
-    writer.close()
+from studies.user_data.tests.synthetic import K_PLUS_1, SUPERVISED
+from studies.user_data.tests.synthetic import write_run as _write_run
 
 
 def test_the_subset_step_is_the_earliest_lowest():
