@@ -72,6 +72,7 @@ def test_the_best_step_not_the_last_is_exported(tmp_path):
   from tf_ipmssl.data import ssl_data  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.objectives import fisher  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import score_graph  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import run_config  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import trainer  # pylint: disable=g-import-not-at-top
@@ -97,9 +98,13 @@ def test_the_best_step_not_the_last_is_exported(tmp_path):
   last_labels = critic.classify(x, training=False).numpy().argmax(-1)
   assert (best_labels != last_labels).any()  # The test can tell the two apart.
 
-  selected = trainer._export_selected_classifier(  # pylint: disable=protected-access
-      run, data, model_dir, 4)
+  # pylint: disable=protected-access
+  selected = trainer._restore_selected(run, 4)
   assert selected == {'checkpoint': 'best', 'step': 2}
+  trainer._export_classifier(
+      run, data, model_dir, score_graph.fit(run.evaluated_critic, config.formulation, data),
+      {'checkpoint': selected['checkpoint']})
+  # pylint: enable=protected-access
   exported = export.LoadedClassifier(os.path.join(model_dir, 'export'))(images)['labels']
   # The export's graph against the eager critic: labels where they are clear.
   numerics.assert_labels_agree_where_clear(exported, best, tolerance)

@@ -64,13 +64,12 @@ def fit(critic, formulation, data):
                                 fitted_on)
 
 
-def foreign_test(critic, formulation, data):
+def foreign_test(critic, formulation, data, fitted):
   """How the critic's scores tell the test images of the dataset's other classes
   (ssl_data.SSLData `data`'s foreign_test_images, a class-subset run's) from its known test
-  images, at the thresholds an export of it states (fit): metrics.json's `foreign_test` less
-  its step and checkpoint (run_dir/reporting.py; foreign_score.test_results). No RNG: the
-  critic scores with dropout off."""
-  fitted = fit(critic, formulation, data)
+  images, at the thresholds an export of it states (`fitted`: fit of the same critic and
+  data): metrics.json's `foreign_test` less its step and checkpoint (run_dir/reporting.py;
+  foreign_score.test_results). No RNG: the critic scores with dropout off."""
   known = score_images(critic, data.test_images, formulation)
   foreign = score_images(critic, data.foreign_test_images, formulation)
   return {'known_images': int(len(known)), 'foreign_images': int(len(foreign)),

@@ -193,18 +193,30 @@ def _print_start(config, data, length, strategy, model_dir):
 def _finish(loop, step):
   """Measures the selected classifier on the test images of the dataset's other classes (a
   run on a class subset), exports it, writes the final metrics.json and the result line."""
-  run, config = loop.run, loop.config
+  run, config, data = loop.run, loop.config, loop.data
   loop.split.switch('teardown')
   fault_injection.reach('training_done')
-  foreign_test = _foreign_test(loop, step)
-  exported = None
-  if config.train.export_classifier:
-    with loop.split.charged_to('export'):
-      summary = {'metrics': _with_foreign_test(
-                     loop.metrics(step, finished=True, now=time.time()), foreign_test),
-                 'counts': loop.data.counts(), 'source': loop.data.source,
-                 'trained_by': shlex.join(sys.argv)}
-      exported = _export_selected_classifier(run, loop.data, loop.model_dir, step, summary)
+  foreign_test = exported = None
+  measures = _measures_foreign_images(data)
+  if measures or config.train.export_classifier:
+    # The classifier the run reports, restored once, and its scores' thresholds, fitted
+    # once: the foreign-image test applies the thresholds the export states.
+    with loop.split.charged_to('evaluation' if measures else 'export'):
+      selected = _restore_selected(run, step)
+      scoring = score_graph.fit(run.evaluated_critic, config.formulation, data)
+    if measures:
+      with loop.split.charged_to('evaluation'):
+        foreign_test = {'step': selected['step'], 'checkpoint': selected['checkpoint'],
+                        **score_graph.foreign_test(run.evaluated_critic, config.formulation,
+                                                   data, scoring)}
+    if config.train.export_classifier:
+      with loop.split.charged_to('export'):
+        summary = {'metrics': _with_foreign_test(
+                       loop.metrics(step, finished=True, now=time.time()), foreign_test),
+                   'counts': data.counts(), 'source': data.source,
+                   'trained_by': shlex.join(sys.argv), 'checkpoint': selected['checkpoint']}
+        _export_classifier(run, data, loop.model_dir, scoring, summary)
+        exported = selected
   now = time.time()
   metrics = loop.metrics(step, finished=True, now=now)
   metrics['exported'] = exported
@@ -217,24 +229,17 @@ def _finish(loop, step):
   run_files.write_metrics(loop.model_dir, metrics)
   tensorboard.write_run(loop.model_dir)  # Summaries only, after training: no number changes.
   print(reporting.final_line(step, metrics, config.train.baseline,
-                             reporting.run_data(loop.data)), flush=True)
+                             reporting.run_data(data)), flush=True)
   return metrics
 
 
-def _foreign_test(loop, step):
-  """metrics.json's `foreign_test` (run_dir/reporting.py) of the selected classifier, left in
-  the in-memory critic (_restore_selected), for a run with test images of other classes
-  (build_ssl_data.classes); None for any other run, which this leaves untouched. After
-  training and without RNG: no trained number moves, and a rerun measures the same."""
-  data = loop.data
-  if (data.foreign_test_images is None or not len(data.foreign_test_images)
-      or not len(data.test_images)):
-    return None
-  with loop.split.charged_to('evaluation'):
-    selected = _restore_selected(loop.run, step)
-    measured = score_graph.foreign_test(loop.run.evaluated_critic, loop.config.formulation,
-                                        data)
-  return {'step': selected['step'], 'checkpoint': selected['checkpoint'], **measured}
+def _measures_foreign_images(data):
+  """Whether the run measures metrics.json's `foreign_test` (run_dir/reporting.py): a run
+  with test images of its dataset's other classes (build_ssl_data.classes). Measured after
+  training on the selected classifier, without RNG: no trained number moves, and a rerun
+  measures the same."""
+  return (data.foreign_test_images is not None and len(data.foreign_test_images) > 0
+          and len(data.test_images) > 0)
 
 
 def _with_foreign_test(metrics, foreign_test):
@@ -259,19 +264,13 @@ def _restore_selected(run, step):
   return {'checkpoint': 'best', 'step': int(run.state.best['step'].numpy())}
 
 
-def _export_selected_classifier(run, data, model_dir, step, summary=None):
-  """Exports the classifier the run reports (_restore_selected). The in-memory critic is
-  left at the exported weights; the training checkpoints (the last step) are not touched.
-
-  Returns {'checkpoint': 'best' | 'latest', 'step': step exported}.
-  """
-  selected = _restore_selected(run, step)
-  summary = dict(summary or {}, checkpoint=selected['checkpoint'])
+def _export_classifier(run, data, model_dir, scoring, summary):
+  """Exports the in-memory critic (the classifier _restore_selected left there) with the
+  scores' metadata `scoring` (score_graph.fit) and the model card's `summary`."""
   export.export_classifier(
       run.evaluated_critic, data.image_shape, os.path.join(model_dir, run_files.EXPORT_DIR),
-      data.num_classes, data.name, data.class_names, run_record.resize_rule(data),
-      score_graph.fit(run.evaluated_critic, run.config.formulation, data), summary)
-  return selected
+      data.num_classes, data.name, data.class_names, run_record.resize_rule(data), scoring,
+      summary)
 
 
 @dataclasses.dataclass(frozen=True)
