@@ -25,6 +25,21 @@ CONFIDENCE = 0.95
 SUPPORTED, CONTRADICTED, NOT_SHOWN = paired_test.SUPPORTED, paired_test.CONTRADICTED, \
     paired_test.NOT_SHOWN
 SUBSET_TAG, TEST_TAG = 'eval/validation_subset_error', 'eval/test_error'
+# Each question's stated direction (d_s > 0) in README's words (the page's "Questions").
+CLAIMS = {
+    'imbalance': 'With imbalanced labels (ratio 10), K+1 below the supervised critic '
+                 '(class-averaged test error)',
+    'mismatch': 'With every unlabeled image from the 4 classes nobody labeled, K+1 below the '
+                'supervised critic (6 known classes)',
+    'mismatch_cost': "Those foreign unlabeled images cost the K+1 critic test error "
+                     "(100% − 0% foreign)",
+    'selection': 'Choosing the step with 10 validation images per class costs test error '
+                 'against choosing it with 5,000 (K+1, balanced labels)',
+    'score_vs_chance': "The export's default score (the K+1 critic's −f) ranks the test images "
+                       'of classes nobody labeled above the known ones (AUROC above 0.5)',
+    'score_vs_softmax': "That AUROC above the supervised critic's largest softmax "
+                        'probability\'s',
+}
 
 
 def subset_step(curves: Dict[str, Dict[int, float]]) -> Optional[int]:
@@ -120,6 +135,23 @@ def judge(plan: plan_lib.Plan, records: str) -> List[QuestionResult]:
   other = paired_test.holm([r.test.p_other for r in tested])
   return [dataclasses.replace(r, adjusted=a, adjusted_other=o)
           for r, a, o in zip(tested, adjusted, other)]
+
+
+def readme_lines(plan: plan_lib.Plan, records: str) -> str:
+  """README's lines on the study: one per question once every run is in, else how many
+  are."""
+  results = judge(plan, records)
+  if not all(r.complete for r in results):
+    return (f'- Under way: {len(plan_lib.recorded(records, plan))} of '
+            f'{len(plan_lib.runs(plan))} runs recorded; no question is tested until all are '
+            'in.')
+  lines = []
+  for r in results:
+    unit = 'AUROC' if r.question.startswith('score') else 'points'
+    lines.append(f'- {CLAIMS[r.question]}: **{r.word}** (n={len(r.contrasts)} splits, '
+                 f'Holm-adjusted p={r.adjusted:.4f}, other way {r.adjusted_other:.4f}; '
+                 f'{r.interval.formatted(_places(r.question))} {unit})')
+  return '\n'.join(lines)
 
 
 def _places(question: str) -> int:

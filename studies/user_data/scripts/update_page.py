@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates the results and readings parts of studies/user_data/README.md and its figure
-(gain_per_condition.png) from the study's records.
+"""Regenerates the results and readings parts of studies/user_data/README.md, its figure
+(gain_per_condition.png) and README's lines on the study from the study's records.
 
   .venv/bin/python studies/user_data/scripts/update_page.py [--records=studies/user_data/records]
 """
@@ -24,7 +24,10 @@ from tf_ipmssl import command_line
 
 flags.DEFINE_string('records', str(REPO / 'studies' / 'user_data' / 'records'),
                     'The records (one archive per part).')
+flags.DEFINE_string('readme', str(REPO / 'README.md'),
+                    'The README whose user_data verdict lines are regenerated.')
 FLAGS = flags.FLAGS
+README_PART = 'user_data verdicts'
 
 
 def main(argv):
@@ -36,7 +39,8 @@ def main(argv):
   picture = os.path.join(os.path.dirname(plan_lib.PAGE), figure.NAME)
   figure.write(picture, [(c.name, g) for c, g in readings.gains(plan, FLAGS.records)],
                plan.seeds)
-  print(f'Wrote {plan_lib.PAGE} and {picture}')
+  results_page.rewrite(FLAGS.readme, {README_PART: verdicts.readme_lines(plan, FLAGS.records)})
+  print(f'Wrote {plan_lib.PAGE}, {picture} and {FLAGS.readme}')
 
 
 if __name__ == '__main__':

@@ -134,3 +134,22 @@ def test_an_incomplete_sweep_shows_contrasts_without_words(records, tmp_path):
   assert text.startswith('55 of 56 runs recorded.')
   assert '| imbalance | 7 of 8 | not yet tested |' in text
   assert verdicts.results_part(plan, str(tmp_path / 'empty')) == 'No record yet.'
+
+
+def test_readme_says_each_claim_with_its_word_once_all_runs_are_in(records, tmp_path):
+  plan = plan_lib.read_plan()
+  assert set(verdicts.CLAIMS) == set(plan.questions)
+  lines = verdicts.readme_lines(plan, records).splitlines()
+  assert len(lines) == 6
+  assert lines[0] == (
+      '- With imbalanced labels (ratio 10), K+1 below the supervised critic (class-averaged '
+      'test error): **supported** (n=8 splits, Holm-adjusted p=0.0234, other way 1.0000; '
+      '+6.5 [+4.0, +9.0] (96.1%) points)')
+  assert '**contradicted**' in lines[3] and lines[3].endswith('points)')
+  assert lines[5].endswith('+0.045 [+0.020, +0.070] (96.1%) AUROC)')
+  import shutil  # pylint: disable=g-import-not-at-top
+  partial = str(tmp_path / 'partial')
+  shutil.copytree(records, partial)
+  shutil.rmtree(plan_lib.record_dir(partial, 'imbalanced', K_PLUS_1, 30))
+  assert verdicts.readme_lines(plan, partial) == (
+      '- Under way: 55 of 56 runs recorded; no question is tested until all are in.')
