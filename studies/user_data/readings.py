@@ -311,3 +311,47 @@ def readings_part(plan: plan_lib.Plan, records: str) -> str:
                    f'{_mean_range(row.aurocs, 3)} | {_mean_range(row.rejected_known, 1)} | '
                    f'{_mean_range(row.rejected_foreign, 1)} |')
   return '\n'.join(lines)
+
+
+def _estimate(values: Sequence[float], places: int = 1) -> str:
+  """The Hodges-Lehmann estimate of the values, signed; 'not yet measured' for none."""
+  if not values:
+    return 'not yet measured'
+  return f'{paired_test.hodges_lehmann(list(values)).estimate:+.{places}f}'
+
+
+def readme_part(plan: plan_lib.Plan, records: str) -> str:
+  """README's numbers for a user's own images ("Your own images"): the gain per condition,
+  what choosing the step with few validation images costs, and what the default score's
+  threshold rejects; Hodges-Lehmann estimates and means over the splits recorded."""
+  runs = plan_lib.recorded(records, plan)
+  if not runs:
+    return 'The user-data study has no record yet.'
+  complete = len(runs) == len(plan_lib.runs(plan))
+  splits = len({seed for _, _, seed in runs})
+  found = [(c, _present(g.values())) for c, g in gains(plan, records)]
+  lines = [f'Measured by [the user-data study](studies/user_data/README.md) on Fashion-MNIST '
+           "with the quickstart's settings, " +
+           ('over its 8 label splits (its verdicts are above, under "What is reproduced"):'
+            if complete else f'so far ({len(runs)} of its {len(plan_lib.runs(plan))} runs recorded, '
+            f'on {splits} of its {len(plan.seeds)} label splits; no test until all are in):'),
+           '',
+           '- The semi-supervised gain (supervised − K+1, points of test error, Hodges–Lehmann '
+           'estimate over the splits): ' +
+           ', '.join(f'{_estimate(v)} with {c.name} (n={len(v)})' for c, v in found) + '.']
+  selection = {(r.part, r.cell): r for r in selection_rows(plan, records)}
+  balanced = selection.get(('balanced', K_PLUS_1))
+  if balanced and balanced.subset:
+    lines.append(f'- Test error when the step is chosen with 10 validation images per class '
+                 f'rather than 5,000: {_estimate(list(balanced.subset.values()))} points (K+1, '
+                 f'balanced labels, n={len(balanced.subset)}); when the last step is kept: '
+                 f'{_estimate(list(balanced.last.values()))}.')
+  defaults = [row for row in score_rows(plan, records) if row.default]
+  if defaults:
+    lines.append("- The export's threshold for its default score rejects, of the known test "
+                 'images and of those of the classes nobody labeled (mean over the splits): ' +
+                 '; '.join(f'{np.mean(r.rejected_known):.1f}% and '
+                           f'{np.mean(r.rejected_foreign):.1f}% ({r.run}, score {r.score}, '
+                           f'AUROC {np.mean(r.aurocs):.3f}, n={len(r.aurocs)})'
+                           for r in defaults) + '.')
+  return '\n'.join(lines)

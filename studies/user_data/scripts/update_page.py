@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates the results and readings parts of studies/user_data/README.md, its figure
-(gain_per_condition.png) and README's lines on the study from the study's records.
+(gain_per_condition.png) and README's lines on the study (its verdicts, and the numbers
+"Your own images" gives) from the study's records.
 
   .venv/bin/python studies/user_data/scripts/update_page.py [--records=studies/user_data/records]
 """
@@ -27,7 +28,7 @@ flags.DEFINE_string('records', str(REPO / 'studies' / 'user_data' / 'records'),
 flags.DEFINE_string('readme', str(REPO / 'README.md'),
                     'The README whose user_data verdict lines are regenerated.')
 FLAGS = flags.FLAGS
-README_PART = 'user_data verdicts'
+README_PARTS = ('user_data verdicts', 'user_data measured')
 
 
 def main(argv):
@@ -39,7 +40,9 @@ def main(argv):
   picture = os.path.join(os.path.dirname(plan_lib.PAGE), figure.NAME)
   figure.write(picture, [(c.name, g) for c, g in readings.gains(plan, FLAGS.records)],
                plan.seeds)
-  results_page.rewrite(FLAGS.readme, {README_PART: verdicts.readme_lines(plan, FLAGS.records)})
+  results_page.rewrite(FLAGS.readme, {
+      README_PARTS[0]: verdicts.readme_lines(plan, FLAGS.records),
+      README_PARTS[1]: readings.readme_part(plan, FLAGS.records)})
   print(f'Wrote {plan_lib.PAGE}, {picture} and {FLAGS.readme}')
 
 

@@ -143,3 +143,25 @@ def test_the_figure_draws_every_split_and_writes_the_same_bytes_twice(records, t
     figure.write(str(tmp_path / name), gains, plan.seeds)
     digests.append(hashlib.sha256((tmp_path / name).read_bytes()).hexdigest())
   assert digests[0] == digests[1]
+
+
+def test_readme_gives_the_numbers_for_a_users_own_images(records, tmp_path):
+  plan = plan_lib.read_plan()
+  text = readings.readme_part(plan, records)
+  assert 'over its 8 label splits' in text
+  # Gains: 5..12 (estimate 8.5), 6..13, 2 each, -2..5 (1.5).
+  assert ('+8.5 with balanced labels (n=8), +9.5 with imbalanced labels (n=8), +2.0 with '
+          '6 classes, 0% foreign (n=8), +1.5 with 6 classes, 100% foreign (n=8).') in text
+  assert 'rather than 5,000' not in text  # The synthetic balanced K+1 runs have no subset curve.
+  assert ('5.0% and 40.0% (K+1, 0% foreign, score critic, AUROC 0.735, n=8); 7.5% and 40.0% '
+          '(K+1, 100% foreign, score critic, AUROC 0.600, n=8); 5.0% and 10.0% (supervised, '
+          'score entropy, AUROC 0.550, n=8).') in text
+  import shutil  # pylint: disable=g-import-not-at-top
+  partial = str(tmp_path / 'partial')
+  shutil.copytree(records, partial)
+  shutil.rmtree(plan_lib.record_dir(partial, 'six_known_100', K_PLUS_1, 37))
+  text = readings.readme_part(plan, partial)
+  assert 'so far (55 of its 56 runs recorded, on 8 of its 8 label splits; no test until all are in)' in text
+  assert '+1.0 with 6 classes, 100% foreign (n=7)' in text  # -2..4.
+  assert readings.readme_part(plan, str(tmp_path / 'none')) == (
+      'The user-data study has no record yet.')
