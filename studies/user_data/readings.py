@@ -258,9 +258,9 @@ def readings_part(plan: plan_lib.Plan, records: str) -> str:
   """The page's readings part: the four tables and the rare-minus-common line."""
   if not plan_lib.recorded(records, plan):
     return 'No record yet.'
-  lines = ['Secondary readings: no test, no verdict word. An interval is the Hodges–Lehmann '
-           'estimate with its exact signed-rank interval over the splits read, as a '
-           'description.', '',
+  lines = ['Secondary readings, exploratory: listed before the runs, but with no test and no '
+           'verdict word. An interval is the Hodges–Lehmann estimate with its exact '
+           'signed-rank interval over the splits read, as a description.', '',
            '**The gain per condition** (supervised − K+1, points of test error; the figure '
            'shows every split):', '',
            '| condition | reading | n | estimate [interval] | per split (30–37) |',
