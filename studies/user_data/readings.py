@@ -135,10 +135,11 @@ def class_errors(records: str, part: str, cell: str, seed: int) -> Optional[Dict
 
 def class_gains(records: str, part: str, seed: int) -> Optional[Dict[str, float]]:
   """{class name: supervised − K+1 test error} of a part's split; None while a run is
-  missing."""
+  missing, or where the two runs do not give an error for the same classes."""
   supervised = class_errors(records, part, SUPERVISED, seed)
   ssl = class_errors(records, part, K_PLUS_1, seed)
-  if not supervised or not ssl:
+  if not supervised or not ssl or set(supervised) != set(ssl) or any(
+      v is None for v in (*supervised.values(), *ssl.values())):
     return None
   return {name: supervised[name] - ssl[name] for name in ssl}
 
@@ -228,19 +229,25 @@ class ScoreRow:
   rejected_foreign: Tuple[float, ...]
 
 
+SCORE_KEYS = ('auroc', 'rejected_known_pct', 'rejected_foreign_pct')
+
+
 def score_rows(plan: plan_lib.Plan, records: str) -> List[ScoreRow]:
+  """Per kind of run and score (in the order the records name them), over the splits whose
+  record measured all of SCORE_KEYS for it."""
   rows = []
   for run, part, cell in SCORED:
     measured = [_metrics(records, part, cell, s).get('foreign_test') for s in plan.seeds]
-    measured = [m for m in measured if m]
-    if not measured:
-      continue
-    for score in measured[0]['scores']:
-      found = [m['scores'][score] for m in measured if score in m['scores']]
-      rows.append(ScoreRow(run, score, measured[0].get('default') == score,
-                           tuple(f['auroc'] for f in found),
-                           tuple(f['rejected_known_pct'] for f in found),
-                           tuple(f['rejected_foreign_pct'] for f in found)))
+    measured = [m for m in measured if m and isinstance(m.get('scores'), dict)]
+    names = list(dict.fromkeys(name for m in measured for name in m['scores']))
+    for score in names:
+      found = [m['scores'][score] for m in measured
+               if all(isinstance((m['scores'].get(score) or {}).get(k), (int, float))
+                      for k in SCORE_KEYS)]
+      if found:
+        defaults = {m.get('default') for m in measured}
+        rows.append(ScoreRow(run, score, score in defaults,
+                             *(tuple(f[k] for f in found) for k in SCORE_KEYS)))
   return rows
 
 
@@ -270,13 +277,14 @@ def readings_part(plan: plan_lib.Plan, records: str) -> str:
     lines.append(f'| {condition.name} | {condition.reading} | {len(values)} | '
                  f'{_summary(values)} | {_per_split(per_split, plan.seeds)} |')
   lines += ['', '**Model selection** (points of test error against the step the 5,000 '
-            'validation images choose):', '',
-            '| part | cell | n | last step − chosen step | 10 per class − 5,000 |',
-            '|---|---|---:|---|---|']
+            'validation images choose; a supervised run\'s last step is where its early '
+            'stopping, decided on those same 5,000 images, ended it):', '',
+            '| part | cell | n | last step − chosen step | n | 10 per class − 5,000 |',
+            '|---|---|---:|---|---:|---|']
   for row in selection_rows(plan, records):
     if row.last or row.subset:
       lines.append(f'| {row.part} | {row.cell} | {len(row.last)} | '
-                   f'{_summary(list(row.last.values()))} | '
+                   f'{_summary(list(row.last.values()))} | {len(row.subset)} | '
                    f'{_summary(list(row.subset.values()))} |')
   classes = class_rows(plan, records)
   if classes:
@@ -296,8 +304,10 @@ def readings_part(plan: plan_lib.Plan, records: str) -> str:
               'split: imbalanced part ' + _summary(list(per_part[0].values())) +
               '; balanced part ' + _summary(list(per_part[1].values())) +
               '; their difference ' + _summary(list(per_part[2].values())) +
-              f' ({_per_split(per_part[2], plan.seeds)}). Above 0: SSL helps the rare '
-              'classes more under imbalance than the same classes gain with balanced labels.']
+              f' ({_per_split(per_part[2], plan.seeds)}). Above 0: under imbalance the rare '
+              "classes' gain exceeds the common ones' by more than with balanced labels. The "
+              'rare classes also have about a tenth of the common ones\' unlabeled images, so '
+              'fewest labels and fewest unlabeled images are not told apart.']
   scores = score_rows(plan, records)
   if scores:
     lines += ['', '**Foreign-image scores** (the 4,000 test images of the four other classes '
@@ -327,25 +337,27 @@ def readme_part(plan: plan_lib.Plan, records: str) -> str:
   runs = plan_lib.recorded(records, plan)
   if not runs:
     return 'The user-data study has no record yet.'
-  complete = len(runs) == len(plan_lib.runs(plan))
+  tested = all(r.word is not None for r in verdicts.judge(plan, records))
   splits = len({seed for _, _, seed in runs})
   found = [(c, _present(g.values())) for c, g in gains(plan, records)]
   lines = [f'Measured by [the user-data study](studies/user_data/README.md) on Fashion-MNIST '
            "with the quickstart's settings, " +
-           ('over its 8 label splits (its verdicts are above, under "What is reproduced"):'
-            if complete else f'so far ({len(runs)} of its {len(plan_lib.runs(plan))} runs recorded, '
-            f'on {splits} of its {len(plan.seeds)} label splits; no test until all are in):'),
-           '',
+           (f'over its {len(plan.seeds)} label splits (its verdicts are above, under "What is '
+            'reproduced")' if tested else
+            f'so far ({len(runs)} of its {len(plan_lib.runs(plan))} runs recorded, on '
+            f'{splits} of its {len(plan.seeds)} label splits; no test until all are in)') +
+           '. Exploratory readings: point estimates, without the intervals the study\'s page '
+           'gives them:', '',
            '- The semi-supervised gain (supervised − K+1, points of test error, Hodges–Lehmann '
            'estimate over the splits): ' +
            ', '.join(f'{_estimate(v)} with {c.name} (n={len(v)})' for c, v in found) + '.']
   selection = {(r.part, r.cell): r for r in selection_rows(plan, records)}
   balanced = selection.get(('balanced', K_PLUS_1))
   if balanced and balanced.subset:
-    lines.append(f'- Test error when the step is chosen with 10 validation images per class '
-                 f'rather than 5,000: {_estimate(list(balanced.subset.values()))} points (K+1, '
-                 f'balanced labels, n={len(balanced.subset)}); when the last step is kept: '
-                 f'{_estimate(list(balanced.last.values()))}.')
+    lines.append(f'- Choosing the step with 10 validation images per class rather than 5,000 '
+                 f'changed the test error by {_estimate(list(balanced.subset.values()))} '
+                 f'points (K+1, balanced labels, n={len(balanced.subset)}); keeping the last '
+                 f'step instead, by {_estimate(list(balanced.last.values()))} points.')
   defaults = [row for row in score_rows(plan, records) if row.default]
   if defaults:
     lines.append("- The export's threshold for its default score rejects, of the known test "

@@ -7,6 +7,7 @@ A run's endpoints come from its record alone (metrics.json and its eval curves),
 page's "Endpoints" defines them (`endpoint`).
 """
 import dataclasses
+import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -27,16 +28,18 @@ SUPPORTED, CONTRADICTED, NOT_SHOWN = paired_test.SUPPORTED, paired_test.CONTRADI
 SUBSET_TAG, TEST_TAG = 'eval/validation_subset_error', 'eval/test_error'
 # Each question's stated direction (d_s > 0) in README's words (the page's "Questions").
 CLAIMS = {
-    'imbalance': 'With imbalanced labels (ratio 10), K+1 below the supervised critic '
-                 '(class-averaged test error)',
+    'imbalance': 'With imbalanced labels (ratio 10; unlabeled images cut to the same '
+                 'profile, the step still chosen on 5,000 validation images), K+1 below the '
+                 'supervised critic (class-averaged test error)',
     'mismatch': 'With every unlabeled image from the 4 classes nobody labeled, K+1 below the '
                 'supervised critic (6 known classes)',
     'mismatch_cost': "Those foreign unlabeled images cost the K+1 critic test error "
                      "(100% − 0% foreign)",
     'selection': 'Choosing the step with 10 validation images per class costs test error '
                  'against choosing it with 5,000 (K+1, balanced labels)',
-    'score_vs_chance': "The export's default score (the K+1 critic's −f) ranks the test images "
-                       'of classes nobody labeled above the known ones (AUROC above 0.5)',
+    'score_vs_chance': "The export's default score (the K+1 critic's −f, trained with no "
+                       'foreign unlabeled image) ranks the test images of classes nobody '
+                       'labeled above the known ones (AUROC above 0.5)',
     'score_vs_softmax': "That AUROC above the supervised critic's largest softmax "
                         'probability\'s',
 }
@@ -49,7 +52,13 @@ def subset_step(curves: Dict[str, Dict[int, float]]) -> Optional[int]:
 
 
 def endpoint(model_dir: str, name: str) -> Optional[float]:
-  """The run's endpoint `name` (plan.ENDPOINTS) from its record; None where it lacks it."""
+  """The run's endpoint `name` (plan.ENDPOINTS) from its record; None where it lacks it or
+  holds no finite number."""
+  value = _recorded_endpoint(model_dir, name)
+  return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _recorded_endpoint(model_dir: str, name: str) -> Optional[float]:
   metrics = run_files.read_json(model_dir, run_files.METRICS_FILE, unreadable_ok=True) or {}
   best = metrics.get('best') or {}
   if name == 'test error':
@@ -97,6 +106,23 @@ class QuestionResult:
   def mixed_cpu_splits(self) -> Tuple[int, ...]:
     return tuple(s for s, cpus in self.cpus.items() if len(cpus) > 1)
 
+  @property
+  def zero_splits(self) -> Tuple[int, ...]:
+    """The splits whose contrast is exactly 0: each halves the least p the test can give."""
+    return tuple(s for s, d in self.contrasts.items() if d == 0)
+
+
+def lacking(plan: plan_lib.Plan, records: str) -> List[str]:
+  """'part cell seed s: endpoint' for each recorded run (its metrics.json exists) that
+  lacks an endpoint a question reads: such a question can never be tested."""
+  found = []
+  for part, cell, seed in plan_lib.recorded(records, plan):
+    for name in sorted({t.endpoint for terms in plan.questions.values() for t in terms
+                        if (t.part, t.cell) == (part, cell)}):
+      if endpoint(plan_lib.record_dir(records, part, cell, seed), name) is None:
+        found.append(f'{part} {cell} seed {seed}: {name}')
+  return found
+
 
 def contrast(terms: Sequence[plan_lib.Term], records: str, seed: int
              ) -> Tuple[Optional[float], Tuple[str, ...]]:
@@ -142,9 +168,11 @@ def readme_lines(plan: plan_lib.Plan, records: str) -> str:
   are."""
   results = judge(plan, records)
   if not all(r.complete for r in results):
+    missing = lacking(plan, records)
     return (f'- Under way: {len(plan_lib.recorded(records, plan))} of '
-            f'{len(plan_lib.runs(plan))} runs recorded; no question is tested until all are '
-            'in.')
+            f'{len(plan_lib.runs(plan))} runs recorded; no question is tested until every '
+            'contrast is in' + (f' (recorded without an endpoint: {"; ".join(missing)})'
+                                if missing else '') + '.')
   lines = []
   for r in results:
     unit = 'AUROC' if r.question.startswith('score') else 'points'
@@ -184,6 +212,15 @@ def results_part(plan: plan_lib.Plan, records: str) -> str:
         f'| {r.question} | {n} | **{r.word}** | {r.test.p_value:.4f} ({r.adjusted:.4f}) | '
         f'{r.test.p_other:.4f} ({r.adjusted_other:.4f}) | '
         f'{r.interval.formatted(_places(r.question))} | {per_split} |')
+  zeros = [f'{r.question} on split(s) {", ".join(map(str, r.zero_splits))}' for r in results
+           if r.zero_splits]
+  if zeros:
+    lines += ['', f'Contrasts of exactly 0 (each halves the least p the test can give): '
+              f'{"; ".join(zeros)}.']
+  missing = lacking(plan, records)
+  if missing:
+    lines += ['', 'Recorded without an endpoint a question reads (that question cannot be '
+              f'tested until the run is retrained): {"; ".join(missing)}.']
   for r in results:
     if r.mixed_cpu_splits and r.test is not None:
       kept = [d for s, d in r.contrasts.items() if s not in r.mixed_cpu_splits]

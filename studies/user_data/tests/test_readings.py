@@ -9,6 +9,7 @@ import pytest
 from studies.user_data import figure
 from studies.user_data import plan as plan_lib
 from studies.user_data import readings
+from studies.user_data import verdicts
 from studies.user_data.tests.synthetic import K_PLUS_1, SUPERVISED
 from studies.user_data.tests.synthetic import write_run
 
@@ -44,13 +45,19 @@ def records(tmp_path_factory):
       ssl = _k_plus_1_classes(part, i)
       run(part, SUPERVISED, test_error=30.0 + i, balanced=31.0 + i, final=30.5 + i,
           class_errors=SUPERVISED_CLASSES)
+      # The 10-per-class subset chooses step 100, where the test error is 1 + i points above
+      # the chosen step's (1 + i % of the 8,000 test images: a count).
+      curves = ({verdicts.SUBSET_TAG: {50: 10.0, 100: 5.0},
+                 verdicts.TEST_TAG: {50: 30.0, 100: 26.0 + i}} if part == 'balanced' else None)
       run(part, K_PLUS_1, test_error=25.0, balanced=25.0, final=26.0 + i,
-          class_errors=ssl)
+          class_errors=ssl, curves=curves)
     run('six_known_0', K_PLUS_1, test_error=20.0, foreign_test=_foreign(0.7 + 0.01 * i, 5.0))
     run('six_known_100', K_PLUS_1, test_error=24.0 - i,
         foreign_test=_foreign(0.6, 4.0 + i))
     run('six_known_0', SUPERVISED, test_error=22.0,
         foreign_test={'default': 'entropy', 'scores': {
+            'softmax': {'auroc': 0.52, 'rejected_known_pct': 5.0,
+                        'rejected_foreign_pct': 8.0},
             'entropy': {'auroc': 0.55, 'rejected_known_pct': 5.0,
                         'rejected_foreign_pct': 10.0}}})
   return root
@@ -76,8 +83,9 @@ def test_the_costs_of_model_selection(records):
   for i, seed in enumerate(SEEDS):
     assert rows['balanced', SUPERVISED].last[seed] == pytest.approx(0.5)
     assert rows['imbalanced', K_PLUS_1].last[seed] == pytest.approx(1.0 + i)
+    assert rows['balanced', K_PLUS_1].subset[seed] == 1.0 + i
   assert rows['six_known_0', K_PLUS_1].last == {}  # No final error recorded.
-  assert rows['balanced', K_PLUS_1].subset == {}  # No subset curve recorded.
+  assert rows['imbalanced', K_PLUS_1].subset == {}  # No subset curve recorded.
 
 
 def test_the_rarest_and_commonest_classes():
@@ -109,7 +117,7 @@ def test_the_score_table(records):
   rows = {(r.run, r.score): r for r in readings.score_rows(plan_lib.read_plan(), records)}
   assert set(rows) == {('K+1, 0% foreign', 'softmax'), ('K+1, 0% foreign', 'critic'),
                        ('K+1, 100% foreign', 'softmax'), ('K+1, 100% foreign', 'critic'),
-                       ('supervised', 'entropy')}
+                       ('supervised', 'softmax'), ('supervised', 'entropy')}
   critic = rows['K+1, 0% foreign', 'critic']
   assert critic.default and not rows['K+1, 0% foreign', 'softmax'].default
   assert critic.aurocs == pytest.approx([0.7 + 0.01 * i for i in range(8)])
@@ -122,7 +130,9 @@ def test_the_readings_part(records):
   # middle, +1.5, and its exact interval the 4th smallest and largest Walsh averages (±2.5).
   assert ('| 6 classes, 100% foreign | question mismatch | 8 | +1.5 [-1.0, +4.0] (96.1%) | '
           '-2.0 / -1.0 / +0.0 / +1.0 / +2.0 / +3.0 / +4.0 / +5.0 |') in text
-  assert '| balanced | appendix_c/cifar10_none_4k | 8 | +0.5 [+0.5, +0.5] (96.1%) |  |' in text
+  assert '| balanced | appendix_c/cifar10_none_4k | 8 | +0.5 [+0.5, +0.5] (96.1%) | 0 |  |' in text
+  assert ('| balanced | table1/cifar10_fisher_kplus1_entropy | 8 | +4.5 [+2.0, +7.0] (96.1%) | 8 '
+          '| +4.5 [+2.0, +7.0] (96.1%) |') in text
   assert '| Ankle boot | 2 | 50.0 | 40.0 | +10.0 | 50.0 | 26.5 | +23.5 |' in text
   assert 'their difference +16.5 [+14.0, +19.0] (96.1%)' in text
   assert ('| K+1, 0% foreign | critic (default) | 8 | 0.735 [0.700, 0.770] | '
@@ -152,7 +162,8 @@ def test_readme_gives_the_numbers_for_a_users_own_images(records, tmp_path):
   # Gains: 5..12 (estimate 8.5), 6..13, 2 each, -2..5 (1.5).
   assert ('+8.5 with balanced labels (n=8), +9.5 with imbalanced labels (n=8), +2.0 with '
           '6 classes, 0% foreign (n=8), +1.5 with 6 classes, 100% foreign (n=8).') in text
-  assert 'rather than 5,000' not in text  # The synthetic balanced K+1 runs have no subset curve.
+  assert ('changed the test error by +4.5 points (K+1, balanced labels, n=8); keeping the '
+          'last step instead, by +4.5 points.') in text
   assert ('5.0% and 40.0% (K+1, 0% foreign, score critic, AUROC 0.735, n=8); 7.5% and 40.0% '
           '(K+1, 100% foreign, score critic, AUROC 0.600, n=8); 5.0% and 10.0% (supervised, '
           'score entropy, AUROC 0.550, n=8).') in text
@@ -161,7 +172,46 @@ def test_readme_gives_the_numbers_for_a_users_own_images(records, tmp_path):
   shutil.copytree(records, partial)
   shutil.rmtree(plan_lib.record_dir(partial, 'six_known_100', K_PLUS_1, 37))
   text = readings.readme_part(plan, partial)
-  assert 'so far (55 of its 56 runs recorded, on 8 of its 8 label splits; no test until all are in)' in text
+  assert ('so far (55 of its 56 runs recorded, on 8 of its 8 label splits; no test until all '
+          'are in). Exploratory readings') in text
   assert '+1.0 with 6 classes, 100% foreign (n=7)' in text  # -2..4.
   assert readings.readme_part(plan, str(tmp_path / 'none')) == (
       'The user-data study has no record yet.')
+
+
+def test_the_figure_marks_each_conditions_hodges_lehmann_estimate(records):
+  plan = plan_lib.read_plan()
+  gains = [(c.name, g) for c, g in readings.gains(plan, records)]
+  drawn = figure.draw(gains, plan.seeds)
+  bars = [c.get_segments()[0] for c in drawn.axes[0].collections]
+  for position, (_, per_split) in enumerate(gains):
+    values = list(per_split.values())
+    walsh = [(a + b) / 2 for i, a in enumerate(values) for b in values[i:]]
+    (x0, y0), (x1, y1) = bars[position]
+    assert (x0, x1) == (position - 0.25, position + 0.25)
+    assert y0 == y1 == pytest.approx(np.median(walsh))
+
+
+def test_records_that_lack_keys_are_left_out_not_fatal(records, tmp_path):
+  import json  # pylint: disable=g-import-not-at-top
+  import shutil  # pylint: disable=g-import-not-at-top
+  plan = plan_lib.read_plan()
+  damaged = str(tmp_path / 'damaged')
+  shutil.copytree(records, damaged)
+  path = plan_lib.record_dir(damaged, 'six_known_100', K_PLUS_1, 30) + '/metrics.json'
+  metrics = json.load(open(path))
+  del metrics['foreign_test']['scores']['critic']['rejected_known_pct']
+  json.dump(metrics, open(path, 'w'))
+  path = plan_lib.record_dir(damaged, 'imbalanced', K_PLUS_1, 31) + '/metrics.json'
+  metrics = json.load(open(path))
+  metrics['best']['test_class_errors']['Bag'] = None  # A class without test images.
+  json.dump(metrics, open(path, 'w'))
+  rows = {(r.run, r.score): r for r in readings.score_rows(plan, damaged)}
+  assert len(rows['K+1, 100% foreign', 'critic'].aurocs) == 7
+  assert len(rows['K+1, 100% foreign', 'softmax'].aurocs) == 8
+  assert readings.class_gains(damaged, 'imbalanced', 31) is None
+  assert 31 not in readings.rare_minus_common(plan, damaged)
+  assert readings.class_rows(plan, damaged)[0].splits == 7
+  text = readings.readings_part(plan, damaged)
+  assert 'mean over the 7 split(s) with all four balanced and imbalanced runs' in text
+  assert '| K+1, 100% foreign | critic (default) | 7 |' in text

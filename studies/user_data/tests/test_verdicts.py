@@ -2,6 +2,7 @@
 the page defines it, the exact p against a count over all 2^8 sign patterns, Holm by hand,
 the words, and the page's results part."""
 import itertools
+import os
 
 import numpy as np
 import pytest
@@ -98,6 +99,16 @@ def test_the_contrasts_and_words_follow_the_page(records):
     adjusted[q] = running
   for question, r in results.items():
     assert r.adjusted == pytest.approx(adjusted[question]), question
+  # And the other way: p' counted over the sign patterns of -d, Holm by hand.
+  p_other = {q: _exact_p(-np.array(d)) for q, d in expected.items()}
+  order = sorted(p_other, key=p_other.get)
+  running, adjusted_other = 0.0, {}
+  for i, q in enumerate(order):
+    running = max(running, min(1.0, (6 - i) * p_other[q]))
+    adjusted_other[q] = running
+  for question, r in results.items():
+    assert r.test.p_other == pytest.approx(p_other[question]), question
+    assert r.adjusted_other == pytest.approx(adjusted_other[question]), question
   assert p['imbalance'] == 1 / 256
   words = {q: r.word for q, r in results.items()}
   assert words == {'imbalance': 'supported', 'mismatch': 'not shown at this n',
@@ -142,9 +153,10 @@ def test_readme_says_each_claim_with_its_word_once_all_runs_are_in(records, tmp_
   lines = verdicts.readme_lines(plan, records).splitlines()
   assert len(lines) == 6
   assert lines[0] == (
-      '- With imbalanced labels (ratio 10), K+1 below the supervised critic (class-averaged '
-      'test error): **supported** (n=8 splits, Holm-adjusted p=0.0234, other way 1.0000; '
-      '+6.5 [+4.0, +9.0] (96.1%) points)')
+      '- With imbalanced labels (ratio 10; unlabeled images cut to the same profile, the step '
+      'still chosen on 5,000 validation images), K+1 below the supervised critic '
+      '(class-averaged test error): **supported** (n=8 splits, Holm-adjusted p=0.0234, other '
+      'way 1.0000; +6.5 [+4.0, +9.0] (96.1%) points)')
   assert '**contradicted**' in lines[3] and lines[3].endswith('points)')
   assert lines[5].endswith('+0.045 [+0.020, +0.070] (96.1%) AUROC)')
   import shutil  # pylint: disable=g-import-not-at-top
@@ -152,4 +164,57 @@ def test_readme_says_each_claim_with_its_word_once_all_runs_are_in(records, tmp_
   shutil.copytree(records, partial)
   shutil.rmtree(plan_lib.record_dir(partial, 'imbalanced', K_PLUS_1, 30))
   assert verdicts.readme_lines(plan, partial) == (
-      '- Under way: 55 of 56 runs recorded; no question is tested until all are in.')
+      '- Under way: 55 of 56 runs recorded; no question is tested until every contrast is in.')
+
+
+def _exact_p_midranks(d):
+  """P(W ≥ W observed) over the 256 sign patterns, with mid-ranks of |d| (ties share their
+  ranks' mean) and a zero counting 0, counted by brute force."""
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  d = np.asarray(d, float)
+  ranks = stats.rankdata(np.abs(d))
+  observed = np.sum(np.sign(d) * ranks)
+  count = sum(np.sum(np.array(signs) * np.sign(d) * ranks) >= observed - 1e-9
+              for signs in itertools.product((-1, 1), repeat=len(d)))
+  return count / 2 ** len(d)
+
+
+def test_a_zero_and_ties_are_counted_as_the_page_says(records, tmp_path):
+  import json  # pylint: disable=g-import-not-at-top
+  import shutil  # pylint: disable=g-import-not-at-top
+  plan = plan_lib.read_plan()
+  zeros = str(tmp_path / 'zeros')
+  shutil.copytree(records, zeros)
+  # imbalance: a zero on split 30 and a tie (+4, +4) on splits 31 and 32.
+  d = [0.0, 4.0, 4.0, 6.0, 7.0, 8.0, 9.0, 10.0]
+  for i, seed in enumerate(range(30, 38)):
+    path = plan_lib.record_dir(zeros, 'imbalanced', SUPERVISED, seed) + '/metrics.json'
+    metrics = json.load(open(path))
+    metrics['best']['test_balanced_error'] = 40.0 + d[i]
+    json.dump(metrics, open(path, 'w'))
+  results = {r.question: r for r in verdicts.judge(plan, zeros)}
+  r = results['imbalance']
+  assert r.zero_splits == (30,)
+  assert r.test.p_value == pytest.approx(_exact_p_midranks(d))
+  assert r.test.p_value == pytest.approx(2 / 256)  # Each zero halves the least p.
+  assert 'Contrasts of exactly 0 (each halves the least p the test can give): imbalance on ' \
+         'split(s) 30.' in verdicts.results_part(plan, zeros)
+
+
+def test_a_recorded_run_without_an_endpoint_is_named(records, tmp_path):
+  import json  # pylint: disable=g-import-not-at-top
+  import shutil  # pylint: disable=g-import-not-at-top
+  plan = plan_lib.read_plan()
+  lacking = str(tmp_path / 'lacking')
+  shutil.copytree(records, lacking)
+  path = plan_lib.record_dir(lacking, 'imbalanced', K_PLUS_1, 34) + '/metrics.json'
+  metrics = json.load(open(path))
+  metrics['best']['test_balanced_error'] = float('nan')
+  json.dump(metrics, open(path, 'w'))
+  assert verdicts.endpoint(os.path.dirname(path), 'balanced test error') is None
+  named = f'imbalanced {K_PLUS_1} seed 34: balanced test error'
+  assert verdicts.lacking(plan, lacking) == [named]
+  assert verdicts.readme_lines(plan, lacking) == (
+      '- Under way: 56 of 56 runs recorded; no question is tested until every contrast is in '
+      f'(recorded without an endpoint: {named}).')
+  assert named in verdicts.results_part(plan, lacking)
