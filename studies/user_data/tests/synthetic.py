@@ -39,3 +39,19 @@ def write_run(model_dir, test_error, balanced=None, aurocs=None, curves=None, cp
         for step, value in points.items():
           tf.summary.scalar(tag, value, step=step)
     writer.close()
+
+
+def edited_copy(records, destination, edits):
+  """A copy of the records at `destination` (returned) with each (part, cell, seed, edit) of
+  `edits` applied: edit(metrics) changes the run's metrics.json in place."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  from studies.user_data import plan as plan_lib  # pylint: disable=g-import-not-at-top
+  shutil.copytree(records, destination)
+  for part, cell, seed, edit in edits:
+    path = os.path.join(plan_lib.record_dir(destination, part, cell, seed), 'metrics.json')
+    with open(path) as f:
+      metrics = json.load(f)
+    edit(metrics)
+    with open(path, 'w') as f:
+      json.dump(metrics, f)
+  return str(destination)

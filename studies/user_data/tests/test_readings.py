@@ -11,6 +11,7 @@ from studies.user_data import plan as plan_lib
 from studies.user_data import readings
 from studies.user_data import verdicts
 from studies.user_data.tests.synthetic import K_PLUS_1, SUPERVISED
+from studies.user_data.tests.synthetic import edited_copy
 from studies.user_data.tests.synthetic import write_run
 
 SEEDS = range(30, 38)
@@ -193,19 +194,17 @@ def test_the_figure_marks_each_conditions_hodges_lehmann_estimate(records):
 
 
 def test_records_that_lack_keys_are_left_out_not_fatal(records, tmp_path):
-  import json  # pylint: disable=g-import-not-at-top
-  import shutil  # pylint: disable=g-import-not-at-top
   plan = plan_lib.read_plan()
-  damaged = str(tmp_path / 'damaged')
-  shutil.copytree(records, damaged)
-  path = plan_lib.record_dir(damaged, 'six_known_100', K_PLUS_1, 30) + '/metrics.json'
-  metrics = json.load(open(path))
-  del metrics['foreign_test']['scores']['critic']['rejected_known_pct']
-  json.dump(metrics, open(path, 'w'))
-  path = plan_lib.record_dir(damaged, 'imbalanced', K_PLUS_1, 31) + '/metrics.json'
-  metrics = json.load(open(path))
-  metrics['best']['test_class_errors']['Bag'] = None  # A class without test images.
-  json.dump(metrics, open(path, 'w'))
+
+  def no_rejected_share(metrics):
+    del metrics['foreign_test']['scores']['critic']['rejected_known_pct']
+
+  def no_bag_images(metrics):  # A class without test images: its error is null.
+    metrics['best']['test_class_errors']['Bag'] = None
+
+  damaged = edited_copy(records, tmp_path / 'damaged', [
+      ('six_known_100', K_PLUS_1, 30, no_rejected_share),
+      ('imbalanced', K_PLUS_1, 31, no_bag_images)])
   rows = {(r.run, r.score): r for r in readings.score_rows(plan, damaged)}
   assert len(rows['K+1, 100% foreign', 'critic'].aurocs) == 7
   assert len(rows['K+1, 100% foreign', 'softmax'].aurocs) == 8

@@ -2,7 +2,6 @@
 the page defines it, the exact p against a count over all 2^8 sign patterns, Holm by hand,
 the words, and the page's results part."""
 import itertools
-import os
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from studies.user_data import plan as plan_lib
 from studies.user_data import verdicts
 from studies.user_data.tests.synthetic import K_PLUS_1, SUPERVISED
+from studies.user_data.tests.synthetic import edited_copy
 from studies.user_data.tests.synthetic import write_run as _write_run
 
 
@@ -57,6 +57,15 @@ SELECTION = [-0.25, -1.25, -2.25, -3.25, -4.25, -5.25, -6.25, -7.25]  # Contradi
 CHANCE = [0.125, 0.25, 0.0625, 0.1875, 0.3125, 0.375, 0.4375, 0.03125]
 
 
+def _holm_by_hand(p):
+  """Holm over the six p: sorted, the i-th times (6 − i), running maximum."""
+  running, adjusted = 0.0, {}
+  for i, q in enumerate(sorted(p, key=p.get)):
+    running = max(running, min(1.0, (6 - i) * p[q]))
+    adjusted[q] = running
+  return adjusted
+
+
 @pytest.fixture(scope='module')
 def records(tmp_path_factory):
   root = str(tmp_path_factory.mktemp('records'))
@@ -91,21 +100,12 @@ def test_the_contrasts_and_words_follow_the_page(records):
   p = {q: _exact_p(np.array(d)) for q, d in expected.items()}
   for question, r in results.items():
     assert r.test.p_value == pytest.approx(p[question]), question
-  # Holm by hand over the six p: sorted, the i-th times (6 − i), running maximum.
-  order = sorted(p, key=p.get)
-  running, adjusted = 0.0, {}
-  for i, q in enumerate(order):
-    running = max(running, min(1.0, (6 - i) * p[q]))
-    adjusted[q] = running
+  adjusted = _holm_by_hand(p)
   for question, r in results.items():
     assert r.adjusted == pytest.approx(adjusted[question]), question
-  # And the other way: p' counted over the sign patterns of -d, Holm by hand.
+  # And the other way: p' counted over the sign patterns of -d.
   p_other = {q: _exact_p(-np.array(d)) for q, d in expected.items()}
-  order = sorted(p_other, key=p_other.get)
-  running, adjusted_other = 0.0, {}
-  for i, q in enumerate(order):
-    running = max(running, min(1.0, (6 - i) * p_other[q]))
-    adjusted_other[q] = running
+  adjusted_other = _holm_by_hand(p_other)
   for question, r in results.items():
     assert r.test.p_other == pytest.approx(p_other[question]), question
     assert r.adjusted_other == pytest.approx(adjusted_other[question]), question
@@ -180,18 +180,13 @@ def _exact_p_midranks(d):
 
 
 def test_a_zero_and_ties_are_counted_as_the_page_says(records, tmp_path):
-  import json  # pylint: disable=g-import-not-at-top
-  import shutil  # pylint: disable=g-import-not-at-top
   plan = plan_lib.read_plan()
-  zeros = str(tmp_path / 'zeros')
-  shutil.copytree(records, zeros)
   # imbalance: a zero on split 30 and a tie (+4, +4) on splits 31 and 32.
   d = [0.0, 4.0, 4.0, 6.0, 7.0, 8.0, 9.0, 10.0]
-  for i, seed in enumerate(range(30, 38)):
-    path = plan_lib.record_dir(zeros, 'imbalanced', SUPERVISED, seed) + '/metrics.json'
-    metrics = json.load(open(path))
-    metrics['best']['test_balanced_error'] = 40.0 + d[i]
-    json.dump(metrics, open(path, 'w'))
+  zeros = edited_copy(records, tmp_path / 'zeros', [
+      ('imbalanced', SUPERVISED, seed,
+       lambda m, x=x: m['best'].update(test_balanced_error=40.0 + x))
+      for seed, x in zip(range(30, 38), d)])
   results = {r.question: r for r in verdicts.judge(plan, zeros)}
   r = results['imbalance']
   assert r.zero_splits == (30,)
@@ -202,16 +197,11 @@ def test_a_zero_and_ties_are_counted_as_the_page_says(records, tmp_path):
 
 
 def test_a_recorded_run_without_an_endpoint_is_named(records, tmp_path):
-  import json  # pylint: disable=g-import-not-at-top
-  import shutil  # pylint: disable=g-import-not-at-top
   plan = plan_lib.read_plan()
-  lacking = str(tmp_path / 'lacking')
-  shutil.copytree(records, lacking)
-  path = plan_lib.record_dir(lacking, 'imbalanced', K_PLUS_1, 34) + '/metrics.json'
-  metrics = json.load(open(path))
-  metrics['best']['test_balanced_error'] = float('nan')
-  json.dump(metrics, open(path, 'w'))
-  assert verdicts.endpoint(os.path.dirname(path), 'balanced test error') is None
+  lacking = edited_copy(records, tmp_path / 'lacking', [
+      ('imbalanced', K_PLUS_1, 34, lambda m: m['best'].update(test_balanced_error=float('nan')))])
+  assert verdicts.endpoint(plan_lib.record_dir(lacking, 'imbalanced', K_PLUS_1, 34),
+                           'balanced test error') is None
   named = f'imbalanced {K_PLUS_1} seed 34: balanced test error'
   assert verdicts.lacking(plan, lacking) == [named]
   assert verdicts.readme_lines(plan, lacking) == (
