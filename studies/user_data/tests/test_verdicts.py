@@ -10,6 +10,7 @@ from studies.user_data import plan as plan_lib
 from studies.user_data import verdicts
 from studies.user_data.tests.synthetic import K_PLUS_1, SUPERVISED
 from studies.user_data.tests.synthetic import edited_copy
+from tests import test_wording
 from studies.user_data.tests.synthetic import write_run as _write_run
 
 
@@ -155,10 +156,16 @@ def test_readme_says_each_claim_with_its_word_once_all_runs_are_in(records, tmp_
   assert lines[0] == (
       '- With imbalanced labels (ratio 10; unlabeled images cut to the same profile, the step '
       'still chosen on 5,000 validation images), K+1 below the supervised critic '
-      '(class-averaged test error): **supported** (n=8 splits, Holm-adjusted p=0.0234, other '
-      'way 1.0000; +6.5 [+4.0, +9.0] (96.1%) points)')
-  assert '**contradicted**' in lines[3] and lines[3].endswith('points)')
-  assert lines[5].endswith('+0.045 [+0.020, +0.070] (96.1%) AUROC)')
+      '(class-averaged test error): **supported** (n=8 splits, Holm-adjusted p=0.0234; '
+      '+6.5 [+4.0, +9.0] points)')
+  # Contradicted: the p that decides it is the other way's (Holm by hand: 1/256 · 6); the
+  # estimate -3.75 ± 2.5 (the 4th Walsh averages from either end), printed to 1 decimal.
+  assert lines[3].endswith('**contradicted** (n=8 splits, Holm-adjusted p the other way=0.0234; '
+                           '-3.8 [-6.2, -1.2] points)')
+  assert lines[5].endswith('+0.045 [+0.020, +0.070] AUROC)')
+  # README's screen rule (tests/test_wording.py): at most 10 numbers a reader sees per item.
+  for line in lines:
+    assert len(test_wording._prose_numbers(line)) <= 10, line  # pylint: disable=protected-access
   import shutil  # pylint: disable=g-import-not-at-top
   partial = str(tmp_path / 'partial')
   shutil.copytree(records, partial)
