@@ -7,7 +7,8 @@ If MODEL_DIR/fail exists, it prints an error and exits with status 3 instead of 
 if MODEL_DIR/kill exists, it kills itself with SIGKILL. With FAKE_TRAIN_EVENTS naming a
 TensorBoard event file it writes the rest of a record as bin/train does: versions.json (its
 command), dataset.json and that file as eval/events.out.tfevents.<n>.fake.v2 (n: this run's
-count of calls).
+count of calls). With FAKE_TRAIN_PER_SEED set, the record differs from seed to seed
+(test error 12.5 + seed, dataset.json's split seed), so that a copy from the wrong run shows.
 """
 import json
 import os
@@ -39,17 +40,26 @@ def main(argv):
   if events:
     _write_record(model_dir, argv, events)
   print('fake training done')
+  shift = _seed(argv) if os.environ.get('FAKE_TRAIN_PER_SEED') else 0
   with open(os.path.join(model_dir, 'metrics.json'), 'w') as f:
-    json.dump({'finished': True, 'best': {'test_error': 12.5}, 'final': {'test_error': 13.0}},
-              f)
+    json.dump({'finished': True, 'best': {'test_error': 12.5 + shift},
+               'final': {'test_error': 13.0 + shift}}, f)
   return 0
+
+
+def _seed(argv):
+  """The run's seed, from its binding of train.seed (bin/sweep's plan writes it)."""
+  (binding,) = [a for a in argv if a.startswith('--gin_bindings=train.seed')]
+  return int(binding.split('=')[-1])
 
 
 def _write_record(model_dir, argv, events):
   with open(os.path.join(model_dir, 'versions.json'), 'w') as f:
     json.dump({'command': ['bin/train'] + list(argv), 'tensorflow': 'fake'}, f, indent=2)
   with open(os.path.join(model_dir, 'dataset.json'), 'w') as f:
-    json.dump({'name': 'cifar10', 'num_classes': 10}, f, indent=2)
+    json.dump({'name': 'cifar10', 'num_classes': 10}
+              | ({'split_seed': _seed(argv)} if os.environ.get('FAKE_TRAIN_PER_SEED') else {}),
+              f, indent=2)
   with open(os.path.join(model_dir, 'calls.txt')) as f:
     calls = len(f.readlines())
   os.makedirs(os.path.join(model_dir, 'eval'), exist_ok=True)

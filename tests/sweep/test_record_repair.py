@@ -39,8 +39,10 @@ def events(tmp_path_factory):
 @pytest.fixture
 def swept(tmp_path, events, monkeypatch):
   """(root, archive, runs) of a two-seed sweep that trained with the fake trainer (writing a
-  whole record) and archived each run; an undisturbed copy of both under tmp_path/clean."""
+  whole record, its test error and split seed the run's own) and archived each run; an
+  undisturbed copy of both under tmp_path/clean."""
   monkeypatch.setenv('FAKE_TRAIN_EVENTS', events)
+  monkeypatch.setenv('FAKE_TRAIN_PER_SEED', '1')
   root, store = str(tmp_path / 'root'), str(tmp_path / 'archive')
   runs = plan_lib.make_plan([CELL], (0, 1), root)
   outcomes = runner.run_plan(runs, root, program=FAKE_TRAIN, report=lambda _: None,
@@ -119,7 +121,46 @@ def test_a_damaged_file_is_repaired_from_the_other_copy(swept, tmp_path, copy, n
   assert _calls(run.model_dir) == 1
   assert _tree(root) == _tree(str(tmp_path / 'clean' / 'root'))
   assert _tree(store) == _tree(str(tmp_path / 'clean' / 'archive'))
-  assert tables_lib.collect_cell(root, CELL).errors == (12.5, 12.5)
+  assert tables_lib.collect_cell(root, CELL).errors == (12.5, 13.5)  # Each run its own.
+
+
+@pytest.mark.parametrize('how', ['truncated', 'flipped', 'deleted'])
+@pytest.mark.parametrize('name', ['sweep_run.json', 'manifest.json'])
+def test_the_archives_own_files_are_repaired(swept, tmp_path, name, how):
+  """The archive copy's sweep_run.json (which the root lacks) and its manifest: rewritten
+  from the root's copy, nothing trained, both copies as an undisturbed sweep's."""
+  root, store, runs = swept
+  kept = archive.archived_dir(runs[0], store)
+  checks.damage(os.path.join(kept, name), how)
+  reports = []
+  archive.sync(runs, store, report=reports.append)
+  outcomes = runner.run_plan(runs, root, program=FAKE_TRAIN, report=lambda _: None,
+                             archive=store)
+  assert [o.status for o in outcomes] == [runner.SKIPPED] * 2, reports
+  assert _calls(runs[0].model_dir) == 1
+  assert _tree(root) == _tree(str(tmp_path / 'clean' / 'root'))
+  assert _tree(store) == _tree(str(tmp_path / 'clean' / 'archive'))
+  assert reports == [f"Repaired {os.path.join(kept, name)} from the root's copy"]
+
+
+def test_a_root_record_without_a_manifest_gets_one_when_it_repairs_the_archive(swept):
+  """A root record written before manifests (none) and a damaged archive copy: the archive is
+  repaired from the root, and the root gets its manifest, so that a later change to either
+  copy is seen."""
+  root, store, runs = swept
+  run = runs[0]
+  os.remove(os.path.join(run.model_dir, 'manifest.json'))
+  assert archive.check(run.model_dir).state == archive.UNVERIFIED
+  kept = archive.archived_dir(run, store)
+  checks.damage(os.path.join(kept, 'dataset.json'), 'flipped')
+  reports = []
+  archive.sync(runs, store, report=reports.append)
+  assert reports == [f"Repaired {os.path.join(kept, 'dataset.json')} from the root's copy"]
+  assert archive.check(run.model_dir) == archive.Check(archive.WHOLE)
+  assert archive.check(kept) == archive.Check(archive.WHOLE)
+  # A later change to the root's copy is now seen, and repaired from the archive's.
+  checks.damage(os.path.join(run.model_dir, 'metrics.json'), 'flipped')
+  assert archive.check(run.model_dir).damaged == ('metrics.json',)
 
 
 def test_a_stray_evaluation_file_is_removed_and_a_damaged_manifest_rewritten(swept, tmp_path):
@@ -130,8 +171,9 @@ def test_a_stray_evaluation_file_is_removed_and_a_damaged_manifest_rewritten(swe
   checks.damage(os.path.join(runs[0].model_dir, 'manifest.json'), 'truncated')
   reports = []
   archive.sync(runs, store, report=reports.append)
-  assert reports == [f"Removed {stray}: not part of the record (the root's copy has no such "
-                     'file)']
+  assert reports == [
+      f"Repaired {os.path.join(runs[0].model_dir, 'manifest.json')} from the archive's copy",
+      f"Removed {stray}: not part of the record (the root's copy has no such file)"]
   assert _tree(root) == _tree(str(tmp_path / 'clean' / 'root'))
   assert _tree(store) == _tree(str(tmp_path / 'clean' / 'archive'))
 
@@ -318,7 +360,7 @@ def test_readers_name_a_damaged_file_in_one_line_and_read_the_other_runs(swept, 
   (line,) = [line for line in result.stderr.splitlines() if 'metrics.json' in line]
   assert line.startswith(f'warning: {runs[0].model_dir}/metrics.json is damaged and cannot '
                          'be read (') and line.endswith('); read as missing')
-  assert '| Ω_F(f) | 12.50 (n=1) |' in result.stdout
+  assert '| Ω_F(f) | 13.50 (n=1) |' in result.stdout  # Seed 1's.
   # An evaluation file's damage (TensorFlow's DataLossError) is one line; what precedes it
   # is read.
   capsys.readouterr()

@@ -18,7 +18,9 @@ other bytes, or a file the manifest does not list) is damaged. Before a sweep, b
 of each run are checked: a damaged copy is repaired from the other one where that one is
 whole (each file named in one line; what the repair replaces is removed, never left beside
 it), and a run is trained again only where neither copy is whole. A record written before
-manifests (none beside it) is read as it is, and gets one when it is next archived. In the
+manifests (none beside it) is read as it is, and gets one when it is next archived, or when
+it repairs the other copy; an archive copy without a manifest beside a root copy that has a
+whole one (its manifest deleted) is written anew from the root's. In the
 root only the record's files are checked: checkpoints and logs are the trainer's.
 
 A record is portable: the run directory in versions.json's commands is kept as
@@ -394,6 +396,8 @@ def _repair(run: plan_lib.Run, archive: str, damaged: Check, into_archive: bool,
   for name in removed:
     report(f'Removed {os.path.join(target, *name.split("/"))}: not part of the record '
            f'({other} has no such file)')
+  if MANIFEST_FILE in damaged.damaged:  # Written anew by _copy, last.
+    report(f'Repaired {os.path.join(target, MANIFEST_FILE)} from {other}')
 
 
 def _set_aside(run: plan_lib.Run, damaged: Sequence[str]) -> List[str]:
@@ -445,13 +449,18 @@ def _sync_run(run: plan_lib.Run, archive: str, in_root: Check, in_archive: Check
   root_whole = _whole_and_finished(run.model_dir, in_root)
   archive_whole = _whole_and_finished(target, in_archive)
   if root_whole and archive_whole:
+    if in_root.state == WHOLE and in_archive.state == UNVERIFIED:
+      # The archive's copy lost its manifest: nothing vouches for it, so the root's verified
+      # copy is kept there anew (its manifest last).
+      save(run, archive)
+      report(f"Repaired {os.path.join(target, MANIFEST_FILE)} from the root's copy")
     return None
   if root_whole:
+    if in_root.state == UNVERIFIED:  # Finished outside a sweep, or before manifests.
+      write_manifest(run.model_dir)
     if in_archive.state == DAMAGED:
       _repair(run, archive, in_archive, into_archive=True, report=report)
       return None
-    if in_root.state == UNVERIFIED:  # Finished outside a sweep, or before manifests.
-      write_manifest(run.model_dir)
     return 'archived' if save(run, archive) else None
   if archive_whole:
     if in_root.state == DAMAGED:
