@@ -84,6 +84,17 @@ def _numpy_scores(fake_logit, class_logits, formulation):
   return out
 
 
+def test_the_test_results_reject_strictly_past_the_threshold():
+  """Known scores 1..4 and foreign 2 and 5 at threshold 2: an image at the threshold passes
+  (the rule an export applies: rejected where score > threshold). AUROC by hand: of the 8
+  (known, foreign) pairs the foreign image scores higher in 5 (5 against 1..4; 2 against 1)
+  and ties in 1 (2 against 2): (5 + 0.5) / 8."""
+  entry = {'names': ['critic'], 'thresholds': {'critic': 2.0}}
+  results = foreign_score.test_results(entry, [[1.0], [2.0], [3.0], [4.0]], [[2.0], [5.0]])
+  assert results == {'critic': {'auroc': 5.5 / 8, 'threshold': 2.0,
+                                'rejected_known_pct': 50.0, 'rejected_foreign_pct': 50.0}}
+
+
 @pytest.mark.parametrize('formulation', [None, 'plain', 'kplus1', 'kplus1_entropy'])
 def test_the_scores_ops_are_their_definitions(formulation):
   rng = np.random.default_rng(3)

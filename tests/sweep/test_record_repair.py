@@ -1,5 +1,6 @@
 """Both copies of a sweep's record (the root's, the archive's) end with a manifest; a damaged
 copy is repaired from the whole one, and a run trains again only where neither is whole."""
+import hashlib
 import json
 import os
 import shutil
@@ -93,7 +94,8 @@ def test_both_copies_get_a_manifest_written_last_and_whole(tmp_path, events, mon
     assert sorted(listed) == archive.record_files(directory)
     assert EVENTS in listed and 'metrics.json' in listed and 'calls.txt' not in listed
     with open(os.path.join(directory, EVENTS), 'rb') as f:
-      assert listed[EVENTS]['size'] == len(f.read())
+      data = f.read()
+    assert listed[EVENTS] == {'size': len(data), 'sha256': hashlib.sha256(data).hexdigest()}
     assert archive.check(directory) == archive.Check(archive.WHOLE)
   assert 'sweep_run.json' in archive.record_files(kept)
   assert not [name for name in os.listdir(kept) if name.endswith('.tmp')]
@@ -367,4 +369,7 @@ def test_readers_name_a_damaged_file_in_one_line_and_read_the_other_runs(swept, 
   curves = event_files.read_eval_curves(runs[1].model_dir)
   (line,) = capsys.readouterr().err.splitlines()
   assert line.startswith(f'warning: {events_1} is damaged (')
+  # What precedes the damage is read, and nothing else: a prefix of the three evaluations.
+  points = curves.get('labeled_error', {})
   assert set(curves) <= {'labeled_error'}
+  assert points == dict(list({0: 0.5, 5: 0.25, 10: 0.125}.items())[:len(points)])

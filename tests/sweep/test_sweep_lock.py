@@ -54,6 +54,8 @@ def held(root):
 
 
 def test_a_second_sweep_is_refused_in_one_line_naming_the_first(root, held):
+  with open(held) as f:
+    lock = f.read()
   result = _sweep(root)
   assert result.returncode == 1
   assert 'Traceback' not in result.stderr
@@ -62,7 +64,8 @@ def test_a_second_sweep_is_refused_in_one_line_naming_the_first(root, held):
       rf'error: Another bin/sweep \(PID {os.getpid()} on {re.escape(socket.gethostname())}, '
       rf'since {SINCE}\) holds {re.escape(root)}; wait for it or rerun with --wait\.', line), line
   assert not os.path.exists(os.path.join(root, 'tables'))  # It did nothing.
-  assert os.path.exists(held)
+  with open(held) as f:
+    assert f.read() == lock  # The first sweep's lock, as it was.
 
 
 def test_dry_run_and_tables_only_only_read_and_take_no_lock(root, held):
@@ -108,13 +111,21 @@ def test_a_stale_lock_is_taken_over_in_one_line_and_removed_at_the_end(root):
 
 
 def test_a_lock_of_another_host_is_refused_naming_the_file(root):
+  lock = '{"host": "elsewhere", "pid": 1, "started": 1796538704.5}'
   with open(_lock(root), 'w') as f:
-    f.write('{"host": "elsewhere", "pid": 1, "started": 1796538704.5}')
+    f.write(lock)
   with pytest.raises(sweep_lock.Held) as refused:
     sweep_lock.acquire(root)
-  assert str(refused.value) == (
+  message = (
       f'Another bin/sweep (PID 1 on elsewhere, since 2026-12-06 06:31:44 UTC) holds {root}; '
       f'wait for it or rerun with --wait; if no sweep runs there, remove {_lock(root)}.')
+  assert str(refused.value) == message
+  # bin/sweep says it in one line, exits 1, and leaves the other host's lock as it was.
+  result = _sweep(root)
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert result.stderr.strip().splitlines() == [f'error: {message}']
+  with open(_lock(root)) as f:
+    assert f.read() == lock
 
 
 def test_the_lock_is_released_when_the_block_ends_by_an_error(root):
