@@ -123,6 +123,8 @@ def test_a_missing_or_cut_newest_checkpoint_resumes_from_the_newest_intact_one(
   # ckpt-4, which the run resumed from, stays in the checkpoint list as in an uninterrupted
   # run (its time kept with it: not left out of the list, its files never deleted).
   assert _listed(model_dir) == _listed(eight_steps) == ['ckpt-4', 'ckpt-6', 'ckpt-8']
+  assert sorted({name.split('.')[0] for name in os.listdir(checkpoints)
+                 if name.startswith('ckpt-')}) == ['ckpt-4', 'ckpt-6', 'ckpt-8']  # ckpt-2's gone.
 
 
 def _listed(model_dir):
@@ -264,6 +266,8 @@ def test_a_newest_checkpoint_without_files_is_left_out_of_the_list(tmp_path):
       if name.startswith(prefix):
         os.remove(os.path.join(directory, name))
 
+  before = tf.train.get_checkpoint_state(directory)
+  times = list(before.all_model_checkpoint_timestamps)
   remove('ckpt-3.')
   assert checkpoint_integrity.listed(directory) == [f'{directory}/ckpt-{n}' for n in (1, 2, 3)]
   assert checkpoint_integrity.set_aside_damaged(str(tmp_path), directory) == (
@@ -271,6 +275,14 @@ def test_a_newest_checkpoint_without_files_is_left_out_of_the_list(tmp_path):
       [f'checkpoint {directory}/ckpt-3 is missing (none of its files is left); left it out of '
        'the checkpoint list'])
   assert tf.train.latest_checkpoint(directory) == f'{directory}/ckpt-2'
+  # Each kept checkpoint keeps its time, so that a new manager (a resumed run) keeps them in
+  # its list, and deletes their files in turn, as an uninterrupted run's would.
+  after = tf.train.get_checkpoint_state(directory)
+  assert list(after.all_model_checkpoint_timestamps) == times[:2]
+  assert after.last_preserved_timestamp == before.last_preserved_timestamp
+  assert tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), directory,
+                                    max_to_keep=3).checkpoints == [
+                                        f'{directory}/ckpt-1', f'{directory}/ckpt-2']
   remove('ckpt-2.index')
   assert checkpoint_integrity.set_aside_damaged(str(tmp_path), directory) == (
       f'{directory}/ckpt-1',
