@@ -2,10 +2,11 @@
 read inside the large one, and the test error at every evaluation, from the same run.
 
 Against independent computations: the subset is the first n images of each class in the
-split's order (NumPy on known labels); on a real tiny run the last evaluation's subset error
-is the restored last critic's mistakes on those images counted in NumPy, a subset of every
-image of each class is the validation split itself (the same error at every step), and a
-run with both options trains the same weights as one without them."""
+split's order (NumPy on known labels); on a real tiny run (layer norm, so that images score
+apart) the subset error and the test error at every step are that step's restored critic's
+mistakes counted in NumPy, a subset of every image of each class is the validation split
+itself (the same error at every step), and a run with both options trains the same weights
+as one without them."""
 import json
 import os
 import types
@@ -39,7 +40,8 @@ def _train(directory, data_dir, **overrides):
   model_dir = str(directory / 'model')
   result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{
       'train.steps': STEPS, 'train.eval_every': 1, 'train.checkpoint_every': STEPS,
-      'train.export_classifier': False, **overrides}))
+      'train.export_classifier': False,
+      'build_critic.normalization': "'layer_norm_singleton_per_channel'", **overrides}))
   assert result.returncode == 0, result.stdout + result.stderr
   return model_dir
 
@@ -50,7 +52,8 @@ def trained(tmp_path_factory):
   return data_dir, {
       'plain': _train(tmp_path_factory.mktemp('plain'), data_dir),
       'subset': _train(tmp_path_factory.mktemp('subset'), data_dir, **{
-          'train.validation_subset_per_class': 1, 'train.test_every_evaluation': True}),
+          'train.validation_subset_per_class': 2, 'train.test_every_evaluation': True,
+          'train.checkpoint_every': 1, 'train.keep_checkpoints': STEPS}),
       'whole': _train(tmp_path_factory.mktemp('whole'), data_dir, **{
           'train.validation_subset_per_class': 1000})}
 
@@ -64,8 +67,8 @@ def test_the_options_change_no_trained_number(trained):
     other = runs.checkpoint_values(prefixes[name])
     assert other.keys() == plain.keys()
     for key, value in plain.items():
-      if key.startswith('state/latest') and 'test' in key:
-        continue  # The latest evaluation's test error: computed at more steps.
+      if key.startswith('state/latest') and 'test' in key or key.startswith('save_counter'):
+        continue  # The latest evaluation's test error (computed at more steps); saves made.
       np.testing.assert_array_equal(other[key], value, err_msg=key)
   with open(os.path.join(dirs['plain'], 'metrics.json')) as f:
     plain_metrics = json.load(f)
@@ -87,18 +90,33 @@ def test_test_error_at_every_evaluation_and_the_subset_error_as_counted(trained)
   # Where both computed it, the test error is the same number.
   for step, error in plain['eval/test_error'].items():
     assert curves['eval/test_error'][step] == error
-  # The last step's subset error: the last critic's mistakes on the first image of each class.
+  # At every step, both errors are that step's critic's mistakes: on the test images, and on
+  # the first two validation images of each class (in the split's order), counted in NumPy.
   data = ssl_data.build_ssl_data(ssl_data.BuildSslData(
       dataset='fashion_mnist', source='local', data_dir=data_dir, num_labeled=20,
       validation_size=20))
   labels = np.asarray(data.validation_labels)
-  first = sorted(int(np.flatnonzero(labels == c)[0]) for c in np.unique(labels))
-  critic, _ = runs.restore_run(dirs['subset']).restore_critic('latest')
-  logits = critic.classify(pipelines.to_model_input(tf.constant(data.validation_images[first])),
-                           training=False)
-  wrong = np.count_nonzero(np.argmax(logits.numpy(), axis=-1) != labels[first])
-  assert curves['eval/validation_subset_error'][STEPS] == pytest.approx(
-      100.0 * wrong / len(first), abs=1e-4)
+  first = sorted(i for c in np.unique(labels) for i in np.flatnonzero(labels == c)[:2])
+  assert first != list(range(len(first)))  # Not merely the split's first images.
+  run = runs.restore_run(dirs['subset'])
+  predicted_classes = set()
+  for step in range(1, STEPS + 1):
+    run.restore(os.path.join(dirs['subset'], 'checkpoints', f'ckpt-{step}'))
+
+    def predicted(images):
+      logits = run.evaluated_critic.classify(pipelines.to_model_input(tf.constant(images)),
+                                             training=False)
+      return np.argmax(logits.numpy(), axis=-1)
+    subset = predicted(data.validation_images[first])
+    predicted_classes |= set(subset.tolist())
+    wrong = np.count_nonzero(subset != labels[first])
+    assert curves['eval/validation_subset_error'][step] == pytest.approx(
+        100.0 * wrong / len(first), abs=1e-4), step
+    test_wrong = np.count_nonzero(predicted(data.test_images) != np.asarray(data.test_labels))
+    assert curves['eval/test_error'][step] == pytest.approx(
+        100.0 * test_wrong / len(data.test_labels), abs=1e-4), step
+  # The critic tells images apart (not one class for all), so a wrong subset would show.
+  assert len(predicted_classes) > 1
 
 
 def test_a_subset_of_every_image_is_the_validation_split(trained):
