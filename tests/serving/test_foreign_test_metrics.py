@@ -167,6 +167,39 @@ def test_without_a_validation_split_the_last_step_on_labeled_thresholds(data_dir
   _assert_counted(measured, model_dir, 'latest')
 
 
+def test_a_supervised_run_measures_its_own_scores_at_a_rounded_threshold(data_dir, tmp_path):
+  """The supervised critic on the class subset (the user_data study's score_vs_softmax reads
+  such a record): its two scores, entropy the default, as counted; 20 validation images, so
+  that the 95% threshold is the 19th smallest score, not the largest."""
+  model_dir = str(tmp_path / 'model')
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{
+      **SUBSET, 'train.mode': "'supervised'", 'build_ssl_data.validation_size': 20,
+      'train.export_classifier': False}),
+      gin_files=(str(runs.REPO_ROOT / 'gin' / 'bases' / 'supervised.gin'),))
+  assert result.returncode == 0, result.stdout + result.stderr
+  measured = _metrics(model_dir)['foreign_test']
+  assert list(measured['scores']) == ['softmax', 'entropy']
+  assert measured['default'] == 'entropy'
+  _assert_counted(measured, model_dir, measured['checkpoint'])
+  assert any(0 < s['rejected_foreign_pct'] < 100 or 0 < s['rejected_known_pct'] < 100
+             for s in measured['scores'].values())
+
+
+def test_a_run_killed_in_training_measures_the_best_step_restored_in_a_new_session(
+    subset_run, data_dir, tmp_path):
+  reference, _ = subset_run
+  model_dir = str(tmp_path / 'model')
+  bindings = runs.tiny_bindings(data_dir, **SUBSET)
+  killed = runs.run_train(model_dir, bindings, fault='checkpoint_written#1=kill')
+  assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+  result = runs.run_train(model_dir, bindings)
+  assert result.returncode == 0, result.stdout + result.stderr
+  measured = _metrics(model_dir)['foreign_test']
+  assert measured['step'] == 2 and measured['checkpoint'] == 'best'
+  _assert_counted(measured, model_dir, 'best')
+  assert measured == _metrics(reference)['foreign_test']
+
+
 def test_a_run_on_all_its_classes_has_no_foreign_test(tmp_path_factory):
   _, model_dir, result = runs.shared_run(tmp_path_factory)
   assert 'foreign_test' not in _metrics(model_dir)
