@@ -185,6 +185,7 @@ def test_a_supervised_run_measures_its_own_scores_at_a_rounded_threshold(data_di
              for s in measured['scores'].values())
 
 
+@pytest.mark.integration  # A run killed and resumed: out of the default command for its time.
 def test_a_run_killed_in_training_measures_the_best_step_restored_in_a_new_session(
     subset_run, data_dir, tmp_path):
   reference, _ = subset_run
