@@ -107,11 +107,14 @@ class Interval:
     where the attainable coverage is not a round number."""
     return self.formatted(1)
 
-  def formatted(self, places: int) -> str:
-    """`text` with the estimate and the bounds to `places` decimals."""
+  def formatted(self, places: int, coverage: bool = True) -> str:
+    """`text` with the estimate and the bounds to `places` decimals; without the coverage
+    where `coverage` is False ('+2.1 [−0.6, +4.3]')."""
+    bounds = f'{self.estimate:+.{places}f} [{self.low:+.{places}f}, {self.high:+.{places}f}]'
+    if not coverage:
+      return bounds
     cover = f'{100 * self.coverage:.1f}'.rstrip('0').rstrip('.')
-    return (f'{self.estimate:+.{places}f} [{self.low:+.{places}f}, {self.high:+.{places}f}] '
-            f'({cover}%)')
+    return f'{bounds} ({cover}%)'
 
 
 def walsh_averages(diffs: Sequence[float]) -> List[float]:

@@ -179,7 +179,7 @@ def readme_lines(plan: plan_lib.Plan, records: str) -> str:
     # The p that decides the word (the page gives both, and the interval's coverage).
     p = (f'Holm-adjusted p the other way={r.adjusted_other:.4f}' if r.word == CONTRADICTED
          else f'Holm-adjusted p={r.adjusted:.4f}')
-    estimate = r.interval.formatted(_places(r.question)).rsplit(' (', 1)[0]
+    estimate = r.interval.formatted(_places(r.question), coverage=False)
     lines.append(f'- {CLAIMS[r.question]}: **{r.word}** (n={len(r.contrasts)} splits, {p}; '
                  f'{estimate} {unit})')
   return '\n'.join(lines)

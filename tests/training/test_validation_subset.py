@@ -99,14 +99,14 @@ def test_test_error_at_every_evaluation_and_the_subset_error_as_counted(trained)
   first = sorted(i for c in np.unique(labels) for i in np.flatnonzero(labels == c)[:2])
   assert first != list(range(len(first)))  # Not merely the split's first images.
   run = runs.restore_run(dirs['subset'])
+
+  def predicted(images):  # The restored step's classes.
+    logits = run.evaluated_critic.classify(pipelines.to_model_input(tf.constant(images)),
+                                           training=False)
+    return np.argmax(logits.numpy(), axis=-1)
   predicted_classes = set()
   for step in range(1, STEPS + 1):
     run.restore(os.path.join(dirs['subset'], 'checkpoints', f'ckpt-{step}'))
-
-    def predicted(images):
-      logits = run.evaluated_critic.classify(pipelines.to_model_input(tf.constant(images)),
-                                             training=False)
-      return np.argmax(logits.numpy(), axis=-1)
     subset = predicted(data.validation_images[first])
     predicted_classes |= set(subset.tolist())
     wrong = np.count_nonzero(subset != labels[first])

@@ -142,3 +142,12 @@ def test_the_stratified_convolution_equals_scipys_permutation_test():
                                         n_resamples=np.inf, vectorized=True,
                                         alternative=alternative).pvalue
       assert p == pytest.approx(permuted, abs=1e-12)
+
+
+def test_an_intervals_text_at_any_decimals_with_or_without_its_coverage():
+  """3..10: the median Walsh average 6.5; at n = 8 the exact interval is the 4th smallest and
+  largest Walsh average, 4.0 and 9.0 (P(W+ <= 3) = 5/256: coverage 1 - 10/256 = 96.1%)."""
+  interval = paired_test.hodges_lehmann([3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], 0.95)
+  assert interval.formatted(1) == interval.text == '+6.5 [+4.0, +9.0] (96.1%)'
+  assert interval.formatted(3) == '+6.500 [+4.000, +9.000] (96.1%)'
+  assert interval.formatted(1, coverage=False) == '+6.5 [+4.0, +9.0]'
