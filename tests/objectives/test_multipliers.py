@@ -1,8 +1,10 @@
 """The multiplier rule λ_c ← λ_c + ρ_c·Ω_c (algorithm.md#critic-objective), applied to critic_objective's `omegas`.
 
-The trainer owns the update; here a tiny helper applies it as the trainer will, to check that
-the returned Ω are the NumPy Ω and that λ rises when the constraint is violated upwards
-(Ω > 0) and falls when Ω < 0. −L_D depends on λ through +λΩ, so ∂(−L_D)/∂λ = Ω.
+Each constraint's own step (`Constraint.update_multiplier`, which the trainer calls after
+every critic update) is applied to the returned Ω, and the new λ is checked against NumPy's
+λ + ρ·Ω with NumPy's Ω: λ rises when the constraint is violated upwards (Ω > 0) and falls when
+Ω < 0. −L_D depends on λ through +λΩ, so ∂(−L_D)/∂λ = Ω. That the trainer applies the step
+with each update's own Ω is tests/training/test_training_options.py's.
 """
 import numpy as np
 import pytest
@@ -16,13 +18,6 @@ from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import sobolev
 
 pytestmark = pytest.mark.numerics
-
-
-def _apply_multiplier_rule(multipliers, omegas, constraints):
-  """λ_c ← λ_c + ρ_c·Ω_c for every multiplier constraint, in place on tf.Variables."""
-  for constraint in constraints:
-    if constraint.has_multiplier:
-      multipliers[constraint.name].assign_add(constraint.penalty_weight * omegas[constraint.name])
 
 
 def _constraints():
@@ -57,7 +52,9 @@ def test_multiplier_moves_with_the_sign_of_omega(scale, sign):
     assert np.sign(omega.numpy()) == sign
 
   before = {name: lam.numpy() for name, lam in multipliers.items()}
-  _apply_multiplier_rule(multipliers, result.omegas, constraints)
+  for constraint in constraints:  # The GP has no multiplier: its step does nothing.
+    constraint.update_multiplier(multipliers.get(constraint.name),
+                                 result.omegas.get(constraint.name))
   for constraint in constraints[:2]:
     lam = multipliers[constraint.name].numpy()
     np.testing.assert_allclose(lam, before[constraint.name] +

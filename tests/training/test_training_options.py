@@ -101,6 +101,31 @@ def test_scale_penalty_weights_keeps_ratios_and_leaves_other_constraints():
   assert constraint.scale_penalty_weights(given, 1.0) == given
 
 
+def test_each_critic_update_moves_lambda_by_rho_times_its_own_omega(tmp_path):
+  """λ ← λ + ρΩ after every critic update, with that update's Ω: at n_c = 1 a step is one
+  critic update, so from λ = 0 each logged λ is the previous one plus ρ times the Ω logged
+  with it (float32 arithmetic, as the multiplier's variable)."""
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
+  data_dir = runs.make_data(tmp_path / 'data')
+  model_dir = str(tmp_path / 'run')
+  rho = 0.05
+  result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **{
+      'ssl.critic_iterations': 1, 'train.steps': 5, 'train.log_every': 1,
+      'ssl.constraint_penalty_scale': 1.0, 'Fisher.penalty_weight': rho}))
+  assert result.returncode == 0, result.stderr[-2000:]
+  scalars = event_files.read_scalars(os.path.join(model_dir, 'train'))
+  assert [s for s, _ in scalars['lambda/fisher_f']] == [1, 2, 3, 4, 5]
+  assert [s for s, _ in scalars['omega/fisher_f']] == [1, 2, 3, 4, 5]
+  omegas = np.array([v for _, v in scalars['omega/fisher_f']], np.float32)
+  lambdas = np.array([v for _, v in scalars['lambda/fisher_f']], np.float32)
+  assert np.all(omegas != 0)
+  expected, lam = [], np.float32(0)
+  for omega in omegas:
+    lam = np.float32(lam + np.float32(rho) * omega)
+    expected.append(lam)
+  np.testing.assert_allclose(lambdas, expected, rtol=1e-6, atol=1e-9)
+
+
 def test_scales_and_critic_updates_in_a_run(tmp_path):
   """The learning rates a run uses are the bound ones times train.learning_rate_scale, its ρ
   the bound ones times ssl.constraint_penalty_scale; 7 critic updates at n_c = 2 are 4
@@ -120,8 +145,8 @@ def test_scales_and_critic_updates_in_a_run(tmp_path):
   scalars = event_files.read_scalars(os.path.join(model_dir, 'train'))
   for tag, rate in (('learning_rate/critic', 1e-3), ('learning_rate/generator', 5e-4)):
     assert [v for _, v in scalars[tag]] == pytest.approx([rate] * 4, rel=1e-6)
-  # λ ← λ + ρ·Ω after each critic update: the logged λ's increments are ρ = 1e-4 times Ω.
+  # The scaled ρ = 1e-4 is the one λ moves by (λ's step itself is checked exactly above):
+  # Ω ≈ −1 for a critic whose f is still near 0, so |λ| ≈ 2e-4 after the first step's two
+  # updates, where the unscaled ρ would give 2e-7.
   lambdas = [v for _, v in scalars['lambda/fisher_f']]
-  # (Ω ≈ −1 for a critic whose f is still near 0: |λ| ≈ 2e-4 after the first step's two
-  # updates, where the unscaled ρ would give 2e-7.)
   assert 1e-5 < abs(lambdas[0]) < 1e-4 * 50

@@ -169,7 +169,7 @@ def test_judge_and_its_words_on_complete_splits():
   judgement = confirmation.judge(PLAN, _observations(values))
   assert [s.word for s in judgement.steps] == [
       paired_test.SUPPORTED, paired_test.SUPPORTED, paired_test.CONTRADICTED]
-  # Contrasts 40 + s − 30 for s = 20..25, 30 to 35: the median of their Walsh averages is 12.5; at 6 splits the
+  # Contrasts 40 + s − 30 for s = 20..25, 30 to 35: the median of their Walsh averages is 32.5; at 6 splits the
   # interval is [min, max] with coverage 1 − 2/64.
   assert confirmation.verdict_text(judgement, '2') == (
       'confirmation (late): **supported** (n=6 splits, p=0.016, the least 6 splits allow; '
