@@ -248,24 +248,32 @@ def test_write_tables_and_plots(tmp_path):
       assert f.read(8) == b'\x89PNG\r\n\x1a\n'
 
 
-def test_study_tables_show_ours_without_a_paper_column(tmp_path):
-  root = str(tmp_path / 'study')
-  supervised = cells_lib.get_cell('fashion_mnist_study/fashion_mnist_supervised')
-  gp = cells_lib.get_cell('fashion_mnist_study/fashion_mnist_kplus1_gp_f')
+OWN_TABLE = cells_lib.Table(
+    name='own_table_layout', title='A table of your own: 1000 labels, test error %',
+    rows=(('supervised', 'supervised only (CE, 600 updates)'), ('kplus1_gp_f', 'K+1, Ω_GP(f)'),
+          ('kplus1_sobolev_f', 'K+1, Ω_S(f)')),
+    columns=(('fashion_mnist', '', 'Fashion-MNIST (1k)'),), row_header='critic, constraints',
+    has_paper=False)
+
+
+def test_a_table_of_your_own_shows_ours_without_a_paper_column(tmp_path):
+  root = str(tmp_path / 'own')
+  cells_lib.register_table(OWN_TABLE)
+  supervised = cells_lib.get_cell('own_table_layout/fashion_mnist_supervised')
+  gp = cells_lib.get_cell('own_table_layout/fashion_mnist_kplus1_gp_f')
   for seed, error in enumerate((30.0, 27.0, 24.0)):
     fake_results.write_run(root, supervised, seed, error)
   fake_results.write_run(root, gp, 1, 40.0, num_labeled=1000)
-  results = tables.collect(root, cells_lib.select_cells(tables=['fashion_mnist_study']))
-  study = cells_lib.STUDIES['fashion_mnist_study']
-  assert tables.tables_with_results(results) == [study]
+  results = tables.collect(root, cells_lib.select_cells(tables=['own_table_layout']))
+  assert tables.tables_with_results(results) == [OWN_TABLE]
 
-  text = tables.markdown_table(study, results)
+  text = tables.markdown_table(OWN_TABLE, results)
   assert 'paper' not in text.split('\n')[2]  # The header row.
   rows = _markdown_rows(text)
   assert rows['supervised only (CE, 600 updates)'] == ['27.00 ± 3.00 (n=3)']
   assert rows['K+1, Ω_GP(f)'] == ['40.00 (n=1)']
   assert rows['K+1, Ω_S(f)'] == ['–']
-  csv_rows = list(csv.DictReader(io.StringIO(tables.csv_table(study, results))))
+  csv_rows = list(csv.DictReader(io.StringIO(tables.csv_table(OWN_TABLE, results))))
   assert list(csv_rows[0]) == ['critic, constraints', 'Fashion-MNIST (1k) mean',
                                'Fashion-MNIST (1k) std', 'Fashion-MNIST (1k) n']
   assert (csv_rows[0]['Fashion-MNIST (1k) mean'], csv_rows[0]['Fashion-MNIST (1k) std']) == (
@@ -276,7 +284,7 @@ def test_study_tables_show_ours_without_a_paper_column(tmp_path):
   pytest.importorskip('matplotlib')
   from tf_ipmssl.sweep import plots  # pylint: disable=g-import-not-at-top
   (png,) = plots.plot_tables(results, str(tmp_path / 'tables'))
-  assert os.path.basename(png) == 'fashion_mnist_study.png'
+  assert os.path.basename(png) == 'own_table_layout.png'
 
 
 def test_per_class_tables_of_runs_with_per_class_results(tmp_path):

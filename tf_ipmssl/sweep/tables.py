@@ -283,7 +283,7 @@ def _recordless_runs(root: str, cell_id: str) -> Tuple[RunResult, ...]:
   path = os.path.join(root, RECORDLESS_ROWS_FILE)
   if not os.path.exists(path):
     return ()
-  result = read_runs_csv(path).get(cell_id)
+  result = read_runs_csv(path, (cell_id,)).get(cell_id)
   if result is None:
     return ()
   return tuple(dataclasses.replace(run, has_record=False) for run in result.runs)
@@ -346,9 +346,9 @@ def collect(root: str, cells: Sequence[cells_lib.Cell],
 
 
 def tables_with_results(results: Dict[str, CellResult]) -> List[cells_lib.Table]:
-  """The tables (the paper's, then the studies), in order, that hold a finished run."""
+  """The tables (the paper's, then those of your own), in order, that hold a finished run."""
   names = {r.cell.table for r in results.values() if r.n}
-  return [t for t in cells_lib.LAYOUTS.values() if t.name in names]
+  return [t for t in cells_lib.layouts().values() if t.name in names]
 
 
 def _result_at(results, table, dataset, row, column) -> Tuple[Optional[cells_lib.Cell],
@@ -470,15 +470,20 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
   return out.getvalue()
 
 
-def read_runs_csv(path: str) -> Dict[str, CellResult]:
+def read_runs_csv(path: str, cell_ids: Optional[Sequence[str]] = None
+                  ) -> Dict[str, CellResult]:
   """{cell id: CellResult} from a runs.csv that `runs_csv` wrote (a committed table's runs,
-  whose run directories are gone); each run's model_dir is '' and unknown columns blank."""
+  whose run directories are gone), of every cell or of `cell_ids`; each run's model_dir is
+  '' and unknown columns blank. A cell of a table of your own must be registered first
+  (table_file.load)."""
   def number(row, key, kind=float):
     value = row.get(key)
     return None if value in (None, '') else kind(value)
   by_cell: Dict[str, List[RunResult]] = {}
   with open(path, newline='') as f:
     for row in csv.DictReader(f):
+      if cell_ids is not None and row['cell'] not in cell_ids:
+        continue
       split = tuple(number(row, column) for column in _SPLIT_COLUMNS)
       by_cell.setdefault(row['cell'], []).append(RunResult(
           seed=int(row['seed']), test_error=float(row['test_error']), model_dir='',
