@@ -12,7 +12,7 @@ LAYERS = (
     {'__init__', 'version', 'errors', 'registry', 'builder_settings', 'fault_injection',
      'quiet_import'},
     {'data'},
-    {'networks', 'objectives', 'run_dir', 'cells'},
+    {'networks', 'objectives', 'run_dir', 'cells', 'table_file'},
     {'serving'},
     {'training'},
     {'library', 'configurables', 'process_state', 'diagnosis', 'sweep', 'benchmark'},
@@ -108,7 +108,8 @@ def test_the_checks_on_known_answers():
 STUDIES = PACKAGE.parent / 'studies'
 # What only a study names: its pages and records, its label splits and training commits.
 STUDY_NAMES = ('docs/results', '_records', 'studies.', 'studies/', 'bbbb1c3', 'c5b46ca',
-               'step900', 'confirmation')
+               'step900', 'confirmation', 'fashion_mnist_study', 'fashion_mnist_ssl',
+               'user_data')
 
 
 def test_the_library_imports_no_study():

@@ -12,17 +12,16 @@ baselines). Each cell has
 A `Table` lists its rows and columns in the paper's order, so that results can be laid out
 as the paper's tables (`tf_ipmssl.sweep.tables`).
 
-A *study* is a table of our own with the same machinery but no paper numbers
-(`STUDIES`): `fashion_mnist_study` compared SSL rows with supervised-only training on
-Fashion-MNIST at 1000 labels and a short 2-CPU budget; `fashion_mnist_ssl` compares the SSL
-configurations of the quickstart's recipe with the strongest supervised baseline at 100 and
-1000 labels. Their cells are selected only
-by naming the study (`--table=fashion_mnist_study` or an id pattern that starts with it), so
-`all_cells()` and '*' stay the paper's 100 cells. This module imports neither TensorFlow
-nor gin: `bin/cells` and `bin/sweep --dry_run` stay instant.
+A *table of your own* has the same machinery and no paper numbers: a JSON file
+(`table_file.py`, `bin/sweep --table_file`) registered here (`register_table`), every row ×
+column a cell whose gin file lies in the table's gin folder. Its cells are selected only by
+naming the table (`tables=` or an id pattern that starts with its name), so `all_cells()`
+and '*' stay the paper's 100 cells. This module imports neither TensorFlow nor gin:
+`bin/cells` and `bin/sweep --dry_run` stay instant.
 """
 import dataclasses
 import fnmatch
+import os
 import pathlib
 from typing import Dict, Optional, Sequence, Tuple
 
@@ -49,7 +48,9 @@ class Table:
     row_header: what the rows are, the header of the row-label column.
     x_label: for tables whose columns are numbers of labels (Appendix A), the axis
       label of an error-vs-labels plot; None otherwise.
-    has_paper: whether the paper reports these numbers (False for our studies).
+    has_paper: whether the paper reports these numbers (False for a table of your own).
+    gin_dir: where its cells' gin files are (a table of your own): a path relative to the
+      repository root, or absolute; None: gin/<name>.
   """
   name: str
   title: str
@@ -58,6 +59,7 @@ class Table:
   row_header: str
   x_label: Optional[str] = None
   has_paper: bool = True
+  gin_dir: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,8 +71,9 @@ class Cell:
     dataset: 'cifar10' or 'svhn' (the paper's dataset of this number).
     row: the Table row key.
     column: the Table column key ('' for Table 2).
-    paper_error: the paper's test error in %; None for a study's cell.
+    paper_error: the paper's test error in %; None for a cell of a table of your own.
     paper_std: the paper's std over seeds, None where the paper gives none.
+    gin_dir: its table's `gin_dir` (None: gin/<table>).
   """
   table: str
   dataset: str
@@ -78,6 +81,7 @@ class Cell:
   column: str
   paper_error: Optional[float]
   paper_std: Optional[float] = None
+  gin_dir: Optional[str] = None
 
   @property
   def id(self) -> str:
@@ -85,13 +89,16 @@ class Cell:
 
   @property
   def row_label(self) -> str:
-    """The label of its row in its Table or study, e.g. 'Ω_F(f), Ω_S(f-)'."""
-    return dict({**TABLES, **STUDIES}[self.table].rows)[self.row]
+    """The label of its row in its Table, e.g. 'Ω_F(f), Ω_S(f-)'."""
+    return dict(layouts()[self.table].rows)[self.row]
 
   @property
   def gin_file(self) -> str:
-    """The gin file, relative to the repository root."""
-    return f'gin/{self.id}.gin'
+    """The gin file: relative to the repository root (where bin/ programs run), or absolute
+    for a table of your own whose gin folder lies outside it."""
+    if self.gin_dir is None:
+      return f'gin/{self.id}.gin'
+    return os.path.join(self.gin_dir, self.id.split('/', 1)[1] + '.gin')
 
   @property
   def gin_path(self) -> pathlib.Path:
@@ -182,41 +189,14 @@ TABLES: Dict[str, Table] = {t.name: t for t in (
         row_header='critic normalization'),
 )}
 
-# ----- Our studies: tables with no paper numbers. -----
+# ----- Tables of your own (table_file.py), registered while the process runs. -----
 
-STUDIES: Dict[str, Table] = {t.name: t for t in (
-    Table(
-        name='fashion_mnist_study',
-        title='Fashion-MNIST study: 1000 labels, one 2-CPU budget per run, test error %',
-        rows=(('supervised', 'supervised only (CE, 600 updates)'),
-              ('plain_fisher', 'plain, Ω_F'),
-              ('kplus1_fisher_f', 'K+1, Ω_F(f) (the quickstart)'),
-              ('kplus1_fisher_f_sobolev_fneg', 'K+1, Ω_F(f), Ω_S(f-)'),
-              ('kplus1_fisher_f_sobolev_f', 'K+1, Ω_F(f), Ω_S(f)'),
-              ('kplus1_fisher_f_sobolev_f_pairwise', 'K+1, Ω_F(f), Ω_S(f), pairwise f'),
-              ('kplus1_gp_f', 'K+1, Ω_GP(f)'),
-              ('kplus1_gp_f_pairwise', 'K+1, Ω_GP(f), pairwise f'),
-              ('kplus1_sobolev_f', 'K+1, Ω_S(f)'),
-              ('kplus1_fisher_f_batch_norm', 'K+1, Ω_F(f), batch norm')),
-        columns=(('fashion_mnist', '', 'Fashion-MNIST (1k)'),),
-        row_header='critic, constraints',
-        has_paper=False),
-    Table(
-        name='fashion_mnist_ssl',
-        title=('Fashion-MNIST: SSL vs supervised training on the same labels, 2-CPU budget, '
-               'test error %'),
-        rows=(('supervised', 'supervised only (CE; early stopping on validation)'),
-              ('kplus1_fisher_f', 'K+1, Ω_F(f)'),
-              ('kplus1_fisher_f_sobolev_fneg', 'K+1, Ω_F(f), Ω_S(f-)'),
-              ('kplus1_entropy_fisher_f', 'K+1 f+^H, Ω_F(f) (the quickstart)'),
-              ('kplus1_entropy_fisher_f_ce_rampup',
-               'K+1 f+^H, Ω_F(f), λ_CE 1.5, IPM ramp-up over 600 updates')),
-        columns=(('fashion_mnist', '100', '100'), ('fashion_mnist', '1000', '1000')),
-        row_header='critic, constraints',
-        x_label='labels',
-        has_paper=False),
-)}
-LAYOUTS: Dict[str, Table] = {**TABLES, **STUDIES}
+_OWN_TABLES: Dict[str, Table] = {}
+
+
+def layouts() -> Dict[str, Table]:
+  """Every table by name: the paper's, then those registered (register_table)."""
+  return {**TABLES, **_OWN_TABLES}
 
 # ----- The paper's numbers: {(dataset, row, column): (mean, std or None)}. -----
 
@@ -328,15 +308,28 @@ def _build_cells() -> Tuple[Cell, ...]:
   return tuple(cells)
 
 
-def _build_study_cells() -> Tuple[Cell, ...]:
-  return tuple(Cell(study.name, dataset, row, column, None)
-               for study in STUDIES.values() for row, _ in study.rows
-               for dataset, column, _ in study.columns)
-
-
 CELLS: Tuple[Cell, ...] = _build_cells()
-STUDY_CELLS: Tuple[Cell, ...] = _build_study_cells()
-_BY_ID: Dict[str, Cell] = {cell.id: cell for cell in CELLS + STUDY_CELLS}
+_OWN_CELLS: Dict[str, Tuple[Cell, ...]] = {}  # Table name -> its cells.
+_BY_ID: Dict[str, Cell] = {cell.id: cell for cell in CELLS}
+
+
+def register_table(table: Table) -> Tuple[Cell, ...]:
+  """Adds a table of your own (no paper numbers), every row × column a cell; returns its
+  cells. Registering the same table again changes nothing; another table of a known name is
+  refused."""
+  known = layouts().get(table.name)
+  if known == table:
+    return _OWN_CELLS[table.name]
+  if known is not None:
+    kind = "one of the paper's tables" if table.name in TABLES else 'another table'
+    raise errors.ConfigError(f"table name '{table.name}' is taken by {kind}: give your table "
+                             'another name')
+  cells = tuple(Cell(table.name, dataset, row, column, None, gin_dir=table.gin_dir)
+                for row, _ in table.rows for dataset, column, _ in table.columns)
+  _OWN_TABLES[table.name] = table
+  _OWN_CELLS[table.name] = cells
+  _BY_ID.update((cell.id, cell) for cell in cells)
+  return cells
 
 
 def all_cells() -> Tuple[Cell, ...]:
@@ -348,7 +341,8 @@ def get_cell(name: str) -> Cell:
   """The cell with this id (an optional trailing '.gin' and leading 'gin/' are ignored)."""
   key = name.removeprefix('gin/').removesuffix('.gin')
   if key not in _BY_ID:
-    raise errors.ConfigError(f"unknown cell '{name}'; list them with `bin/cells`")
+    raise errors.ConfigError(f"unknown cell '{name}'; list them with `bin/cells` (a cell of "
+                             'a table of your own: give its --table_file too)')
   return _BY_ID[key]
 
 
@@ -361,12 +355,12 @@ def select_cells(patterns: Sequence[str] = (), tables: Sequence[str] = (),
                  datasets: Sequence[str] = ()) -> Tuple[Cell, ...]:
   """Cells matching any id or glob pattern (or all, if none) and the table/dataset filters.
 
-  A study's cells count only where `tables` names the study or a pattern starts with its
-  name ('fashion_mnist_study/...'); otherwise the candidates are the paper's cells.
+  The cells of a table of your own count only where `tables` names it or a pattern starts
+  with its name ('my_table/...'); otherwise the candidates are the paper's cells.
 
   Args:
     patterns: cell ids or fnmatch patterns, e.g. 'table1/cifar10_fisher_*'.
-    tables: keep only cells of these tables (names as in LAYOUTS).
+    tables: keep only cells of these tables (names as in layouts()).
     datasets: keep only cells of these datasets.
 
   Returns:
@@ -376,15 +370,18 @@ def select_cells(patterns: Sequence[str] = (), tables: Sequence[str] = (),
     ConfigError: a pattern, table or dataset that matches nothing known.
   """
   for table in tables:
-    if table not in LAYOUTS:
-      raise errors.ConfigError(f"unknown table '{table}'; use one of {list(LAYOUTS)}")
+    if table not in layouts():
+      raise errors.ConfigError(
+          f"unknown table '{table}'; use one of {list(layouts())}, or describe a table of your "
+          'own in a JSON file and give it with --table_file (README, "Sweeps")')
   for dataset in datasets:
     if dataset not in DATASET_NAMES:
       raise errors.ConfigError(
           f"unknown dataset '{dataset}'; the cells use {list(DATASET_NAMES)}")
   patterns = [p.removeprefix('gin/').removesuffix('.gin') for p in patterns]
-  studies = set(tables) | {p.split('/')[0] for p in patterns}
-  candidates = CELLS + tuple(cell for cell in STUDY_CELLS if cell.table in studies)
+  named = set(tables) | {p.split('/')[0] for p in patterns}
+  candidates = CELLS + tuple(cell for name, cells in _OWN_CELLS.items() if name in named
+                             for cell in cells)
   for pattern in patterns:
     if not any(fnmatch.fnmatchcase(cell.id, pattern) for cell in candidates):
       raise errors.ConfigError(

@@ -17,6 +17,7 @@ from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
 from studies.fashion_mnist_100 import paired_test
 from studies.fashion_mnist_100 import protocol
+from studies.fashion_mnist_100 import record_readings
 from studies.fashion_mnist_100 import results_page
 from studies.fashion_mnist_100 import split_test
 from tf_ipmssl.sweep import tables as tables_lib
@@ -90,14 +91,15 @@ def load_cells(records: str, keys: Sequence[Key], seeds: Sequence[int],
                folders: Dict[str, str], moved: Optional[List] = None) -> Observations:
   """{(cell id, f): {seed: Observation}} of `keys` on `seeds`, each f's runs from the records
   subfolder folders[f] (no runs where it is missing), each run's best step the earliest of
-  its tied lowest validation errors (tables.with_earliest_tied_best); `moved` collects
-  (folder, cell id, seed, recorded step, step, recorded error, error) of the runs it moves."""
+  its tied lowest validation errors (record_readings.with_earliest_tied_best); `moved`
+  collects (folder, cell id, seed, recorded step, step, recorded error, error) of the runs
+  it moves."""
   found: Observations = {}
   for cell, f in keys:
     folder = os.path.join(records, folders[f])
     result = (tables_lib.collect_cell(folder, cells_lib.get_cell(cell), seeds)
               if os.path.isdir(folder) else tables_lib.CellResult(cells_lib.get_cell(cell)))
-    replaced, changes = tables_lib.with_earliest_tied_best({cell: result})
+    replaced, changes = record_readings.with_earliest_tied_best({cell: result})
     if moved is not None:
       moved += [(folders[f],) + change for change in changes]
     found[(cell, f)] = protocol.observe(replaced[cell])

@@ -39,6 +39,7 @@ from studies.fashion_mnist_100 import one_configuration
 from studies.fashion_mnist_100 import paper_claims
 from tf_ipmssl.sweep import paper_comparison
 from studies.fashion_mnist_100 import protocol
+from studies.fashion_mnist_100 import record_readings
 from studies.fashion_mnist_100 import results_page
 from studies.fashion_mnist_100 import split_reading
 from studies.fashion_mnist_100 import step900_reading
@@ -93,7 +94,7 @@ def load(results_dir: str, records: Optional[str] = None, moved: Optional[List] 
   cells = table_cells('table2')[:-1] + table_cells('table3')
   if not records:
     return table1, with_every_cell(one_configuration.with_reused_seeds(rows), cells), set()
-  from_records = tables_lib.with_lowest_labeled_errors(
+  from_records = record_readings.with_lowest_labeled_errors(
       earliest_tied(tables_lib.collect(records, cells), os.path.basename(records), moved))
   kept = {(cell_id, run.seed) for cell_id, result in from_records.items()
           for run in result.runs if run.has_record}
@@ -104,10 +105,10 @@ def load(results_dir: str, records: Optional[str] = None, moved: Optional[List] 
 
 
 def earliest_tied(results: Results, folder: str, moved: Optional[List]) -> Results:
-  """`results` at each run's earliest tied best step (tables.with_earliest_tied_best), what
-  moved added to `moved` as (folder, cell id, seed, recorded step, step, recorded error,
-  error)."""
-  replaced, changes = tables_lib.with_earliest_tied_best(results)
+  """`results` at each run's earliest tied best step
+  (record_readings.with_earliest_tied_best), what moved added to `moved` as (folder, cell id,
+  seed, recorded step, step, recorded error, error)."""
+  replaced, changes = record_readings.with_earliest_tied_best(results)
   if moved is not None:
     moved += [(folder,) + change for change in changes]
   return replaced

@@ -24,6 +24,9 @@ EXPECTED_COUNTS = {'table1': 26, 'table2': 24, 'table3': 22, 'appendix_a': 16,
 REPO_ROOT = cells_lib.REPO_ROOT
 # gin/ holds the bases, the presets, the tables' cells and standalone example configs.
 NON_CELL_DIRS = ('bases', 'presets')
+# Folders of the cells of tables of your own, whose layouts are JSON files outside the
+# package (a study's tables; table_file.py): not the paper's cells.
+OWN_TABLE_DIRS = ('fashion_mnist_study', 'fashion_mnist_ssl')
 
 
 def test_counts_per_table():
@@ -59,12 +62,12 @@ def test_every_registry_gin_file_exists_and_states_the_paper_number():
 
 
 def test_every_cell_gin_file_is_in_the_registry():
-  registered = {cell.gin_path for cell in cells_lib.all_cells() + cells_lib.STUDY_CELLS}
+  registered = {cell.gin_path for cell in cells_lib.all_cells()}
   for path in cells_lib.GIN_DIR.rglob('*.gin'):
     relative = path.relative_to(cells_lib.GIN_DIR)
-    if len(relative.parts) == 1 or relative.parts[0] in NON_CELL_DIRS:
+    if len(relative.parts) == 1 or relative.parts[0] in NON_CELL_DIRS + OWN_TABLE_DIRS:
       continue  # Standalone examples (cifar_fisher_ln.gin, ...), bases and presets.
-    assert relative.parts[0] in cells_lib.LAYOUTS, f'unexpected directory gin/{relative}'
+    assert relative.parts[0] in cells_lib.TABLES, f'unexpected directory gin/{relative}'
     assert path in registered, f'gin/{relative} is not in tf_ipmssl/cells.py'
 
 
@@ -123,22 +126,6 @@ def test_bin_cells_lists_every_cell():
                             '--table=table2,table3'],
                            capture_output=True, text=True, timeout=60, check=True).stdout
   assert 'table2' in counted and '24' in counted and 'total' in counted and '46' in counted
-
-
-def test_study_cells_have_gin_files_and_are_selected_only_by_name():
-  study = cells_lib.STUDIES['fashion_mnist_study']
-  cells = cells_lib.select_cells(tables=['fashion_mnist_study'])
-  assert len(cells) == len(study.rows) == 10
-  for cell in cells:
-    assert cell.paper_error is None and cell.paper_text == '–'
-    assert cell.gin_path.is_file(), cell.gin_file
-    assert "include 'bases/fashion_mnist_study.gin'" in cell.gin_path.read_text()
-  # Not among the paper's cells, nor in '*' or the unfiltered selection.
-  assert not set(cells) & set(cells_lib.all_cells())
-  assert len(cells_lib.select_cells(['*'])) == len(cells_lib.select_cells()) == 100
-  assert [c.row for c in cells_lib.select_cells(['fashion_mnist_study/*_gp_f*'])] == [
-      'kplus1_gp_f', 'kplus1_gp_f_pairwise']
-  assert cells_lib.get_cell('gin/fashion_mnist_study/fashion_mnist_supervised.gin') == cells[0]
 
 
 # What only the semi-supervised GAN reads: a supervised cell (Appendix C) binds none of it.

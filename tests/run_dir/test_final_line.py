@@ -54,8 +54,9 @@ def _runs_csv(tmp_path, cells_errors, labels='100', dataset='fashion_mnist'):
   return str(path)
 
 
-SUPERVISED = 'fashion_mnist_ssl/fashion_mnist_supervised_100'
-RECIPE = 'fashion_mnist_ssl/fashion_mnist_kplus1_entropy_fisher_f_ce_rampup_100'
+# The quickstart's baseline and recipe cells (gin/quickstart.gin).
+SUPERVISED = 'appendix_c/cifar10_none_4k'
+RECIPE = 'table1/cifar10_fisher_kplus1_entropy'
 METRICS = {'best': {'step': 200, 'validation_error': 18.0, 'test_error': 17.5},
            'final': {'step': 300, 'validation_error': 19.0, 'test_error': 18.25}}
 

@@ -4,8 +4,10 @@ import os
 import subprocess
 import sys
 
+from tests import table_files
 from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
+from tf_ipmssl import table_file
 
 SWEEP = str(cells_lib.REPO_ROOT / 'bin' / 'sweep')
 
@@ -53,22 +55,34 @@ def test_user_errors(tmp_path):
   assert 'Traceback' not in result.stderr
 
 
-def test_study_dry_run_and_tables(tmp_path):
-  root = str(tmp_path / 'study')
-  result = _sweep('--table=fashion_mnist_study', '--seeds=3', f'--root={root}', '--workers=2',
+def test_a_table_file_dry_run_and_tables(tmp_path):
+  """--table_file: its cells over seeds, their gin files from its gin folder; its table from
+  the runs; a cell without its gin file is one line before anything runs."""
+  path = table_files.write_table(str(tmp_path), name='own_table_sweep')
+  root = str(tmp_path / 'own')
+  result = _sweep(f'--table_file={path}', '--seeds=3', f'--root={root}', '--workers=2',
                   '--dry_run')
-  assert '30 run(s): 10 cell(s) x 3 seed(s)' in result.stdout
-  assert ('--gin_file=gin/fashion_mnist_study/fashion_mnist_kplus1_gp_f_pairwise.gin'
-          in result.stdout)
-  cell = cells_lib.get_cell('fashion_mnist_study/fashion_mnist_supervised')
+  assert '12 run(s): 4 cell(s) x 3 seed(s)' in result.stdout
+  gin = tmp_path.resolve() / 'configs' / 'fashion_mnist_kplus1_1000.gin'
+  assert f'--gin_file={gin}' in result.stdout
+  result = _sweep(f'--table_file={path}', '--cells=own_table_sweep/*_kplus1_*', '--seeds=1',
+                  f'--root={root}', '--dry_run')
+  assert '2 run(s): 2 cell(s) x 1 seed(s)' in result.stdout
+  table_file.load(path)
+  cell = cells_lib.get_cell('own_table_sweep/fashion_mnist_supervised_100')
   for seed, error in enumerate((26.0, 28.0)):
     fake_results.write_run(root, cell, seed, error)
-  result = _sweep('--table=fashion_mnist_study', '--tables_only', f'--root={root}',
-                  '--noplots')
-  assert '| supervised only (CE, 600 updates) | 27.00 ± 1.41 (n=2) |' in result.stdout
-  result = _sweep('--table=fashion_mnist_study', f'--root={root}', '--workers=0', check=False)
+  result = _sweep(f'--table_file={path}', '--tables_only', f'--root={root}', '--noplots')
+  assert '| supervised only | 27.00 ± 1.41 (n=2) | – |' in result.stdout
+  result = _sweep(f'--table_file={path}', f'--root={root}', '--workers=0', check=False)
   assert result.returncode == 1 and 'workers' in result.stderr
-  assert 'Traceback' not in result.stderr
+  gin.unlink()
+  result = _sweep(f'--table_file={path}', f'--root={root}', '--dry_run', check=False)
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert (f'1 cell(s) lack their gin file, e.g. own_table_sweep/fashion_mnist_kplus1_1000: '
+          f'{gin} does not exist') in result.stderr
+  result = _sweep('--table=own_table_sweep', f'--root={root}', '--dry_run', check=False)
+  assert result.returncode == 1 and 'or describe a table of your own' in result.stderr
 
 
 def test_sigterm_stops_the_sweep_and_its_trainer_in_one_line(tmp_path):

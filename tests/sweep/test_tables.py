@@ -182,25 +182,6 @@ def test_runs_csv_has_the_labeled_errors_and_the_cpu(tmp_path):
                                   (None, None, 99.0, None, 10)]
 
 
-def test_the_lowest_labeled_error_over_a_run_is_read_from_its_eval_curve(tmp_path):
-  """The minimum of the run's eval/labeled_error events, written as the trainer writes them;
-  a run without an eval curve keeps None, and the other curves are not read for it."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
-  root = str(tmp_path / 'sweep')
-  cell = cells_lib.get_cell('table2/cifar10_sobolev_f')
-  with_curve = fake_results.write_run(root, cell, 0, 30.0)
-  fake_results.write_run(root, cell, 1, 31.0)
-  writer = tf.summary.create_file_writer(os.path.join(with_curve, 'eval'))
-  for step, labeled, test in ((50, 30.0, 20.0), (100, 7.0, 21.0), (150, 12.0, 1.0)):
-    tensorboard.write_scalars(writer, step, {'eval/labeled_error': labeled,
-                                             'eval/test_error': test})
-  writer.close()
-  results = tables.with_lowest_labeled_errors(tables.collect(root, [cell]))
-  assert [r.lowest_labeled_error for r in results[cell.id].runs] == [7.0, None]
-  assert [r.test_error for r in results[cell.id].runs] == [30.0, 31.0]
-
-
 def test_read_runs_csv_of_the_committed_table1():
   """The committed miniature Table 1 (written before runs.csv had labeled errors)."""
   path = os.path.join(os.path.dirname(__file__), '..', '..', 'docs', 'results',
@@ -248,24 +229,32 @@ def test_write_tables_and_plots(tmp_path):
       assert f.read(8) == b'\x89PNG\r\n\x1a\n'
 
 
-def test_study_tables_show_ours_without_a_paper_column(tmp_path):
-  root = str(tmp_path / 'study')
-  supervised = cells_lib.get_cell('fashion_mnist_study/fashion_mnist_supervised')
-  gp = cells_lib.get_cell('fashion_mnist_study/fashion_mnist_kplus1_gp_f')
+OWN_TABLE = cells_lib.Table(
+    name='own_table_layout', title='A table of your own: 1000 labels, test error %',
+    rows=(('supervised', 'supervised only (CE, 600 updates)'), ('kplus1_gp_f', 'K+1, Ω_GP(f)'),
+          ('kplus1_sobolev_f', 'K+1, Ω_S(f)')),
+    columns=(('fashion_mnist', '', 'Fashion-MNIST (1k)'),), row_header='critic, constraints',
+    has_paper=False)
+
+
+def test_a_table_of_your_own_shows_ours_without_a_paper_column(tmp_path):
+  root = str(tmp_path / 'own')
+  cells_lib.register_table(OWN_TABLE)
+  supervised = cells_lib.get_cell('own_table_layout/fashion_mnist_supervised')
+  gp = cells_lib.get_cell('own_table_layout/fashion_mnist_kplus1_gp_f')
   for seed, error in enumerate((30.0, 27.0, 24.0)):
     fake_results.write_run(root, supervised, seed, error)
   fake_results.write_run(root, gp, 1, 40.0, num_labeled=1000)
-  results = tables.collect(root, cells_lib.select_cells(tables=['fashion_mnist_study']))
-  study = cells_lib.STUDIES['fashion_mnist_study']
-  assert tables.tables_with_results(results) == [study]
+  results = tables.collect(root, cells_lib.select_cells(tables=['own_table_layout']))
+  assert tables.tables_with_results(results) == [OWN_TABLE]
 
-  text = tables.markdown_table(study, results)
+  text = tables.markdown_table(OWN_TABLE, results)
   assert 'paper' not in text.split('\n')[2]  # The header row.
   rows = _markdown_rows(text)
   assert rows['supervised only (CE, 600 updates)'] == ['27.00 ± 3.00 (n=3)']
   assert rows['K+1, Ω_GP(f)'] == ['40.00 (n=1)']
   assert rows['K+1, Ω_S(f)'] == ['–']
-  csv_rows = list(csv.DictReader(io.StringIO(tables.csv_table(study, results))))
+  csv_rows = list(csv.DictReader(io.StringIO(tables.csv_table(OWN_TABLE, results))))
   assert list(csv_rows[0]) == ['critic, constraints', 'Fashion-MNIST (1k) mean',
                                'Fashion-MNIST (1k) std', 'Fashion-MNIST (1k) n']
   assert (csv_rows[0]['Fashion-MNIST (1k) mean'], csv_rows[0]['Fashion-MNIST (1k) std']) == (
@@ -276,7 +265,7 @@ def test_study_tables_show_ours_without_a_paper_column(tmp_path):
   pytest.importorskip('matplotlib')
   from tf_ipmssl.sweep import plots  # pylint: disable=g-import-not-at-top
   (png,) = plots.plot_tables(results, str(tmp_path / 'tables'))
-  assert os.path.basename(png) == 'fashion_mnist_study.png'
+  assert os.path.basename(png) == 'own_table_layout.png'
 
 
 def test_per_class_tables_of_runs_with_per_class_results(tmp_path):
@@ -309,33 +298,7 @@ def test_per_class_tables_of_runs_with_per_class_results(tmp_path):
   assert not any('class_errors' in p for p in written)
 
 
-def test_the_earliest_of_tied_best_steps_is_reported(tmp_path):
-  """A record whose metrics.json names a later step of the same lowest validation error
-  reports the earlier step's test and labeled errors (counted by hand below); a record
-  naming the earliest already, and one without a curve, are left as they are. The
-  validation errors are written as the trainer writes them (float32 events)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.training import tensorboard  # pylint: disable=g-import-not-at-top
-  root = str(tmp_path / 'sweep')
-  cell = cells_lib.get_cell('table2/cifar10_fisher_f')
-  later = fake_results.write_run(root, cell, 0, 24.40)  # metrics.json: step 10.
-  earliest = fake_results.write_run(root, cell, 1, 30.0)
-  fake_results.write_run(root, cell, 2, 31.0)  # No curve.
-  curves = {later: ((4, 25.62, 24.52, 3.0), (6, 26.0, None, 2.0), (10, 25.62, 24.40, 1.0)),
-            earliest: ((10, 25.60, 30.0, 0.0), (12, 25.60, None, 0.0))}
-  for model_dir, points in curves.items():
-    writer = tf.summary.create_file_writer(os.path.join(model_dir, 'eval'))
-    for step, validation, test, labeled in points:
-      scalars = {'eval/validation_error': validation, 'eval/labeled_error': labeled}
-      if test is not None:
-        scalars['eval/test_error'] = test
-      tensorboard.write_scalars(writer, step, scalars)
-    writer.close()
-  results, moved = tables.with_earliest_tied_best(tables.collect(root, [cell]))
-  runs = results[cell.id].runs
-  assert [round(r.test_error, 4) for r in runs] == [24.52, 30.0, 31.0]
-  assert [r.best_step for r in runs] == [4, None, None]
-  assert runs[0].labeled_error == 3.0
-  assert [(c, s, a, b) for c, s, a, b, _, _ in moved] == [(cell.id, 0, 10, 4)]
+def test_the_earliest_of_tied_lowest_validation_errors_is_the_best_step():
   assert tables.earliest_tied_step({10: 2.5, 4: 2.5, 2: 3.0}) == 4
+  assert tables.earliest_tied_step({6: 1.0, 8: 2.0}) == 6
   assert tables.earliest_tied_step({}) is None

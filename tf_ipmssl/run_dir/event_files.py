@@ -25,7 +25,7 @@ def read_scalars(directory):
       continue
     path = os.path.join(directory, name)
     try:
-      for event in tf.compat.v1.train.summary_iterator(path):
+      for event in _events(path):
         for value in event.summary.value:
           array = tf.make_ndarray(value.tensor)
           if array.ndim == 0:  # Scalars only (not the sample images).
@@ -34,6 +34,13 @@ def read_scalars(directory):
       print(f'warning: {path} is damaged ({errors.first_line(e)}); its scalars '
             'from there on are not read', file=sys.stderr, flush=True)
   return {tag: sorted(points, key=lambda point: point[0]) for tag, points in curves.items()}
+
+
+def _events(path):
+  """The Event protos of one event file, in the order written (TFRecord framing, each
+  record's checksums checked: a damaged one raises DataLossError)."""
+  for record in tf.data.TFRecordDataset(path):
+    yield tf.compat.v1.Event.FromString(record.numpy())
 
 
 def read_eval_curves(model_dir):

@@ -5,7 +5,7 @@ Each run contributes one number, the test error (%) at the step of best validati
 docs/algorithm.md#data-and-model-selection), or the test error of its last evaluation when
 the run had no validation split. Only finished runs count. A cell's entry is the
 mean ± sample std (ddof = 1) over its runs and their number n, beside the paper's number
-(a study's tables, which have no paper numbers, show ours alone).
+(a table of your own, which has no paper numbers, shows ours alone).
 
 Runs are found on disk as `<root>/<cell id>/seed_*/metrics.json`, so tables can be rebuilt
 at any time, also while a sweep is running or after runs were added.
@@ -51,16 +51,16 @@ class RunResult:
   # lacks it), beside the reported one of the best validation step.
   last_test_error: Optional[float] = None
   cpu: Optional[str] = None  # The CPU it trained on (cpu_of; None where no file names it).
-  # The lowest labeled-set error (%) over its evaluations, from its eval curve
-  # (`with_lowest_labeled_errors`; None where the curve is not kept or not read).
+  # The lowest labeled-set error (%) over its evaluations, where a reader of its eval curve
+  # gave it (None: not read).
   lowest_labeled_error: Optional[float] = None
   # Its wall time by part, seconds in wall_time.PARTS order (metrics.json's `wall_split`;
   # None where that lacks it: older ones do, reporting.py).
   wall_split: Optional[Tuple[float, ...]] = None
   # False for a run that stands only as a row of RECORDLESS_ROWS_FILE.
   has_record: bool = True
-  # The best validation step where the reported error is taken at another step than
-  # metrics.json's (with_earliest_tied_best); None: metrics.json's.
+  # The best validation step where a reader of its eval curve took the reported error at
+  # another step than metrics.json's; None: metrics.json's.
   best_step: Optional[int] = None
   # The balanced test error (%) and each class's test error ((class name, % or None), in
   # label order) at the reported step (metrics.json's per-class results, reporting.py;
@@ -116,27 +116,6 @@ class CellResult:
     return f'{cells_lib.format_error(self.mean, self.std)} (n={self.n})'
 
 
-# The run's labeled-set error at each evaluation, in its eval/ TensorBoard events.
-LABELED_ERROR_CURVE = 'eval/labeled_error'
-
-
-def with_lowest_labeled_errors(results: Dict[str, 'CellResult']) -> Dict[str, 'CellResult']:
-  """`results` with each run's lowest labeled-set error over its evaluations, read from the
-  eval curve kept in its model directory (its TensorBoard events: this imports TensorFlow);
-  runs without the curve are left as they are."""
-  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
-  def lowest(run):
-    curve = event_files.read_eval_curves(run.model_dir).get(LABELED_ERROR_CURVE)
-    if not curve:
-      return run
-    return dataclasses.replace(run, lowest_labeled_error=min(curve.values()))
-  return {cell_id: dataclasses.replace(result, runs=tuple(lowest(r) for r in result.runs))
-          for cell_id, result in results.items()}
-
-
-TEST_ERROR_CURVE, VALIDATION_ERROR_CURVE = 'eval/test_error', 'eval/validation_error'
-
-
 def earliest_tied_step(validation: Dict[int, float]) -> Optional[int]:
   """The best step under the trainer's rule (training/loop.lower_error): the earliest
   evaluation of the lowest validation error, the errors compared as their float32 values
@@ -145,38 +124,6 @@ def earliest_tied_step(validation: Dict[int, float]) -> Optional[int]:
     return None
   lowest = min(validation.values())
   return min(step for step, value in validation.items() if value == lowest)
-
-
-def with_earliest_tied_best(results: Dict[str, 'CellResult']
-                            ) -> Tuple[Dict[str, 'CellResult'], List[Tuple[str, int, int, int,
-                                                                            float, float]]]:
-  """`results` with each run's reported error taken at `earliest_tied_step` of its eval curve,
-  and what moved: (cell id, seed, recorded best step, earliest tied step, recorded error,
-  error at the earlier step). A trainer before lower_error compared the new error in float64
-  with the stored best in float32, so an equal count of wrong images at a later step won the
-  tie whenever the percentage's float32 rounding lay above it; such a run's metrics.json
-  names the later step. Runs without their curve (or whose earlier step has no test error)
-  are left as they are. Reads event files: this imports TensorFlow."""
-  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
-  moved = []
-
-  def earliest(cell_id, run):
-    metrics = run_files.read_metrics(run.model_dir, unreadable_ok=True) or {}
-    recorded = (metrics.get('best') or {}).get('step', -1)
-    curves = event_files.read_eval_curves(run.model_dir)
-    step = earliest_tied_step(curves.get(VALIDATION_ERROR_CURVE, {}))
-    test = curves.get(TEST_ERROR_CURVE, {}).get(step)
-    if step is None or recorded < 0 or step == recorded or test is None:
-      return run
-    moved.append((cell_id, run.seed, recorded, step, run.test_error, test))
-    return dataclasses.replace(
-        run, test_error=test, best_step=step, balanced_error=None, class_errors=None,
-        labeled_error=curves.get(LABELED_ERROR_CURVE, {}).get(step))
-
-  replaced = {cell_id: dataclasses.replace(
-      result, runs=tuple(earliest(cell_id, r) if r.has_record else r for r in result.runs))
-              for cell_id, result in results.items()}
-  return replaced, moved
 
 
 def different_cpus(first: RunResult, second: RunResult) -> bool:
@@ -283,7 +230,7 @@ def _recordless_runs(root: str, cell_id: str) -> Tuple[RunResult, ...]:
   path = os.path.join(root, RECORDLESS_ROWS_FILE)
   if not os.path.exists(path):
     return ()
-  result = read_runs_csv(path).get(cell_id)
+  result = read_runs_csv(path, (cell_id,)).get(cell_id)
   if result is None:
     return ()
   return tuple(dataclasses.replace(run, has_record=False) for run in result.runs)
@@ -346,9 +293,9 @@ def collect(root: str, cells: Sequence[cells_lib.Cell],
 
 
 def tables_with_results(results: Dict[str, CellResult]) -> List[cells_lib.Table]:
-  """The tables (the paper's, then the studies), in order, that hold a finished run."""
+  """The tables (the paper's, then those of your own), in order, that hold a finished run."""
   names = {r.cell.table for r in results.values() if r.n}
-  return [t for t in cells_lib.LAYOUTS.values() if t.name in names]
+  return [t for t in cells_lib.layouts().values() if t.name in names]
 
 
 def _result_at(results, table, dataset, row, column) -> Tuple[Optional[cells_lib.Cell],
@@ -470,15 +417,20 @@ def runs_csv(results: Dict[str, CellResult]) -> str:
   return out.getvalue()
 
 
-def read_runs_csv(path: str) -> Dict[str, CellResult]:
+def read_runs_csv(path: str, cell_ids: Optional[Sequence[str]] = None
+                  ) -> Dict[str, CellResult]:
   """{cell id: CellResult} from a runs.csv that `runs_csv` wrote (a committed table's runs,
-  whose run directories are gone); each run's model_dir is '' and unknown columns blank."""
+  whose run directories are gone), of every cell or of `cell_ids`; each run's model_dir is
+  '' and unknown columns blank. A cell of a table of your own must be registered first
+  (table_file.load)."""
   def number(row, key, kind=float):
     value = row.get(key)
     return None if value in (None, '') else kind(value)
   by_cell: Dict[str, List[RunResult]] = {}
   with open(path, newline='') as f:
     for row in csv.DictReader(f):
+      if cell_ids is not None and row['cell'] not in cell_ids:
+        continue
       split = tuple(number(row, column) for column in _SPLIT_COLUMNS)
       by_cell.setdefault(row['cell'], []).append(RunResult(
           seed=int(row['seed']), test_error=float(row['test_error']), model_dir='',

@@ -2,9 +2,10 @@
 
   .venv/bin/python studies/fashion_mnist_100/scripts/fashion_mnist_curves.py runs/fashion_mnist_ssl
 
-ROOT is the --root of `bin/sweep --table=fashion_mnist_ssl`. One panel per label budget:
-validation error (%) of every run against critic updates (SSL: 2 per step; supervised: 1),
-one thin line per seed and the mean over seeds (thick). Writes
+ROOT is the --root of
+`bin/sweep --table_file=studies/fashion_mnist_100/tables/fashion_mnist_ssl.json`. One panel
+per label budget: validation error (%) of every run against critic updates (SSL: 2 per
+step; supervised: 1), one thin line per seed and the mean over seeds (thick). Writes
 docs/results/fashion_mnist_curves.png and prints, per cell, the runs' best validation step,
 test error there and wall time.
 """
@@ -19,11 +20,12 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
+from tf_ipmssl import table_file  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
 
 RESULTS = pathlib.Path(__file__).resolve().parents[3] / 'docs' / 'results'
 
-STUDY = 'fashion_mnist_ssl'
+TABLE_FILE = pathlib.Path(__file__).resolve().parents[1] / 'tables' / 'fashion_mnist_ssl.json'
 UPDATES_PER_STEP = {'supervised': 1}  # Every other row: n_c = 2 critic updates per step.
 
 
@@ -36,13 +38,13 @@ def seed_dirs(root, cell):
 
 
 def main(root):
-  study = cells_lib.STUDIES[STUDY]
+  study = table_file.load(str(TABLE_FILE))
   labels = dict(study.rows)
   figure, axes = plt.subplots(1, len(study.columns), figsize=(6.5 * len(study.columns), 4.6),
                               squeeze=False)
   for axis, (dataset, column, header) in zip(axes[0], study.columns):
     for index, (row, label) in enumerate(study.rows):
-      cell = cells_lib.cell_at(STUDY, dataset, row, column)
+      cell = cells_lib.cell_at(study.name, dataset, row, column)
       color = f'C{index}'
       curves = []
       for run_dir in seed_dirs(root, cell):

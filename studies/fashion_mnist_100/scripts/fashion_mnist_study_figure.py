@@ -2,7 +2,8 @@
 
   .venv/bin/python studies/fashion_mnist_100/scripts/fashion_mnist_study_figure.py runs/fashion_mnist_study
 
-ROOT is the --root of `bin/sweep --table=fashion_mnist_study`; runs are read from
+ROOT is the --root of
+`bin/sweep --table_file=studies/fashion_mnist_100/tables/fashion_mnist_study.json`; runs are read from
 ROOT/fashion_mnist_study/<cell>/seed_<s> as the sweep's tables read them.
 
 Left: test error at the best validation step per row (mean ± std over seeds, each seed a dot).
@@ -20,13 +21,14 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
+from tf_ipmssl import table_file  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.run_dir import run_files  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.sweep import tables as tables_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
 
 RESULTS = pathlib.Path(__file__).resolve().parents[3] / 'docs' / 'results'
 
-STUDY = 'fashion_mnist_study'
+TABLE_FILE = pathlib.Path(__file__).resolve().parents[1] / 'tables' / 'fashion_mnist_study.json'
 CURVES = (('kplus1_fisher_f', 2, 'SSL: K+1, Fisher(f)'), ('supervised', 1, 'supervised only'))
 
 
@@ -36,8 +38,8 @@ def validation_curve(run_dir):
 
 
 def main(root):
-  study = cells_lib.STUDIES[STUDY]
-  results = tables_lib.collect(root, cells_lib.select_cells(tables=[STUDY]))
+  study = table_file.load(str(TABLE_FILE))
+  results = tables_lib.collect(root, cells_lib.select_cells(tables=[study.name]))
   labels = dict(study.rows)
   rows = [r for r in results.values() if r.n]
   rows.sort(key=lambda r: r.mean)
@@ -58,7 +60,7 @@ def main(root):
 
   colors = {'kplus1_fisher_f': '#1f77b4', 'supervised': '#d62728'}
   for row, critic_per_step, label in CURVES:
-    result = results.get(f'{STUDY}/fashion_mnist_{row}')
+    result = results.get(f'{study.name}/fashion_mnist_{row}')
     curves = [validation_curve(run.model_dir) for run in (result.runs if result else ())]
     curves = [c for c in curves if c]
     for curve in curves:

@@ -1,0 +1,127 @@
+"""A table of your own: a JSON file that lays out gin configs as rows × columns, so that
+`bin/sweep --table_file=FILE` trains every cell over seeds and writes the table (mean ± std,
+n per cell) as it does the paper's, without paper numbers.
+
+  {
+    "name": "my_table",
+    "title": "My labels: K+1 vs supervised, test error %",
+    "row_header": "critic",
+    "rows": [["supervised", "supervised only"], ["kplus1", "K+1, Ω_F(f)"]],
+    "columns": [["fashion_mnist", "100", "100 labels"], ["fashion_mnist", "1000", "1000"]],
+    "x_label": "labels",
+    "gin_dir": "my_gin"
+  }
+
+- `name`: the table's name and the first part of its cells' ids, `<name>/<dataset>_<row>[_<column>]`
+  (letters, digits and '_'; not a paper table's).
+- `rows`: [key, label] in the table's order; `columns`: [dataset, key, header], the key ''
+  where the table has one column per dataset. Every row × column is a cell.
+- `x_label` (optional): the columns are numbers (of labels, say): the plot is error against
+  them, with this axis label; otherwise the plot is bars.
+- `gin_dir` (optional): the folder of the cells' gin files, relative to this file's folder
+  or absolute; cell `<name>/<dataset>_<row>[_<column>]` trains with
+  `<gin_dir>/<dataset>_<row>[_<column>].gin`. Without it: `gin/<name>/` of the checkout.
+
+Standard library only, as cells.py: `bin/cells` and `bin/sweep --dry_run` stay instant.
+"""
+import json
+import os
+import re
+from typing import Tuple
+
+from tf_ipmssl import cells as cells_lib
+from tf_ipmssl import errors
+
+_REQUIRED = ('name', 'title', 'row_header', 'rows', 'columns')
+_OPTIONAL = ('x_label', 'gin_dir')
+_KEY = re.compile(r'[A-Za-z0-9_]+')
+
+
+def load(path: str) -> cells_lib.Table:
+  """The table the JSON file at `path` describes, registered with cells.py (its cells are
+  then known to get_cell and select_cells); a ConfigError naming the fix for a file that is
+  missing, not JSON, or not a table."""
+  try:
+    with open(path, encoding='utf-8') as f:
+      spec = json.load(f)
+  except FileNotFoundError:
+    raise errors.ConfigError(f'--table_file={path}: no such file') from None
+  except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    raise errors.ConfigError(f'--table_file={path} cannot be read as JSON ({e}): see '
+                             'tf_ipmssl/table_file.py for the format') from None
+  table = _table(spec, path)
+  try:
+    cells_lib.register_table(table)
+  except errors.ConfigError as e:
+    raise errors.ConfigError(f'--table_file={path}: {e}') from None
+  return table
+
+
+def _table(spec, path) -> cells_lib.Table:
+  def refuse(what):
+    raise errors.ConfigError(f'--table_file={path}: {what} (the format: '
+                             'tf_ipmssl/table_file.py)')
+
+  if not isinstance(spec, dict):
+    refuse('the file holds no JSON object')
+  missing = [k for k in _REQUIRED if k not in spec]
+  unknown = sorted(set(spec) - set(_REQUIRED) - set(_OPTIONAL))
+  if missing or unknown:
+    refuse('; '.join(part for part in (
+        missing and f'it lacks {", ".join(missing)}',
+        unknown and f'unknown key(s) {", ".join(unknown)}') if part))
+  for key in ('name', 'title', 'row_header') + tuple(k for k in _OPTIONAL if k in spec):
+    if not isinstance(spec[key], str) or not spec[key]:
+      refuse(f'"{key}" must be a non-empty string')
+  name = spec['name']
+  if not _KEY.fullmatch(name):
+    refuse(f'"name" {name!r} may hold only letters, digits and _')
+  rows = _pairs(spec['rows'], 2, 'rows', '[key, label]', refuse)
+  columns = _pairs(spec['columns'], 3, 'columns', '[dataset, key, header]', refuse)
+  for key, _ in rows:
+    if not _KEY.fullmatch(key):
+      refuse(f'row key {key!r} may hold only letters, digits and _')
+  for dataset, key, _ in columns:
+    if dataset not in cells_lib.DATASET_NAMES:
+      refuse(f'column dataset {dataset!r} is unknown: use one of '
+             f'{list(cells_lib.DATASET_NAMES)}')
+    if key and not _KEY.fullmatch(key):
+      refuse(f'column key {key!r} may hold only letters, digits and _ (or be "")')
+  for what, keys in (('row key', [r[0] for r in rows]),
+                     ('column', [f'{c[0]} {c[1]!r}' for c in columns])):
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+      refuse(f'{what} {repeated[0]} is given twice')
+  gin_dir = spec.get('gin_dir')
+  if gin_dir is not None:
+    gin_dir = _repository_path(os.path.join(os.path.dirname(os.path.abspath(path)), gin_dir))
+  return cells_lib.Table(name=name, title=spec['title'], rows=rows, columns=columns,
+                         row_header=spec['row_header'], x_label=spec.get('x_label'),
+                         has_paper=False, gin_dir=gin_dir)
+
+
+def _pairs(value, size, what, shape, refuse) -> Tuple[Tuple[str, ...], ...]:
+  if (not isinstance(value, list) or not value
+      or not all(isinstance(item, list) and len(item) == size
+                 and all(isinstance(part, str) for part in item) for item in value)):
+    refuse(f'"{what}" must be a non-empty list of {shape} lists of strings')
+  return tuple(tuple(item) for item in value)
+
+
+def _repository_path(path: str) -> str:
+  """`path` relative to the repository root where it lies in it (commands run from there,
+  and a --train_checkout holds the same relative paths), else absolute."""
+  resolved = os.path.realpath(path)
+  root = os.path.realpath(cells_lib.REPO_ROOT)
+  if os.path.commonpath([resolved, root]) == root:
+    return os.path.relpath(resolved, root)
+  return resolved
+
+
+def select_cells(patterns=(), tables=(), datasets=(), table_files=()
+                 ) -> Tuple[cells_lib.Cell, ...]:
+  """cells.select_cells with the tables of `table_files` loaded and named too: a program's
+  --cells/--table/--dataset/--table_file. A table file's cells are all of its table's, or
+  those `patterns` name."""
+  names = list(tables) + [load(path).name for path in table_files]
+  return cells_lib.select_cells(patterns, names, datasets)
