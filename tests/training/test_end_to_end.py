@@ -47,11 +47,23 @@ def test_run_writes_everything(finished_run):
 
 
 def test_progress_line_fields(finished_run):
-  _, _, result = finished_run
+  """The last step's line shows what the run logged at that step (its TensorBoard scalars,
+  to 4 significant digits) and the latest validation error (metrics.json's final)."""
+  _, model_dir, result = finished_run
   line = [l for l in result.stdout.splitlines() if l.startswith('step 4/4')][0]
   for field in ('epoch', 'img/s', 'ETA', 'ce', 'ipm', 'omega/fisher_f', 'lambda/fisher_f',
                 'val_err'):
     assert field in line, (field, line)
+  shown = dict(part.rsplit(' ', 1) for part in line.split(' | ')[4:])
+  scalars = event_files.read_scalars(os.path.join(model_dir, 'train'))
+  for name in ('ce', 'ipm', 'critic_loss', 'generator_loss', 'omega/fisher_f',
+               'lambda/fisher_f'):
+    (value,) = [v for step, v in scalars[name] if step == 4]
+    assert shown[name] == f'{value:.4g}', name
+  (speed,) = [v for step, v in scalars['images_per_second'] if step == 4]
+  assert f' | {speed:.1f} img/s | ' in line
+  final = json.load(open(os.path.join(model_dir, 'metrics.json')))['final']
+  assert final['step'] == 4 and shown['val_err'] == f'{final["validation_error"]:.2f}%'
 
 
 def test_tensorboard_tags(finished_run):
