@@ -30,12 +30,25 @@ def test_mocked_tfds_dataset(tmp_path, name):
   assert data.train_images.std() > 0  # real pixels, not padding
 
 
-def test_mocked_tfds_svhn_extra_split(tmp_path):
+def test_mocked_tfds_svhn_extra_split(tmp_path, monkeypatch):
+  """include_extra reads TFDS's split 'train+extra' for training (TFDS concatenates train
+  and extra; mock_data makes num_examples for any split string, so the splits asked for are
+  what is checked here) and 'test' for testing; without it, 'train' and 'test'."""
+  asked = []
+  as_dataset = tfds.core.DatasetBuilder.as_dataset
+
+  def spy(self, *args, split=None, **kwargs):
+    asked.append(split)
+    return as_dataset(self, *args, split=split, **kwargs)
+
+  monkeypatch.setattr(tfds.core.DatasetBuilder, 'as_dataset', spy)
   with tfds.testing.mock_data(num_examples=5):
+    plain = datasets.load_dataset('svhn', source='tfds', data_dir=str(tmp_path))
     data = datasets.load_dataset('svhn', source='tfds', data_dir=str(tmp_path),
                                  include_extra=True)
-  assert '(train+extra/test)' in data.source
-  assert data.train_images.shape[1:] == (32, 32, 3)
+  assert asked == ['train', 'test', 'train+extra', 'test']
+  assert '(train+extra/test)' in data.source and '(train/test)' in plain.source
+  assert data.train_images.shape == (5, 32, 32, 3) and data.train_labels.shape == (5,)
 
 
 def test_auto_falls_back_to_tfds_and_prefers_local(tmp_path):
