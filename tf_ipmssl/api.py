@@ -58,10 +58,10 @@ from tf_ipmssl.serving import prediction
 from tf_ipmssl.serving import runtimes
 from tf_ipmssl.serving import score_graph
 from tf_ipmssl.training import evaluation
-from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import precision
 from tf_ipmssl.training import run as run_lib
 from tf_ipmssl.training import run_config
+from tf_ipmssl.training import stop_request
 from tf_ipmssl.training import trainer
 
 SPLITS = ('test', 'validation', 'labeled')
@@ -370,7 +370,7 @@ def train(model_dir: PathLike, gin_files: Union[PathLike, Sequence[PathLike]] = 
     text = configurables.gin_text(config)
     config = dataclasses.replace(config, gin_text=text, operative_gin_text=text)
   # SIGTERM from here on stops the run in one line and releases the lock (loop.py).
-  with process_state.preserved(), loop_lib.on_sigterm(), run_lock.hold(model_dir):
+  with process_state.preserved(), stop_request.on_sigterm(), run_lock.hold(model_dir):
     metrics = trainer.train(model_dir, config, started=started)
   return TrainResult.of(model_dir, metrics)
 

@@ -1,5 +1,5 @@
 """The training loop and what it does besides training: the learning-rate schedule,
-evaluation and model selection, samples, logging (TensorBoard and the progress line),
+evaluation and model selection, samples, logging (TensorBoard and the progress line, progress.py),
 early stopping and checkpoints.
 
 `train_loop` runs a run's steps from a given one to the end (or an early stop); `Loop`
@@ -9,22 +9,13 @@ errors.Terminated (before the session's first step: at once, with nothing new to
 A checkpoint SIGTERM adds between two `checkpoint_every` steps leaves the save counter
 where it was, so that the resumed run's checkpoints equal an uninterrupted run's.
 
-SIGTERM is a request to stop at the end of the current step (cluster preemption): SLURM,
-Kubernetes and preemptible VMs stop a job with SIGTERM and a grace period before SIGKILL.
-While `on_sigterm()` is active the signal only sets a flag, which the loop checks after
-every completed step; the program ends with one line and exit status 143 (128 + SIGTERM),
-so that rerunning the same command resumes exactly there (docs/reliability.md). bin/train
-keeps it active from before it takes the run's lock until it has released it: a SIGTERM
-before the first step stops the run there (one line, 143), one after the last step lets the
-export finish (exit 0); either way the lock is released.
+SIGTERM is a request to stop at the end of the current step (stop_request.py): the loop
+checks it after every completed step.
 """
-import contextlib
 import functools
 import math
 import os
 import re
-import signal
-import threading
 import time
 
 import numpy as np
@@ -39,33 +30,9 @@ from tf_ipmssl.run_dir import run_record
 from tf_ipmssl.run_dir import wall_time
 from tf_ipmssl.training import evaluation
 from tf_ipmssl.training import optimizers
+from tf_ipmssl.training import progress
 from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import tensorboard
-
-# The progress line shows these values (and every omega/ and lambda/).
-_SHOWN = ('ce', 'ipm', 'critic_loss', 'generator_loss')
-
-
-def format_duration(seconds):
-  if not math.isfinite(seconds):
-    return '?'
-  seconds = int(seconds)
-  hours, rest = divmod(seconds, 3600)
-  minutes, secs = divmod(rest, 60)
-  return f'{hours}h{minutes:02d}m{secs:02d}s' if hours else f'{minutes}m{secs:02d}s'
-
-
-def progress_line(step, total_steps, epoch, images_per_second, eta_seconds, scalars,
-                  validation_error=None):
-  """One line: step, epoch, speed, ETA, then the logged scalars (CE, IPM, Ω's, λ's...)."""
-  parts = [f'step {step}/{total_steps}', f'epoch {epoch:.2f}',
-           f'{images_per_second:.1f} img/s', f'ETA {format_duration(eta_seconds)}']
-  for name in sorted(scalars):
-    parts.append(f'{name} {scalars[name]:.4g}')
-  if validation_error is not None:
-    parts.append(f'val_err {validation_error:.2f}%')
-  return ' | '.join(parts)
-
 
 def _charged_to(part):
   """Decorates a Loop method whose wall time goes to `part` (wall_time.PARTS)."""
@@ -289,10 +256,11 @@ class Loop:
     scalars = self._scalars(values, seconds)
     tensorboard.write_scalars(self.writer, step, scalars)
     shown = {k: v for k, v in scalars.items()
-             if k in _SHOWN or k.startswith(('omega/', 'lambda/'))}
-    print(progress_line(step, length.total_steps, length.epoch(step),
-                        scalars['images_per_second'], seconds * (length.total_steps - step),
-                        shown, self.latest['validation_error']), flush=True)
+             if k in progress.SHOWN or k.startswith(('omega/', 'lambda/'))}
+    print(progress.progress_line(step, length.total_steps, length.epoch(step),
+                                 scalars['images_per_second'],
+                                 seconds * (length.total_steps - step), shown,
+                                 self.latest['validation_error']), flush=True)
     self.interval_start, self.interval_first_step = time.time(), step
 
   def patience_ran_out(self, step):
@@ -406,38 +374,3 @@ def train_loop(loop, algorithm, streams, step, sigterm, training_done):
         f'interrupted at step {step}; rerun the same command to resume (latest checkpoint: '
         f'{kept})') from None
   return step
-
-
-class _Request:
-  requested = False
-
-
-# The request of the outermost on_sigterm() in force, shared by those nested in it.
-_active = None
-
-
-@contextlib.contextmanager
-def on_sigterm():
-  """Yields an object whose `requested` turns True when SIGTERM arrives; restores the
-  previous handler on exit. Nested in another, it yields the outer one's request. Outside
-  the main thread (no signal handlers there) it yields a request that never turns True."""
-  global _active
-  if _active is not None:
-    yield _active
-    return
-  request = _Request()
-  if threading.current_thread() is not threading.main_thread():
-    yield request
-    return
-
-  def handler(signum, frame):
-    del signum, frame
-    request.requested = True
-
-  previous = signal.signal(signal.SIGTERM, handler)
-  _active = request
-  try:
-    yield request
-  finally:
-    _active = None
-    signal.signal(signal.SIGTERM, previous)

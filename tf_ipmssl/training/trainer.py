@@ -38,6 +38,7 @@ from tf_ipmssl.training import loop as loop_lib
 from tf_ipmssl.training import precision
 from tf_ipmssl.training import random_streams
 from tf_ipmssl.training import run as run_lib
+from tf_ipmssl.training import stop_request
 from tf_ipmssl.training import tensorboard
 
 
@@ -85,7 +86,7 @@ def train(model_dir, config, started=None):
   streams = _training_streams(run, data, strategy)
   loop = loop_lib.Loop(model_dir, data, run, length, metrics, step, started)
   _print_start(config, data, length, strategy, model_dir)
-  with loop_lib.on_sigterm() as sigterm:
+  with stop_request.on_sigterm() as sigterm:
     step = loop_lib.train_loop(loop, algorithm, streams, step, sigterm, training_done)
     return _finish(loop, step)  # SIGTERM here: the export completes (loop.py).
 
