@@ -28,6 +28,7 @@ from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import image_folder
 from tf_ipmssl.data import splits as splits_lib
 from tf_ipmssl.data import ssl_data
+from tf_ipmssl.data import ssl_data_settings
 
 
 def folder_name(class_name: str) -> str:
@@ -74,7 +75,7 @@ def write_image_folder(directory, data, labeled_per_class=10, validation_size=50
     max_test: write at most this many test images (a class-balanced subset,
       splits.subset_indices); None: all; 0: no test/.
     classes, unlabeled_size, foreign_share: class mismatch (see the module doc), checked and
-      drawn as build_ssl_data's settings of the same names (ssl_data.py).
+      drawn as build_ssl_data's settings of the same names (ssl_data_settings.py).
 
   Returns:
     {folder: images written}.
@@ -87,10 +88,10 @@ def write_image_folder(directory, data, labeled_per_class=10, validation_size=50
                            '--output folder')
   spec = dataset_specs.REGISTRY[data.name]
   # The settings checked as build_ssl_data checks them, before anything is written.
-  settings = ssl_data.BuildSslData(dataset=data.name, num_labeled=labeled_per_class,
-                                   validation_size=validation_size, split_seed=split_seed,
-                                   classes=None if classes is None else tuple(classes),
-                                   unlabeled_size=unlabeled_size, foreign_share=foreign_share)
+  settings = ssl_data_settings.BuildSslData(
+      dataset=data.name, num_labeled=labeled_per_class, validation_size=validation_size,
+      split_seed=split_seed, classes=None if classes is None else tuple(classes),
+      unlabeled_size=unlabeled_size, foreign_share=foreign_share)
   known = np.arange(data.num_classes)
   if classes is not None:
     known = np.array([spec.class_names.index(c) if isinstance(c, str) else int(c)

@@ -9,7 +9,7 @@ in their registries). Its attribute paths are the gin names: `config.train.seed`
 are `config.algorithm_settings` (`ssl.lambda_ce` is `config.algorithm_settings.lambda_ce`
 when train.mode = 'ssl'). Each group is a frozen dataclass declared in the module that reads
 it, its fields documented there, that validates itself when made (a ConfigError naming the
-binding): `Train` (below: `train.*`), ssl_data.BuildSslData (`build_ssl_data.*`),
+binding): `Train` (below: `train.*`), ssl_data_settings.BuildSslData (`build_ssl_data.*`),
 critic.BuildCritic (`build_critic.*`), generator.BuildGenerator (`build_generator.*`),
 distribution.MakeStrategy (`make_strategy.*`), augmentation.Augmentations
 (`augmentation.*`), the algorithm's own `Settings` (algorithms.py) and each constraint
@@ -21,8 +21,8 @@ What the run derives from the settings is a property: `algorithm` (the
 algorithms.Algorithm subclass train.mode names), `constraints` (those the algorithm uses,
 with ssl.constraint_penalty_scale applied), `critic_rate` and `generator_rate` (with
 train.learning_rate_scale applied), `loss_scaling`, `image_size` (build_ssl_data.image_size,
-held resolved: ssl_data.image_size_of, the dataset's own where it is not bound; the one
-image size of the run, which Run.build gives both networks) and `augmentations` (per
+held resolved: ssl_data_settings.image_size_of, the dataset's own where it is not bound;
+the one image size of the run, which Run.build gives both networks) and `augmentations` (per
 stream).
 
 `configurables.run_config()` makes the configuration of the gin config a program parsed
@@ -44,7 +44,7 @@ from typing import Any, Mapping, Optional, Tuple
 from tf_ipmssl import builder_settings as builder_settings_lib
 from tf_ipmssl import errors
 from tf_ipmssl.data import augmentation as augmentation_lib
-from tf_ipmssl.data import ssl_data
+from tf_ipmssl.data import ssl_data_settings
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.networks import generator as generator_lib
 from tf_ipmssl.objectives import constraint as constraint_lib
@@ -185,7 +185,7 @@ class Train:
 TRAIN = builder_settings_lib.Group.of_dataclass('train', Train)
 # The builders' settings a run holds besides train's, each a RunConfig field under its gin
 # name (builder_settings.Group).
-BUILDERS = (ssl_data.GROUP, critic_lib.GROUP, generator_lib.GROUP,
+BUILDERS = (ssl_data_settings.GROUP, critic_lib.GROUP, generator_lib.GROUP,
             distribution_lib.GROUP, augmentation_lib.GROUP)
 
 def default_bindings():
@@ -228,7 +228,7 @@ class RunConfig:
   train: Train
   # The builders' settings (BUILDERS), each the frozen dataclass its builder declares and
   # takes (the run supplies the sizes and seed the builders take besides).
-  build_ssl_data: ssl_data.BuildSslData
+  build_ssl_data: ssl_data_settings.BuildSslData
   build_critic: critic_lib.BuildCritic
   build_generator: generator_lib.BuildGenerator
   make_strategy: distribution_lib.MakeStrategy
@@ -431,9 +431,9 @@ class RunConfig:
 
 
 def _with_image_size(data):
-  """The data settings `data` with image_size resolved (ssl_data.image_size_of)."""
-  return dataclasses.replace(data, image_size=ssl_data.image_size_of(data.dataset,
-                                                                     data.image_size))
+  """The data settings `data` with image_size resolved (ssl_data_settings.image_size_of)."""
+  return dataclasses.replace(
+      data, image_size=ssl_data_settings.image_size_of(data.dataset, data.image_size))
 
 
 _NON_FINITE = {repr(v): v for v in (math.inf, -math.inf, math.nan)}

@@ -30,7 +30,7 @@ import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
 from tf_ipmssl.data import augmentation as augmentation_lib
-from tf_ipmssl.data import ssl_data
+from tf_ipmssl.data import ssl_data_settings
 from tf_ipmssl.networks import critic as critic_lib
 from tf_ipmssl.run_dir import config_formats
 from tf_ipmssl.run_dir import run_files
@@ -95,7 +95,7 @@ def _defaults(settings, names):
 
 # The builders' defaults, for a setting a run_config.json lacks (an older one holds a
 # builder's settings only where the run's gin files bind them: config_formats.py).
-_DATA_DEFAULTS = _defaults(ssl_data.BuildSslData(), ('num_labeled', 'split_seed'))
+_DATA_DEFAULTS = _defaults(ssl_data_settings.BuildSslData(), ('num_labeled', 'split_seed'))
 _CRITIC_DEFAULTS = _defaults(critic_lib.BuildCritic(), ('normalization', 'width'))
 # How the dashboard names each constraint type's IPM.
 _IPM_NAMES = {'Fisher': 'Fisher', 'Sobolev': 'Sobolev', 'GradientPenalty': 'WGAN-GP',
