@@ -90,7 +90,7 @@ def test_tf1_session_load_answers(exported_run, images_and_expected, tmp_path):
 @pytest.mark.numerics
 def test_tf2_load_answers_and_keeps_the_metadata(exported_run, images_and_expected):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import runtimes  # pylint: disable=g-import-not-at-top
   images, _, expected, tolerance = images_and_expected
   export_dir = os.path.join(exported_run, 'export')
   module = tf.saved_model.load(export_dir)
@@ -104,7 +104,7 @@ def test_tf2_load_answers_and_keeps_the_metadata(exported_run, images_and_expect
   names = list(dataset_specs.FASHION_MNIST.class_names)
   assert [n.decode() for n in out['class_names'].numpy()] == [names[l] for l in labels]
   assert [n.decode() for n in module.signatures['class_names']()['class_names'].numpy()] == names
-  classifier = export.LoadedClassifier(export_dir)
+  classifier = runtimes.open_classifier(export_dir)
   assert classifier.metadata['image_shape'] == [28, 28, 1]
   assert classifier.metadata['class_names'] == names and classifier.metadata['resize'] is None
   numerics.assert_labels_agree_where_clear(classifier(images)['labels'], expected, tolerance)

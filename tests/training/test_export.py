@@ -71,7 +71,7 @@ def test_the_best_step_not_the_last_is_exported(tmp_path):
   from tf_ipmssl.data import pipelines  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.data import ssl_data  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.objectives import fisher  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import runtimes  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.serving import score_graph  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import run as run_lib  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.training import run_config  # pylint: disable=g-import-not-at-top
@@ -105,16 +105,16 @@ def test_the_best_step_not_the_last_is_exported(tmp_path):
       run, data, model_dir, score_graph.fit(run.evaluated_critic, config.formulation, data),
       {'checkpoint': selected['checkpoint']})
   # pylint: enable=protected-access
-  exported = export.LoadedClassifier(os.path.join(model_dir, 'export'))(images)['labels']
+  exported = runtimes.open_classifier(os.path.join(model_dir, 'export'))(images)['labels']
   # The export's graph against the eager critic: labels where they are clear.
   numerics.assert_labels_agree_where_clear(exported, best, tolerance)
 
 
 def test_export_rejects_wrong_shape_and_dtype(exported_run):
   from tf_ipmssl import errors  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import runtimes  # pylint: disable=g-import-not-at-top
   _, model_dir = exported_run
-  classifier = export.LoadedClassifier(os.path.join(model_dir, 'export'))
+  classifier = runtimes.open_classifier(os.path.join(model_dir, 'export'))
   good = np.zeros([2, 28, 28, 1], np.uint8)
   assert classifier(good)['labels'].shape == (2,)
   with pytest.raises(errors.UserError, match=r'shape \[N, 28, 28, 1\]'):

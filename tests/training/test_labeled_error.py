@@ -62,11 +62,11 @@ def test_final_labeled_error_counts_the_last_critics_mistakes(finished_run):
 
 
 def test_best_labeled_error_counts_the_exported_classifiers_mistakes(finished_run):
-  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import runtimes  # pylint: disable=g-import-not-at-top
   data_dir, model_dir, metrics = finished_run
   images, labels = _labeled_set(data_dir)
   assert metrics['exported'] == {'checkpoint': 'best', 'step': metrics['best']['step']}
-  predicted = export.LoadedClassifier(os.path.join(model_dir, 'export'))(images)['labels']
+  predicted = runtimes.open_classifier(os.path.join(model_dir, 'export'))(images)['labels']
   assert metrics['best']['labeled_error'] == pytest.approx(_percent_wrong(predicted, labels))
 
 
@@ -187,14 +187,14 @@ def test_the_finished_runs_confusion_matrices_are_its_critics_answers(finished_r
   """End to end: the last step's test confusion matrix in metrics.json is NumPy's count of the
   restored last critic's answers, and the best step's that of the exported classifier."""
   from tf_ipmssl.data import pipelines  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.serving import export  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.serving import runtimes  # pylint: disable=g-import-not-at-top
   data_dir, model_dir, metrics = finished_run
   data = _ssl_data(data_dir)
   labels = np.asarray(data.test_labels)
   critic, _ = runs.restore_run(model_dir).restore_critic('latest')
   last = np.argmax(critic.classify(pipelines.to_model_input(tf.constant(data.test_images)),
                                    training=False).numpy(), axis=-1)
-  best = export.LoadedClassifier(os.path.join(model_dir, 'export'))(data.test_images)['labels']
+  best = runtimes.open_classifier(os.path.join(model_dir, 'export'))(data.test_images)['labels']
   for part, predicted in (('final', last), ('best', best)):
     expected = np.zeros([10, 10], np.int64)
     np.add.at(expected, (labels, predicted), 1)

@@ -270,25 +270,3 @@ def export_is_complete(export_dir):
   return (any(tf.io.gfile.exists(os.path.join(export_dir, m)) for m in formats.MODEL_FILES)
           and tf.io.gfile.exists(os.path.join(export_dir, METADATA_FILE))
           and not tf.io.gfile.exists(os.path.join(export_dir, PARTIAL_MARKER)))
-
-
-class LoadedClassifier:
-  """An exported classifier reloaded with tf.saved_model.load, with input checks."""
-
-  def __init__(self, export_dir):
-    metadata_path = os.path.join(export_dir, METADATA_FILE)
-    if not tf.io.gfile.exists(metadata_path):
-      raise errors.UserError(
-          f'{export_dir} is not a tf_ipmssl classifier export (no {METADATA_FILE}); export one '
-          'with `bin/export --model_dir=RUN_DIR`')
-    with tf.io.gfile.GFile(metadata_path) as f:
-      self.metadata = json.load(f)
-    self.image_shape = tuple(self.metadata['image_shape'])
-    # Images of any size where the export resizes them (image_folder.fit_images).
-    self._checked = self.image_shape[-1:] if self.metadata.get('resize') else self.image_shape
-    self._module = tf.saved_model.load(export_dir)
-
-  def __call__(self, images):
-    images = metadata_lib.checked_images(images, self._checked)
-    out = self._module.signatures[SIGNATURE_KEY](images=tf.constant(images))
-    return {k: v.numpy() for k, v in out.items()}
