@@ -41,4 +41,4 @@ def test_fast_functions_average_several_calls_per_sample():
 
 def test_repeats_must_be_positive():
   with pytest.raises(ValueError):
-    timing.measure(lambda: None, warmup=0, repeats=0)
+    timing.measure_interleaved({'fn': lambda: None}, warmup=0, repeats=0)

@@ -102,12 +102,6 @@ def measure_interleaved(fns: Mapping[str, Callable], *, warmup: int, repeats: in
   return {name: Timing(tuple(s)) for name, s in samples.items()}
 
 
-def measure(fn: Callable, *, warmup: int, repeats: int, min_sample_seconds: float = 0.0):
-  """Timing of one function (see measure_interleaved)."""
-  return measure_interleaved({'fn': fn}, warmup=warmup, repeats=repeats,
-                             min_sample_seconds=min_sample_seconds)['fn']
-
-
 def paired(timings: Sequence[Timing], weights: Sequence[float], derived: str) -> Timing:
   """Σ_i weights[i] · timings[i], sample by sample (the timings must be interleaved)."""
   counts = {len(t.samples) for t in timings}
