@@ -373,7 +373,8 @@ def select_cells(patterns: Sequence[str] = (), tables: Sequence[str] = (),
     if table not in layouts():
       raise errors.ConfigError(
           f"unknown table '{table}'; use one of {list(layouts())}, or describe a table of your "
-          'own in a JSON file and give it with --table_file (README, "Sweeps")')
+          'own in a JSON file and give it with --table_file (README, "Reproducing the '
+          'paper\'s tables")')
   for dataset in datasets:
     if dataset not in DATASET_NAMES:
       raise errors.ConfigError(
