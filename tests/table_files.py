@@ -7,7 +7,7 @@ TABLE = {
     'title': 'Own table: test error %',
     'row_header': 'critic',
     'rows': [['supervised', 'supervised only'], ['kplus1', 'K+1, Ω_F(f)']],
-    'columns': [['fashion_mnist', '100', '100 labels'], ['fashion_mnist', '1000', '1000']],
+    'columns': [['fashion_mnist', '100', '100'], ['fashion_mnist', '1000', '1000']],
     'x_label': 'labels',
     'gin_dir': 'configs',
 }

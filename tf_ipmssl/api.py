@@ -369,7 +369,7 @@ def train(model_dir: PathLike, gin_files: Union[PathLike, Sequence[PathLike]] = 
   else:
     text = configurables.gin_text(config)
     config = dataclasses.replace(config, gin_text=text, operative_gin_text=text)
-  # SIGTERM from here on stops the run in one line and releases the lock (loop.py).
+  # SIGTERM from here on stops the run in one line and releases the lock (stop_request.py).
   with process_state.preserved(), stop_request.on_sigterm(), run_lock.hold(model_dir):
     metrics = trainer.train(model_dir, config, started=started)
   return TrainResult.of(model_dir, metrics)

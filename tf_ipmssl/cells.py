@@ -386,8 +386,9 @@ def select_cells(patterns: Sequence[str] = (), tables: Sequence[str] = (),
   for pattern in patterns:
     if not any(fnmatch.fnmatchcase(cell.id, pattern) for cell in candidates):
       raise errors.ConfigError(
-          f"'{pattern}' matches no cell id; list them with `bin/cells` (ids look like "
-          "table1/cifar10_fisher_kplus1; glob patterns such as 'table2/svhn_*' work)")
+          f"'{pattern}' matches no cell id; list them with `bin/cells` (with --table_file "
+          "for a table of your own; ids look like table1/cifar10_fisher_kplus1; glob "
+          "patterns such as 'table2/svhn_*' work)")
   return tuple(
       cell for cell in candidates
       if (not patterns or any(fnmatch.fnmatchcase(cell.id, p) for p in patterns))

@@ -7,20 +7,27 @@ n per cell) as it does the paper's, without paper numbers.
     "title": "My labels: K+1 vs supervised, test error %",
     "row_header": "critic",
     "rows": [["supervised", "supervised only"], ["kplus1", "K+1, Ω_F(f)"]],
-    "columns": [["fashion_mnist", "100", "100 labels"], ["fashion_mnist", "1000", "1000"]],
+    "columns": [["fashion_mnist", "100", "100"], ["fashion_mnist", "1000", "1000"]],
     "x_label": "labels",
     "gin_dir": "my_gin"
   }
 
-- `name`: the table's name and the first part of its cells' ids, `<name>/<dataset>_<row>[_<column>]`
-  (letters, digits and '_'; not a paper table's).
+- `name`: the table's name and the first part of its cells' ids,
+  `<name>/<dataset>_<row>[_<column>]` (letters, digits and '_'; not a paper table's, nor a
+  name the sweep's own files take: tables, runs, class_errors, comparison).
 - `rows`: [key, label] in the table's order; `columns`: [dataset, key, header], the key ''
-  where the table has one column per dataset. Every row × column is a cell.
-- `x_label` (optional): the columns are numbers (of labels, say): the plot is error against
-  them, with this axis label; otherwise the plot is bars.
+  where the table has one column per dataset. Every row × column is a cell, and no two may
+  make the same id.
+- `x_label` (optional): the columns are numbers (of labels, say), each column's header its
+  number: the plot is error against them, with this axis label; otherwise the plot is
+  bars.
 - `gin_dir` (optional): the folder of the cells' gin files, relative to this file's folder
   or absolute; cell `<name>/<dataset>_<row>[_<column>]` trains with
-  `<gin_dir>/<dataset>_<row>[_<column>].gin`. Without it: `gin/<name>/` of the checkout.
+  `<gin_dir>/<dataset>_<row>[_<column>].gin`. Without it: `gin/<name>/` of the checkout. A
+  folder inside the repository is named relative to it, so that `bin/sweep
+  --train_checkout` reads the checkout's copy (commit the gin files); one outside is named
+  by its absolute path, in the runs' records too: keep it where it is while its sweep
+  lasts.
 
 Standard library only, as cells.py: `bin/cells` and `bin/sweep --dry_run` stay instant.
 """
@@ -33,6 +40,8 @@ from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
 
 _REQUIRED = ('name', 'title', 'row_header', 'rows', 'columns')
+# Names of the files a sweep writes beside each table's <name>.md and <name>.csv.
+_RESERVED = ('tables', 'runs', 'class_errors', 'comparison')
 _OPTIONAL = ('x_label', 'gin_dir')
 _KEY = re.compile(r'[A-Za-z0-9_]+')
 
@@ -76,6 +85,9 @@ def _table(spec, path) -> cells_lib.Table:
   name = spec['name']
   if not _KEY.fullmatch(name):
     refuse(f'"name" {name!r} may hold only letters, digits and _')
+  if name in _RESERVED:
+    refuse(f'"name" {name!r} is the name of a file the sweep writes beside its tables: '
+           'choose another')
   rows = _pairs(spec['rows'], 2, 'rows', '[key, label]', refuse)
   columns = _pairs(spec['columns'], 3, 'columns', '[dataset, key, header]', refuse)
   for key, _ in rows:
@@ -92,6 +104,17 @@ def _table(spec, path) -> cells_lib.Table:
     repeated = sorted({k for k in keys if keys.count(k) > 1})
     if repeated:
       refuse(f'{what} {repeated[0]} is given twice')
+  ids = [cells_lib.cell_id(name, dataset, row, column)
+         for row, _ in rows for dataset, column, _ in columns]
+  same = sorted({i for i in ids if ids.count(i) > 1})
+  if same:
+    refuse(f'two cells would have the id {same[0]} (a row key and a column key that join as '
+           'another pair does): rename one')
+  if 'x_label' in spec:
+    not_numbers = [header for _, _, header in columns if not header.isdigit()]
+    if not_numbers:
+      refuse(f'with "x_label" each column\'s header is its number (the plot\'s x), not '
+             f'{not_numbers[0]!r}: drop "x_label" for a bar plot, or give numbers')
   gin_dir = spec.get('gin_dir')
   if gin_dir is not None:
     gin_dir = _repository_path(os.path.join(os.path.dirname(os.path.abspath(path)), gin_dir))

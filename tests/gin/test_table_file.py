@@ -68,6 +68,13 @@ def test_a_gin_folder_in_the_repository_is_kept_relative_to_it(tmp_path):
     ({'columns': [['svhn', '1k']]},
      '"columns" must be a non-empty list of [dataset, key, header] lists of strings'),
     ({'x_label': 3}, '"x_label" must be a non-empty string'),
+    ({'name': 'runs'}, '"name" \'runs\' is the name of a file the sweep writes beside its '
+                       'tables: choose another'),
+    ({'rows': [['x', 'X'], ['x_y', 'XY']], 'x_label': None,
+      'columns': [['fashion_mnist', 'y_z', 'a'], ['fashion_mnist', 'z', 'b']]},
+     'two cells would have the id own_table_refused/fashion_mnist_x_y_z'),
+    ({'columns': [['fashion_mnist', '100', '100 labels']]},
+     'with "x_label" each column\'s header is its number (the plot\'s x), not \'100 labels\''),
 ])
 def test_a_file_that_is_not_a_table_is_one_error_naming_what_is_wrong(tmp_path, changes,
                                                                       message):

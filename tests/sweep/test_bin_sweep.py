@@ -72,8 +72,10 @@ def test_a_table_file_dry_run_and_tables(tmp_path):
   cell = cells_lib.get_cell('own_table_sweep/fashion_mnist_supervised_100')
   for seed, error in enumerate((26.0, 28.0)):
     fake_results.write_run(root, cell, seed, error)
-  result = _sweep(f'--table_file={path}', '--tables_only', f'--root={root}', '--noplots')
+  result = _sweep(f'--table_file={path}', '--tables_only', f'--root={root}')
   assert '| supervised only | 27.00 ± 1.41 (n=2) | – |' in result.stdout
+  assert 'warning' not in result.stderr  # Its plot too: error against the label counts.
+  assert (tmp_path / 'own' / 'tables' / 'own_table_sweep.png').is_file()
   result = _sweep(f'--table_file={path}', f'--root={root}', '--workers=0', check=False)
   assert result.returncode == 1 and 'workers' in result.stderr
   gin.unlink()
@@ -81,6 +83,12 @@ def test_a_table_file_dry_run_and_tables(tmp_path):
   assert result.returncode == 1 and 'Traceback' not in result.stderr
   assert (f'1 cell(s) lack their gin file, e.g. own_table_sweep/fashion_mnist_kplus1_1000: '
           f'{gin} does not exist') in result.stderr
+  # With --train_checkout, a gin file outside the repository is looked for where it is.
+  result = _sweep(f'--table_file={path}', f'--root={root}', '--dry_run',
+                  f'--train_checkout={cells_lib.REPO_ROOT}', check=False)
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert (f'{gin} does not exist (a gin file of the sweep, outside the repository)'
+          in result.stderr)
   result = _sweep('--table=own_table_sweep', f'--root={root}', '--dry_run', check=False)
   assert result.returncode == 1 and 'or describe a table of your own' in result.stderr
 

@@ -371,7 +371,7 @@ def test_readers_name_a_damaged_file_in_one_line_and_read_the_other_runs(swept, 
   curves = event_files.read_eval_curves(runs[1].model_dir)
   (line,) = capsys.readouterr().err.splitlines()
   assert line.startswith(f'warning: {events_1} is damaged (')
-  # What precedes the damage is read, and nothing else: a prefix of the three evaluations.
+  # What precedes the damage is read, and nothing else: a prefix of the twenty evaluations.
   points = curves.get('labeled_error', {})
   assert set(curves) == {'labeled_error'} and 0 < len(points) < len(EVALUATIONS)
   assert points == pytest.approx(dict(list(EVALUATIONS.items())[:len(points)]), rel=1e-7)

@@ -8,8 +8,9 @@ S out before Adam sees it. So:
   the scale (S is a power of two: scaling is exact where nothing underflows), decay included
   (weight decays of 1 here, so that a decay left unscaled would be a large part of it);
 - Adam's first moment after the step is (1 − β1) times that unscaled gradient (β1 = 0.5, the
-  run's default), and the weights moved by PyTorch Adam's first step on it,
-  lr·g/(|g| + ε) (optimizers.py);
+  run's default: this is what a scale left in would change), and the weights moved by
+  PyTorch Adam's first step on it, lr·g/(|g| + ε) (optimizers.py; the same for any scale of
+  g but its smallest entries, so it checks the step, not the unscaling);
 - the float16 computation's gradient is the float32 computation's (the same weights, the
   float32 policy; dropout off, whose masks a float16 draw would change) within float16's
   precision: measured 0.5% of its norm without the decay, 5% in the first layers.

@@ -58,7 +58,8 @@ class BuildSslData:
   channels: Optional[int] = None
   # The networks' input size S, one of dataset_specs.IMAGE_SIZES (32, 64, 96); None: the dataset's
   # own (dataset_specs.default_image_size: 32, STL-10's 96). The run's configuration holds it
-  # resolved (`image_size_of`); the module doc says how the images are brought to it.
+  # resolved (`image_size_of`); ssl_data.py's module doc says how the images are brought
+  # to it.
   image_size: Optional[int] = None
   # STL-10 only: the predefined fold (0-9, from the original files' fold_indices.txt; TFDS keeps
   # none) the labels come from; None: the whole train split, as for the other datasets.

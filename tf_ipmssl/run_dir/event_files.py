@@ -1,7 +1,7 @@
 """A run's TensorBoard event files read back: its logged scalars and its evaluation curves.
 
-The trainer writes them (training/tensorboard.py); the sweep's tables, bin/diagnose and any
-reader of a run's record read them here, without the trainer's package.
+The trainer writes them (training/tensorboard.py); bin/diagnose, the studies' readings and
+any reader of a run's record read them here, without the trainer's package.
 """
 import os
 import sys

@@ -88,7 +88,7 @@ def train(model_dir, config, started=None):
   _print_start(config, data, length, strategy, model_dir)
   with stop_request.on_sigterm() as sigterm:
     step = loop_lib.train_loop(loop, algorithm, streams, step, sigterm, training_done)
-    return _finish(loop, step)  # SIGTERM here: the export completes (loop.py).
+    return _finish(loop, step)  # SIGTERM here: the export completes (stop_request.py).
 
 
 def _read_metrics(model_dir):
