@@ -37,6 +37,12 @@ def seed_dirs(root, cell):
                 if d.startswith('seed_'))
 
 
+def mean_curve(curves):
+  """(x, mean over the curves) at the x every curve has ({x: value} each), x ascending."""
+  common = sorted(set.intersection(*[set(c) for c in curves]))
+  return common, [float(np.mean([c[x] for c in curves])) for x in common]
+
+
 def main(root):
   study = table_file.load(str(TABLE_FILE))
   labels = dict(study.rows)
@@ -64,9 +70,8 @@ def main(root):
                 f"test {m['best']['test_error']}, finished {m.get('finished')}, "
                 f"wall {m.get('wall_seconds_this_session', 0):.0f} s")
       if curves:
-        common = sorted(set.intersection(*[set(c) for c in curves]))
-        axis.plot(common, [np.mean([c[x] for c in curves]) for x in common], color=color,
-                  linewidth=2.2, label=f'{label} (n={len(curves)})')
+        axis.plot(*mean_curve(curves), color=color, linewidth=2.2,
+                  label=f'{label} (n={len(curves)})')
     axis.set_title(f'Fashion-MNIST, {header} labels', fontsize=10)
     axis.set_xlabel('critic updates')
     axis.set_ylabel('validation error (%)')

@@ -37,6 +37,14 @@ def validation_curve(run_dir):
   return sorted(event_files.read_eval_curves(run_dir).get('eval/validation_error', {}).items())
 
 
+def mean_curve(curves, critic_per_step):
+  """(critic updates, mean validation error) over the curves' first evaluations, as many as
+  the shortest curve has (each [(step, error)] in step order, the same steps)."""
+  length = min(len(c) for c in curves)
+  steps = [s * critic_per_step for s, _ in curves[0][:length]]
+  return steps, np.mean([[e for _, e in c[:length]] for c in curves], axis=0)
+
+
 def main(root):
   study = table_file.load(str(TABLE_FILE))
   results = tables_lib.collect(root, cells_lib.select_cells(tables=[study.name]))
@@ -67,9 +75,7 @@ def main(root):
       right.plot([s * critic_per_step for s, _ in curve], [e for _, e in curve], '-',
                  color=colors[row], alpha=0.3, linewidth=1)
     if curves:
-      length = min(len(c) for c in curves)
-      steps = [s * critic_per_step for s, _ in curves[0][:length]]
-      mean = np.mean([[e for _, e in c[:length]] for c in curves], axis=0)
+      steps, mean = mean_curve(curves, critic_per_step)
       right.plot(steps, mean, 'o-', color=colors[row], linewidth=2,
                  label=f'{label} (mean of {len(curves)} seeds)')
   right.set_xlabel('critic updates')
