@@ -12,6 +12,7 @@ import tensorflow as tf
 from tests.training import runs
 from tf_ipmssl import errors
 from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import image_rules
 from tf_ipmssl.data import ssl_data
 
 
@@ -101,20 +102,20 @@ def test_resize_rule_known_answers():
   # A ramp (value 2 * column) downscaled by 2: the antialiased bilinear filter keeps a linear
   # function away from the borders, so output column j holds 2 * (2j + 0.5) = 4j + 1.
   ramp = np.broadcast_to(2 * np.arange(64, dtype=np.uint8)[None, :, None], [64, 64, 1])
-  fitted = image_folder.fit_images(ramp).numpy()
+  fitted = image_rules.fit_images(ramp).numpy()
   assert fitted.shape == (32, 32, 1)
   np.testing.assert_array_equal(fitted[:, 1:31, 0], np.broadcast_to(4 * np.arange(1, 31) + 1,
                                                                     (32, 30)))
   # A wide 64x128 image: short side to 32 (32x64), then the centre 32 columns (16..47).
   wide = np.broadcast_to(2 * np.arange(128, dtype=np.uint8)[None, :, None], [64, 128, 1])
-  np.testing.assert_array_equal(image_folder.fit_images(wide).numpy()[:, :, 0],
+  np.testing.assert_array_equal(image_rules.fit_images(wide).numpy()[:, :, 0],
                                 np.broadcast_to(4 * np.arange(16, 48) + 1, (32, 32)))
   # 32x32 passes unchanged; a tall 50x32 image loses 9 rows above and 9 below.
   rng = np.random.default_rng(0)
   square = rng.integers(0, 256, [2, 32, 32, 3], dtype=np.uint8)
-  np.testing.assert_array_equal(image_folder.fit_images(square).numpy(), square)
+  np.testing.assert_array_equal(image_rules.fit_images(square).numpy(), square)
   tall = rng.integers(0, 256, [50, 32, 3], dtype=np.uint8)
-  np.testing.assert_array_equal(image_folder.fit_images(tall).numpy(), tall[9:41])
+  np.testing.assert_array_equal(image_rules.fit_images(tall).numpy(), tall[9:41])
 
 
 def test_channels_from_the_images(tmp_path):
@@ -265,10 +266,10 @@ def test_animated_webp_refused_before_tensorflow_decodes_it(tmp_path):
   # the process dies): decode refuses every animated WebP, whatever the file's name.
   for alpha in (False, True):
     with pytest.raises(tf.errors.InvalidArgumentError, match='an animated WebP'):
-      image_folder.decode(animated_webp([10, 200], alpha=alpha))
+      image_rules.decode(animated_webp([10, 200], alpha=alpha))
   still = io.BytesIO()
   Image.fromarray(constant(6, 6, (1, 2, 3))).save(still, format='WEBP', lossless=True)
-  np.testing.assert_array_equal(image_folder.decode(still.getvalue())[0, 0], [1, 2, 3])
+  np.testing.assert_array_equal(image_rules.decode(still.getvalue())[0, 0], [1, 2, 3])
   make_folder(tmp_path)
   (tmp_path / 'unlabeled' / 'moving.webp').write_bytes(animated_webp([10, 200]))
   (tmp_path / 'unlabeled' / 'named_png.png').write_bytes(animated_webp([30, 40]))
@@ -332,7 +333,7 @@ def _pillow(data):
 
 @pytest.mark.parametrize('mode,subsampling', [('RGB', 0), ('RGB', 2), ('L', 0)])
 def test_jpeg_pixels_are_pillows(mode, subsampling):
-  """One decoding everywhere (image_folder.decode, which training and bin/predict use): a
+  """One decoding everywhere (image_rules.decode, which training and bin/predict use): a
   JPEG's pixels equal Pillow's (libjpeg's accurate IDCT), where TensorFlow's default fast IDCT
   differs in about a third of them."""
   rng = np.random.default_rng(subsampling)
@@ -343,7 +344,7 @@ def test_jpeg_pixels_are_pillows(mode, subsampling):
   buffer = io.BytesIO()
   Image.fromarray(image, mode).save(buffer, 'JPEG', quality=85, subsampling=subsampling)
   data = buffer.getvalue()
-  ours = image_folder.decode(tf.constant(data)).numpy()
+  ours = image_rules.decode(tf.constant(data)).numpy()
   pillow = np.asarray(_pillow(data))
   np.testing.assert_array_equal(ours.reshape(pillow.shape), pillow)
   assert ours.shape[-1] == (3 if mode == 'RGB' else 1)
@@ -352,11 +353,11 @@ def test_jpeg_pixels_are_pillows(mode, subsampling):
 
 
 def test_the_documented_rule_for_16_bit_palette_gif_and_alpha():
-  """image_folder.DECODING_RULE, checked: a 16-bit PNG by its high byte, a palette PNG
+  """image_rules.DECODING_RULE, checked: a 16-bit PNG by its high byte, a palette PNG
   expanded to its colours, a GIF's first frame in RGB, alpha dropped (not composited), and
   colour to grayscale by the stated weights, rounded."""
   sixteen = np.array([[0, 255, 256, 257, 32767, 65535]], np.uint16)[..., None]
-  decoded = image_folder.decode(tf.io.encode_png(sixteen)).numpy()
+  decoded = image_rules.decode(tf.io.encode_png(sixteen)).numpy()
   np.testing.assert_array_equal(decoded[..., 0], sixteen[..., 0] >> 8)
   rng = np.random.default_rng(0)
   indices = rng.integers(0, 4, [6, 5], dtype=np.uint8)
@@ -367,19 +368,19 @@ def test_the_documented_rule_for_16_bit_palette_gif_and_alpha():
   for fmt in ('PNG', 'GIF'):
     buffer = io.BytesIO()
     picture.save(buffer, fmt)
-    decoded = image_folder.decode(tf.constant(buffer.getvalue())).numpy()
+    decoded = image_rules.decode(tf.constant(buffer.getvalue())).numpy()
     np.testing.assert_array_equal(decoded[..., :3], colours[indices], err_msg=fmt)
   rgba = np.concatenate([colours[indices], np.full([6, 5, 1], 7, np.uint8)], axis=-1)
-  decoded = image_folder.to_channels(image_folder.decode(tf.io.encode_png(rgba)), 3).numpy()
+  decoded = image_rules.to_channels(image_rules.decode(tf.io.encode_png(rgba)), 3).numpy()
   np.testing.assert_array_equal(decoded, colours[indices])  # Alpha 7 dropped, not blended.
   # Grayscale by docs/serving.md's float32 formula, on every value a channel can take.
   rgb = rng.integers(0, 256, [20000, 3], dtype=np.uint8)
-  grey = image_folder.to_channels(tf.constant(rgb[None]), 1).numpy()[0, :, 0]
+  grey = image_rules.to_channels(tf.constant(rgb[None]), 1).numpy()[0, :, 0]
   weights = np.array([0.2989, 0.5870, 0.1140], np.float32)
   expected = np.floor((rgb.astype(np.float32) * np.float32(1 / 255)) @ weights
                       * np.float32(255.5))
   np.testing.assert_array_equal(grey, expected.astype(np.uint8))
-  assert 'v >> 8' in image_folder.DECODING_RULE and '0.2989 r' in image_folder.DECODING_RULE
+  assert 'v >> 8' in image_rules.DECODING_RULE and '0.2989 r' in image_rules.DECODING_RULE
 
 
 def _damaged_jpeg():

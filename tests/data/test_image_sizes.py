@@ -8,7 +8,7 @@ import tensorflow as tf
 from tests import fixtures
 from tf_ipmssl import errors
 from tf_ipmssl.data import dataset_specs
-from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import image_rules
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.data import ssl_data
 
@@ -44,11 +44,11 @@ def test_another_size_fits_every_image_by_the_folders_rule(fashion_dir, size):
   data = _build(directory, image_size=size)
   at_32 = _build(directory)
   assert data.image_shape == (size, size, 1) and data.resizes_images
-  np.testing.assert_array_equal(data.test_images, image_folder.fit_images(test_x, size))
+  np.testing.assert_array_equal(data.test_images, image_rules.fit_images(test_x, size))
   # The same examples in the same splits, each fitted.
   np.testing.assert_array_equal(data.labeled_labels, at_32.labeled_labels)
   np.testing.assert_array_equal(data.labeled_images,
-                                image_folder.fit_images(at_32.labeled_images, size))
+                                image_rules.fit_images(at_32.labeled_images, size))
   assert data.unlabeled_images.shape == (len(at_32.unlabeled_images), size, size, 1)
   assert pipelines.to_model_input(data.labeled_images[:2]).shape == (2, size, size, 1)
 
@@ -57,7 +57,7 @@ def test_fitting_in_chunks_equals_fitting_at_once(fashion_dir, monkeypatch):
   directory, (_, _, test_x, _) = fashion_dir
   monkeypatch.setattr(ssl_data, 'FIT_CHUNK', 7)
   np.testing.assert_array_equal(_build(directory, image_size=64).test_images,
-                                image_folder.fit_images(test_x, 64))
+                                image_rules.fit_images(test_x, 64))
 
 
 @pytest.mark.parametrize('size', [0, 48, 128, 64.0, '64', True])
@@ -81,8 +81,8 @@ def test_an_image_folder_is_read_at_the_bound_size(tmp_path):
                                                        image_size=64))
   assert data.image_shape == (64, 64, 3) and data.resizes_images
   first = tf.io.decode_png(tf.io.read_file(str(tmp_path / 'labeled' / 'a' / '0.png')))
-  np.testing.assert_array_equal(data.labeled_images[0], image_folder.fit_images(first, 64))
-  assert image_folder.resize_rule(64) == (
+  np.testing.assert_array_equal(data.labeled_images[0], image_rules.fit_images(first, 64))
+  assert image_rules.resize_rule(64) == (
       'short side to 64 (bilinear, antialiased), centre 64x64 crop')
 
 

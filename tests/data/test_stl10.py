@@ -10,7 +10,7 @@ from tests import fixtures
 from tf_ipmssl import errors
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.data import datasets
-from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import image_rules
 from tf_ipmssl.data import local_files
 from tf_ipmssl.data import ssl_data
 
@@ -175,7 +175,7 @@ def test_another_size_fits_the_unlabeled_split_too(stl10_dir):
   assert data.image_shape == (32, 32, 3) and data.resizes_images
   np.testing.assert_array_equal(
       data.unlabeled_images[-NUM_UNLABELED:],
-      image_folder.fit_images(_expected_images(NUM_UNLABELED, OFFSETS['unlabeled']), 32))
+      image_rules.fit_images(_expected_images(NUM_UNLABELED, OFFSETS['unlabeled']), 32))
 
 
 def test_the_default_size_is_96():

@@ -1,5 +1,5 @@
 """serving/pillow_images.py decodes image files by the library's one rule: its pixels equal
-image_folder.decode + to_channels (TensorFlow's decoders, what bin/predict and training use)
+image_rules.decode + to_channels (TensorFlow's decoders, what bin/predict and training use)
 for every format and mode, at both channel counts."""
 import io
 
@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tf_ipmssl import errors
-from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import image_rules
 from tf_ipmssl.serving import pillow_images
 
 
@@ -61,8 +61,8 @@ def files(tmp_path_factory):
 @pytest.mark.parametrize('channels', [1, 3])
 def test_pillow_pixels_are_the_libraries(files, channels):
   for name, path in files.items():
-    expected = image_folder.to_channels(image_folder.decode(tf.io.read_file(path)),
-                                        channels).numpy()
+    expected = image_rules.to_channels(image_rules.decode(tf.io.read_file(path)),
+                                       channels).numpy()
     got = pillow_images.read_image(path, channels)
     assert got.dtype == np.uint8 and got.shape == expected.shape, name
     np.testing.assert_array_equal(got, expected, err_msg=name)

@@ -30,7 +30,7 @@ import tensorflow as tf
 
 from tests import fixtures
 from tests.training import runs
-from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import image_rules
 from tf_ipmssl.serving import portable_graph
 from tf_ipmssl.serving import runtimes
 
@@ -181,7 +181,7 @@ def test_the_metadata_names_the_classes_size_and_rule(exported):
   import onnx  # pylint: disable=g-import-not-at-top
   name, directories, _ = exported
   shape = {'cifar32': [32, 32, 3], 'fashion': [28, 28, 1], 'folder64': [64, 64, 3]}[name]
-  rule = image_folder.resize_rule(64) if name == 'folder64' else None
+  rule = image_rules.resize_rule(64) if name == 'folder64' else None
   for fmt, directory in directories.items():
     classifier = runtimes.open_classifier(directory) if fmt != 'saved_model' else None
     with open(os.path.join(directory, 'tf_ipmssl_classifier.json')) as f:
@@ -203,13 +203,13 @@ def test_the_metadata_names_the_classes_size_and_rule(exported):
 
 
 def test_the_portable_resize_is_the_training_rule():
-  """portable_graph.fit_images against image_folder.fit_images (the SavedModel's and the
+  """portable_graph.fit_images against image_rules.fit_images (the SavedModel's and the
   training's): identical at the model's size, else at most one uint8 level apart on under 1%
   of the pixels."""
   rng = np.random.default_rng(3)
   for height, width in ((64, 64), (45, 70), (90, 41), (20, 33), (300, 200), (64, 65)):
     images = rng.integers(0, 256, [2, height, width, 3], dtype=np.uint8)
-    expected = image_folder.fit_images(images, 64).numpy().astype(int)
+    expected = image_rules.fit_images(images, 64).numpy().astype(int)
     actual = portable_graph.fit_images(tf.constant(images), 64).numpy().astype(int)
     assert actual.shape == expected.shape == (2, 64, 64, 3)
     difference = np.abs(actual - expected)

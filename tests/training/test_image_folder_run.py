@@ -91,7 +91,7 @@ def test_run_says_it_selects_no_step_and_names_the_classes(folder_run):
 
 @pytest.mark.numerics
 def test_export_resizes_any_size_by_the_training_rule(folder_run):
-  from tf_ipmssl.data import image_folder  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.data import image_rules  # pylint: disable=g-import-not-at-top
   from tf_ipmssl.data import pipelines  # pylint: disable=g-import-not-at-top
   _, model_dir, _ = folder_run
   module = tf.saved_model.load(os.path.join(model_dir, 'export'))
@@ -100,7 +100,7 @@ def test_export_resizes_any_size_by_the_training_rule(folder_run):
   images = _image(np.random.default_rng(2), 125, 45, 70)[np.newaxis].repeat(3, axis=0)
   images[1] = 255 - images[1]
   out = serve(images=tf.constant(images))
-  fitted = image_folder.fit_images(images)
+  fitted = image_rules.fit_images(images)
   critic, _ = runs.restore_run(model_dir).restore_critic('latest')
   expected = tf.nn.softmax(critic.classify(pipelines.to_model_input(fitted), training=False))
   np.testing.assert_allclose(out['probabilities'].numpy(), expected.numpy(), rtol=1e-5,

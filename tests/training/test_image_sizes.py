@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from tests.training import runs
 from tf_ipmssl import errors
-from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import image_rules
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.training import run as run_lib
@@ -79,7 +79,7 @@ def _served_as_in_memory(model_dir, images, size):
   with open(os.path.join(model_dir, 'metrics.json')) as f:
     exported = json.load(f)['exported']['checkpoint']  # 'best' on validation, else 'latest'.
   critic, _ = runs.restore_run(model_dir).restore_critic(exported)
-  fitted = image_folder.fit_images(images, size)
+  fitted = image_rules.fit_images(images, size)
   expected = tf.nn.softmax(critic.classify(pipelines.to_model_input(fitted), training=False))
   np.testing.assert_allclose(served, expected.numpy(), rtol=1e-5, atol=1e-6)
 
@@ -96,7 +96,7 @@ def test_a_tiny_run_trains_resumes_and_exports_at_the_size(tmp_path, size):
   with open(os.path.join(reference_dir, 'dataset.json')) as f:
     dataset = json.load(f)
   assert dataset['image_shape'] == [size, size, 1]
-  assert dataset['resize'] == image_folder.resize_rule(size)
+  assert dataset['resize'] == image_rules.resize_rule(size)
 
   # Killed right after its first checkpoint (step 2 of 4), then resumed.
   killed = runs.run_train(killed_dir, _bindings(data_dir, size),
@@ -143,7 +143,7 @@ def test_an_image_folder_trains_at_64(tmp_path):
   with open(os.path.join(model_dir, 'dataset.json')) as f:
     dataset = json.load(f)
   assert dataset['image_shape'] == [64, 64, 3]
-  assert dataset['resize'] == image_folder.resize_rule(64)
+  assert dataset['resize'] == image_rules.resize_rule(64)
   assert runs.restore_run(model_dir).critic.image_size == 64
   images = np.random.default_rng(1).integers(0, 256, [2, 45, 70, 3], dtype=np.uint8)
   _served_as_in_memory(model_dir, images, 64)

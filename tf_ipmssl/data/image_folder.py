@@ -9,9 +9,10 @@ Layout of `build_ssl_data.data_dir`:
   test/<class name>/*        optional: labeled images for the reported test error
 
 Images are PNG, JPEG, BMP, GIF or WebP files, the formats TensorFlow decodes, each by one
-rule (`decode`, DECODING_RULE): JPEGs with the accurate integer IDCT, so that Pillow and
-libjpeg users get the same pixels; the first frame of an animated GIF; an animated WebP is
-refused, as TensorFlow's decoder cannot read one safely. Inside a class folder they may lie at any depth.
+rule (image_rules.py: `decode`, DECODING_RULE): JPEGs with the accurate integer IDCT, so that
+Pillow and libjpeg users get the same pixels; the first frame of an animated GIF; an animated
+WebP is refused, as TensorFlow's decoder cannot read one safely. Inside a class folder they
+may lie at any depth.
 Hidden files and folders (names starting with '.') are skipped; any other file must be a
 readable image. The validation and test folders may hold fewer classes than labeled/, not
 others.
@@ -23,8 +24,8 @@ walk reaches it by (`list_files`). One file in two folders (two classes, or labe
 unlabeled/, validation/ or test/) is refused: its label or split would be ambiguous.
 
 Every image is brought to the critic's input size S (`build_ssl_data.image_size`: 32 unless
-bound, or 64 or 96) by one rule, `fit_images`: resize (bilinear, antialiased) so that its short
-side is S pixels, then crop the centre SxS, rounding to uint8.
+bound, or 64 or 96) by one rule, `image_rules.fit_images`: resize (bilinear, antialiased) so
+that its short side is S pixels, then crop the centre SxS, rounding to uint8.
 The exported classifier of such a run applies the same rule in its graph, so that it takes
 images of any size. Channels: `channels=1` (grayscale) or 3 (colour) as bound, else 1 when
 every image is grayscale and 3 otherwise (grayscale images then repeated into three channels);
@@ -54,105 +55,15 @@ import tensorflow as tf
 from tf_ipmssl import errors
 from tf_ipmssl import quiet_import
 from tf_ipmssl.data import dataset_specs
+from tf_ipmssl.data import image_rules
 from tf_ipmssl.data import pipelines
 
 NAME = dataset_specs.IMAGE_FOLDER
 LABELED, UNLABELED, VALIDATION, TEST = 'labeled', 'unlabeled', 'validation', 'test'
-# The formats tf.io.decode_image reads.
-IMAGE_EXTENSIONS = ('.bmp', '.gif', '.jpeg', '.jpg', '.png', '.webp')
-IMAGE_FORMATS = 'PNG, JPEG, BMP, GIF or WebP'
-ANIMATED_WEBP = 'an animated WebP, which TensorFlow cannot decode safely'
 CHANNELS = (None, 1, 3)
 # The part of the available memory the decoded images may take: a run holds them more than
 # once (the arrays, the labeled images again among the unlabeled, the pipelines' tensors).
 MEMORY_FRACTION = 0.25
-
-
-def resize_rule(size):
-  """The resize rule to `size` (fit_images), by name, as the export's metadata and dataset.json
-  hold it."""
-  return f'short side to {size} (bilinear, antialiased), centre {size}x{size} crop'
-
-
-def fit_images(images, size=pipelines.MODEL_IMAGE_SIZE):
-  """The resize rule: uint8 images [..., H, W, C] of any one size -> uint8 [..., size, size, C].
-
-  Resizes (bilinear, antialiased) so that the short side is `size` (the long side to the
-  nearest integer, halves up), crops the centre size x size (the extra pixel of an odd margin
-  on the bottom or right), rounds and clips to uint8. An image already size x size passes
-  unchanged. Works in graphs with unknown H and W (the exported serving function).
-  """
-  images = tf.convert_to_tensor(images)
-  shape = tf.shape(images)
-  height, width = shape[-3], shape[-2]
-  short = tf.minimum(height, width)
-  # round(side * size / short) in integers, so that no float rounding can differ.
-  new_height = (2 * height * size + short) // (2 * short)
-  new_width = (2 * width * size + short) // (2 * short)
-  resized = tf.image.resize(images, tf.stack([new_height, new_width]), method='bilinear',
-                            antialias=True)
-  top, left = (new_height - size) // 2, (new_width - size) // 2
-  cropped = resized[..., top:top + size, left:left + size, :]
-  fitted = tf.cast(tf.clip_by_value(tf.round(cropped), 0.0, 255.0), tf.uint8)
-  return tf.ensure_shape(fitted, images.shape[:-3].concatenate([size, size, images.shape[-1]]))
-
-
-def to_channels(image, channels):
-  """uint8 [..., c] with c in 1..4 (grayscale, +alpha, colour, +alpha) as `channels` (1 or 3):
-  alpha dropped, grayscale repeated into colour, colour to grayscale by
-  tf.image.rgb_to_grayscale's weights."""
-  count = tf.shape(image)[-1]
-  gray = image[..., :1]
-  colour = image[..., :3]
-  if channels == 3:
-    return tf.cond(count < 3, lambda: tf.concat([gray] * 3, axis=-1), lambda: colour)
-  return tf.cond(count < 3, lambda: gray, lambda: tf.image.rgb_to_grayscale(colour))
-
-
-def is_animated_webp(contents):
-  """Whether an image file's bytes (a string scalar) are an animated WebP: a RIFF file of
-  form 'WEBP' whose extended header ('VP8X') sets the animation flag (bit 1 of byte 20)."""
-  header = tf.strings.substr(tf.strings.join([tf.strings.substr(contents, 0, 21), '\0' * 21]),
-                             0, 21)
-  flags = tf.io.decode_raw(tf.strings.substr(header, 20, 1), tf.uint8)[0]
-  return tf.logical_and(
-      tf.logical_and(tf.strings.substr(header, 0, 4) == 'RIFF',
-                     tf.strings.substr(header, 8, 8) == 'WEBPVP8X'),
-      tf.bitwise.bitwise_and(flags, 2) > 0)
-
-
-def decode(contents):
-  """An image file's bytes -> uint8 [H, W, c] in its own channel count: the one decoding of
-  every path that reads image files (training, bin/predict, the API), by DECODING_RULE.
-
-  A JPEG is decoded with the accurate integer IDCT (libjpeg's JDCT_ISLOW, Pillow's and
-  libjpeg's default), whose pixels Pillow and C/C++ libjpeg users reproduce exactly, not
-  TensorFlow's default fast IDCT (a third of the values a level or more off, up to 7). An
-  animated WebP fails (InvalidArgumentError, ANIMATED_WEBP) before TensorFlow's decoder sees
-  it: that decoder writes past its buffer on one whose frames lack alpha, which can kill the
-  process.
-  """
-  still = tf.debugging.Assert(tf.logical_not(is_animated_webp(contents)), [ANIMATED_WEBP])
-  with tf.control_dependencies([still]):
-    return tf.cond(
-        tf.io.is_jpeg(contents),
-        lambda: tf.io.decode_jpeg(contents, dct_method='INTEGER_ACCURATE'),
-        lambda: tf.io.decode_image(contents, dtype=tf.uint8, expand_animations=False))
-
-
-# What `decode` and `to_channels` make of a file, for a user who feeds an export without
-# this library (docs/serving.md#decoding-image-files).
-DECODING_RULE = (
-    'JPEG: accurate integer IDCT (Pillow and libjpeg defaults), RGB or grayscale as stored; '
-    'PNG: 8-bit as stored, 16-bit by its high byte (v >> 8), palette expanded to RGB(A); '
-    'GIF: the first frame, RGB; BMP and WebP (still) as stored; alpha dropped, never '
-    'composited; then grayscale repeated into 3 channels or colour to grayscale by '
-    'floor(255.5 * (0.2989 r + 0.5870 g + 0.1140 b)) with r = R / 255 etc. in float32 '
-    '(tf.image.rgb_to_grayscale), as the model takes')
-
-
-def is_image_name(name):
-  return name.lower().endswith(IMAGE_EXTENSIONS)
 
 
 def _visible(names):
@@ -377,8 +288,9 @@ def _decode_all(files, size):
     return present, images, channels
 
   def load(index, path):
-    image = decode(tf.io.read_file(path))
-    return index, fit_images(to_channels(image, 3), size), tf.shape(image)[-1]
+    image = image_rules.decode(tf.io.read_file(path))
+    fitted = image_rules.fit_images(image_rules.to_channels(image, 3), size)
+    return index, fitted, tf.shape(image)[-1]
 
   dataset = (tf.data.Dataset.from_tensor_slices((tf.range(count, dtype=tf.int64), files))
              .map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -402,7 +314,7 @@ def read_image_folder(data_dir, channels=None,
   Args:
     data_dir: the folder.
     channels: None (from the images), 1 (grayscale) or 3 (colour).
-    size: the images' size S (S x S), to which fit_images brings each.
+    size: the images' size S (S x S), to which image_rules.fit_images brings each.
 
   Returns:
     ImageFolder.
@@ -415,19 +327,19 @@ def read_image_folder(data_dir, channels=None,
                              f'(grayscale) or 3 (colour), got {channels!r}')
   class_names, parts = _layout(data_dir)
   files = [path for _, paths, _ in parts for path in paths]
-  foreign = [path for path in files if not is_image_name(path)]
+  foreign = [path for path in files if not image_rules.is_image_name(path)]
   if foreign:
-    _refuse_files(data_dir, foreign, f'is not a {IMAGE_FORMATS} image (by its name)',
+    _refuse_files(data_dir, foreign, f'is not a {image_rules.IMAGE_FORMATS} image (by its name)',
                   'move such files out of the folder, or convert them')
   _check_memory(data_dir, len(files), channels, size)
   present, images, native = _decode_all(files, size)
   if not present.all():
     missing = [f for f, ok in zip(files, present) if not ok]
-    animated = [f for f in missing if is_animated_webp(tf.io.read_file(f))]
+    animated = [f for f in missing if image_rules.is_animated_webp(tf.io.read_file(f))]
     if animated:
-      _refuse_files(data_dir, animated, f'is {ANIMATED_WEBP}',
+      _refuse_files(data_dir, animated, f'is {image_rules.ANIMATED_WEBP}',
                     'save its first frame as a still image')
-    _refuse_files(data_dir, missing, f'is not a readable {IMAGE_FORMATS} image',
+    _refuse_files(data_dir, missing, f'is not a readable {image_rules.IMAGE_FORMATS} image',
                   'remove or replace such files')
   colour = native >= 3
   if channels is None:

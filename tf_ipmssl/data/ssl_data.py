@@ -18,7 +18,7 @@ default the dataset's own: 32 for the paper's datasets and image folders, 96 for
 At the dataset's own size
 its images are kept as stored (Fashion-MNIST's 28x28 are padded into 32x32 later, by
 pipelines.to_model_input); at another, each is brought to SxS by the image folders' rule,
-image_folder.fit_images (short side to S, bilinear and antialiased, centre crop), once, here,
+image_rules.fit_images (short side to S, bilinear and antialiased, centre crop), once, here,
 and the run's export applies the same rule to the images it serves.
 Its settings are gin's `build_ssl_data.*`, `BuildSslData` (ssl_data_settings.py, whose
 names this module also gives: BuildSslData, GROUP, image_size_of), read into the run
@@ -40,7 +40,7 @@ BuildSslData = ssl_data_settings.BuildSslData
 GROUP = ssl_data_settings.GROUP
 image_size_of = ssl_data_settings.image_size_of
 
-# Images fitted to another size per call of image_folder.fit_images: bounds its float copy.
+# Images fitted to another size per call of image_rules.fit_images: bounds its float copy.
 FIT_CHUNK = 1024
 # Seed of the `max_*_examples` subsets. Fixed, not the split seed: a shrunken dataset is
 # the same dataset for every label split drawn from it.
@@ -72,7 +72,7 @@ class SSLData:
     split_seed: the seed of the label/validation split.
     class_names: the name of each class, by index.
     resizes_images: whether images of any size are brought to image_shape by
-      image_folder.fit_images (an image folder, or a dataset at another size than its own;
+      image_rules.fit_images (an image folder, or a dataset at another size than its own;
       the export then applies it in its graph).
   """
   name: str
@@ -339,14 +339,14 @@ def _source_of(source: str, settings, arrays: _Arrays) -> str:
 
 
 def _fitted(images, size):
-  """uint8 images [N, H, W, C] brought to [N, size, size, C] by image_folder.fit_images,
+  """uint8 images [N, H, W, C] brought to [N, size, size, C] by image_rules.fit_images,
   FIT_CHUNK at a time."""
   # Imported here: it imports TensorFlow, which this module does not need otherwise.
-  from tf_ipmssl.data import image_folder  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.data import image_rules  # pylint: disable=g-import-not-at-top
   fitted = np.empty([len(images), size, size, images.shape[-1]], np.uint8)
   for start in range(0, len(images), FIT_CHUNK):
     chunk = images[start:start + FIT_CHUNK]
-    fitted[start:start + len(chunk)] = image_folder.fit_images(chunk, size).numpy()
+    fitted[start:start + len(chunk)] = image_rules.fit_images(chunk, size).numpy()
   return fitted
 
 

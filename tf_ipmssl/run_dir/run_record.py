@@ -42,7 +42,7 @@ import tensorflow as tf
 import tf_ipmssl
 from tf_ipmssl import errors
 from tf_ipmssl.data import dataset_specs
-from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import image_rules
 from tf_ipmssl.run_dir import cpu_info
 from tf_ipmssl.run_dir import run_files
 
@@ -121,14 +121,14 @@ def _numerics(summation_order_fixed):
 
 def resize_rule(data):
   """The rule that brings images of any size to the data's image_shape
-  (image_folder.fit_images), by name; None where images come in image_shape."""
-  return image_folder.resize_rule(data.image_shape[0]) if data.resizes_images else None
+  (image_rules.fit_images), by name; None where images come in image_shape."""
+  return image_rules.resize_rule(data.image_shape[0]) if data.resizes_images else None
 
 
 def write_dataset(model_dir, data):
   """What a classifier restored from this run needs without loading the data: dataset.json's
   name, num_classes, image_shape (the critic's input), source, class_names (by label) and
-  resize (the rule that brings images of any size to image_shape, image_folder.fit_images;
+  resize (the rule that brings images of any size to image_shape, image_rules.fit_images;
   null where images come in image_shape); and counts, the split as drawn
   (ssl_data.SSLData.counts: images per class of labeled, validation and test, the unlabeled
   images and how many are of other classes)."""

@@ -4,7 +4,7 @@ The serving function takes uint8 images [N, H, W, C] in the dataset's native siz
 for Fashion-MNIST, 32x32x3 for CIFAR-10/SVHN) or, where the run's images were resized (an
 image folder's, or a dataset's at another `build_ssl_data.image_size` than its own), of any
 one size, brought to the model's size in the graph by the rule it was trained with
-(image_folder.fit_images); it applies the training-time input transform (scale to [-1, 1],
+(image_rules.fit_images); it applies the training-time input transform (scale to [-1, 1],
 pad 28x28 to 32x32) and returns class probabilities, predicted labels and their class names;
 a second signature, `class_names`, answers every class name. A served export needs no code
 of this library.
@@ -43,7 +43,7 @@ import tensorflow as tf
 
 from tf_ipmssl import errors
 from tf_ipmssl import fault_injection
-from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import image_rules
 from tf_ipmssl.data import pipelines
 from tf_ipmssl.serving import formats
 from tf_ipmssl.serving import metadata as metadata_lib
@@ -58,7 +58,7 @@ METADATA_FILE = metadata_lib.METADATA_FILE
 def _serving_function(critic, image_shape, class_names, resize, scoring=None):
   """The serving computation on uint8 images [N, H, W, C] (SIGNATURE_KEY's outputs: the
   module doc): checked shape, empty batches; with `resize`, images of any one size brought
-  to image_shape by image_folder.fit_images. `class_names`: every class's, by label;
+  to image_shape by image_rules.fit_images. `class_names`: every class's, by label;
   `scoring`: the metadata entry of the scores (score_graph.fit), None for none."""
   expected = ', '.join(map(str, image_shape))
   every_class_name = tf.constant(class_names, tf.string)
@@ -87,7 +87,7 @@ def _serving_function(critic, image_shape, class_names, resize, scoring=None):
     batch = tf.cond(count > 0, lambda: images,
                     lambda: tf.zeros([1, *image_shape], tf.uint8))
     if resize:
-      batch = image_folder.fit_images(batch, image_shape[0])
+      batch = image_rules.fit_images(batch, image_shape[0])
     logits, answers = score_graph.served(critic, pipelines.to_model_input(batch), scoring)
     logits, answers = logits[:count], {k: v[:count] for k, v in answers.items()}
     labels = tf.argmax(logits, axis=-1, output_type=tf.int32)
@@ -209,7 +209,7 @@ def export_classifier(critic, image_shape, export_dir, num_classes, dataset='',
   class name (under the key 'class_names': the module doc); the signature CLASS_NAMES_KEY,
   without inputs, answers every class's name. `class_names`: every class's name, by label
   (default '0', '1', ...). `resize`: None (images in image_shape) or the rule
-  (image_folder.resize_rule(image_shape[0])) by which images of any size are brought to
+  (image_rules.resize_rule(image_shape[0])) by which images of any size are brought to
   image_shape in the graph. `scoring`: the "none of these classes" scores' metadata entry
   (score_graph.fit, from the critic and the run's known images), answered as 'scores' and
   stated in the metadata; None: an export without them. `summary`: the run's, for the model

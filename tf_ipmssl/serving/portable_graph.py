@@ -8,7 +8,7 @@ neither tf2onnx nor the LiteRT converter translate). Here the same classifier is
 without them: uint8 images in, `probabilities` [N, K] float32, `labels` [N] int32 and the
 "none of these classes" `scores` [N, S] float32 (score_graph.py) out (the
 class names travel in the metadata; the runtimes in runtimes.py check shapes and answer empty
-batches themselves), and the resize rule of image_folder.fit_images as two matrix products
+batches themselves), and the resize rule of image_rules.fit_images as two matrix products
 whose weights are computed in the graph from the image's size, so that the exports still take
 images of any size. The weights are those ScaleAndTranslate computes (a triangle kernel
 widened by the downscaling factor, clipped at the image's edges and renormalized); summed in
@@ -33,7 +33,7 @@ def _resample_weights(size_in, size_out, offset, count):
 
 
 def fit_images(images, size):
-  """image_folder.fit_images in matrix products: uint8 [N, H, W, C] of any one size ->
+  """image_rules.fit_images in matrix products: uint8 [N, H, W, C] of any one size ->
   uint8 [N, size, size, C] (short side to `size`, centre crop, rounded and clipped)."""
   shape = tf.shape(images)
   height, width = shape[1], shape[2]

@@ -8,7 +8,7 @@ SavedModel it loads with tf.saved_model.load and learns what it needs from its s
 input's size and channels (any size for an image folder's export, which resizes in its
 graph) and every class's name (the `class_names` signature; '0', '1', ... where an older
 export lacks it: export.py). Files are decoded by TensorFlow (PNG, JPEG, BMP, GIF, WebP)
-whatever the format, brought to the export's channel count (image_folder.to_channels) and
+whatever the format, brought to the export's channel count (image_rules.to_channels) and
 classified in batches of one size, with the export's "none of these classes" scores where it
 has them (foreign_score.py; the metadata file names them). A file that cannot be classified (unreadable, not an
 image, an animated WebP, another size than a fixed-size export takes) is reported with its
@@ -25,6 +25,7 @@ import tensorflow as tf
 from tf_ipmssl import errors
 from tf_ipmssl import quiet_import
 from tf_ipmssl.data import image_folder
+from tf_ipmssl.data import image_rules
 from tf_ipmssl.serving import export
 from tf_ipmssl.serving import foreign_score
 from tf_ipmssl.serving import metadata as metadata_lib
@@ -95,14 +96,14 @@ class Predictor:
     """uint8 [H, W, C] of the file at `path`, or the reason it cannot be classified."""
     try:
       contents = tf.io.read_file(path)
-      if image_folder.is_animated_webp(contents):
-        return f'is {image_folder.ANIMATED_WEBP}; save its first frame as a still image'
-      image = image_folder.decode(contents)
+      if image_rules.is_animated_webp(contents):
+        return f'is {image_rules.ANIMATED_WEBP}; save its first frame as a still image'
+      image = image_rules.decode(contents)
     except (tf.errors.OpError, OSError) as e:
       # TensorFlow's message without its `{{function_node ...}}` prefix and `[Op:...]` suffix.
       reason = re.sub(r'\{\{.*?\}\}\s*|\s*\[Op:.*$', '', getattr(e, 'message', str(e)).strip())
-      return f'not a readable {image_folder.IMAGE_FORMATS} image ({reason})'
-    image = image_folder.to_channels(image, self.channels).numpy()
+      return f'not a readable {image_rules.IMAGE_FORMATS} image ({reason})'
+    image = image_rules.to_channels(image, self.channels).numpy()
     height, width = self.input_shape[:2]
     if height is not None and image.shape[:2] != (height, width):
       return (f'is {image.shape[0]}x{image.shape[1]}; this classifier takes '
