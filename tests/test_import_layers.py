@@ -16,7 +16,7 @@ LAYERS = (
     {'serving'},
     {'training'},
     {'library', 'configurables', 'process_state', 'diagnosis', 'sweep', 'benchmark'},
-    {'api', 'command_line', 'programs'},
+    {'api', 'api_results', 'command_line', 'programs'},
 )
 
 
