@@ -333,7 +333,7 @@ def register_table(table: Table) -> Tuple[Cell, ...]:
 
 
 def all_cells() -> Tuple[Cell, ...]:
-  """The paper's cells (not the studies')."""
+  """The paper's cells (not those of a table of your own)."""
   return CELLS
 
 

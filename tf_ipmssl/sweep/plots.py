@@ -1,9 +1,11 @@
 """PNG figures of sweep results beside the paper's numbers (matplotlib, optional extra).
 
-- Tables whose columns are numbers of labels (Appendix A): test error vs number of labels,
-  one line per row, ours (mean ± std) solid and the paper's dashed.
+- Tables whose columns are numbers (an x_label: Appendix A's numbers of labels, or a table
+  of your own's): test error against them, one line per row, ours (mean ± std) solid and
+  the paper's dashed.
 - Every other table: one horizontal bar chart per paper column, its rows as bar pairs:
-  ours (mean, std as error bar) and the paper's (ours alone for a study; each seed a dot).
+  ours (mean, std as error bar) and the paper's (ours alone for a table of your own, each
+  seed a dot).
 - The comparison (paper_comparison): ours against the paper's error, one labelled point per
   cell; the labels are placed where they overlap no other label or point.
 
