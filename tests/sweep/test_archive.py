@@ -284,4 +284,5 @@ def test_runs_train_with_the_train_checkout_s_bin_train(tmp_path):
   assert refused.returncode == 1
   assert refused.stderr.strip().splitlines() == [
       f'error: --train_checkout={checkout} lacks gin/table2/cifar10_fisher_f.gin: give a '
-      'tf_ipmssl checkout (e.g. git worktree add --detach DIR COMMIT)']
+      'tf_ipmssl checkout (e.g. git worktree add --detach DIR COMMIT); gin files inside this '
+      'repository are read from the checkout at the same path, so commit them first']
