@@ -293,7 +293,7 @@ LATE_MARGIN = 5.0
 def late_collapses(results: Results) -> str:
   """Markdown items: each run whose test error at its last evaluation is LATE_MARGIN points
   or more above the one reported at its best validation step, with both; and the runs whose
-  last evaluation is unknown (a blank final_test_error in runs.csv: results_lib.runs_csv)."""
+  last evaluation is unknown (a blank final_test_error in runs.csv: results.runs_csv)."""
   lines, unknown = [], {}
   for result in results.values():
     for run in result.runs:

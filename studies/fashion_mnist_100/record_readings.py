@@ -4,7 +4,7 @@ check), and each run's reported error moved to the earliest of its tied best val
 steps (records of a trainer that broke such ties late; the confirmation and Tables 2-3).
 
 Each reads the runs' eval/ TensorBoard events (event_files: a call imports TensorFlow, an
-import of this module does not) and returns the sweep's results (results_lib.collect) with
+import of this module does not) and returns the sweep's results (results.collect) with
 RunResult fields replaced.
 """
 import dataclasses
@@ -36,7 +36,7 @@ def with_lowest_labeled_errors(results: Results) -> Results:
 
 def with_earliest_tied_best(results: Results
                             ) -> Tuple[Results, List[Tuple[str, int, int, int, float, float]]]:
-  """`results` with each run's reported error taken at `results_lib.earliest_tied_step` of its
+  """`results` with each run's reported error taken at `results.earliest_tied_step` of its
   eval curve, and what moved: (cell id, seed, recorded best step, earliest tied step,
   recorded error, error at the earlier step). A trainer before lower_error compared the new
   error in float64 with the stored best in float32, so an equal count of wrong images at a

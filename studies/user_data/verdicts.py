@@ -47,7 +47,7 @@ CLAIMS = {
 
 def subset_step(curves: Dict[str, Dict[int, float]]) -> Optional[int]:
   """The earliest step with the lowest validation-subset error (the trainer's tie rule,
-  results_lib.earliest_tied_step); None without the curve."""
+  results.earliest_tied_step); None without the curve."""
   return results_lib.earliest_tied_step(curves.get(SUBSET_TAG) or {})
 
 

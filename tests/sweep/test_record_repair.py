@@ -14,8 +14,8 @@ from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import archive
 from tf_ipmssl.sweep import plan as plan_lib
-from tf_ipmssl.sweep import runner
 from tf_ipmssl.sweep import results as results_lib
+from tf_ipmssl.sweep import runner
 
 FAKE_TRAIN = (sys.executable, os.path.join(os.path.dirname(__file__), 'fake_train.py'))
 SWEEP = str(cells_lib.REPO_ROOT / 'bin' / 'sweep')

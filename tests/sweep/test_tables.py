@@ -9,8 +9,8 @@ import pytest
 
 from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
-from tf_ipmssl.sweep import tables
 from tf_ipmssl.sweep import results as results_lib
+from tf_ipmssl.sweep import tables
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ one: an archive holding the same cell and seed trained with other gin files or b
 refused with a message, never overwritten or mixed into the tables.
 
 A run whose record was lost can still stand in an archive as one row of
-DIR/runs_without_record.csv (runs.csv's columns, results_lib.RECORDLESS_ROWS_FILE): the sweep
+DIR/runs_without_record.csv (runs.csv's columns, results.RECORDLESS_ROWS_FILE): the sweep
 counts it finished and never trains it again, and the tables read the row.
 """
 import dataclasses

@@ -17,8 +17,8 @@ from typing import Dict, List
 
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
-from tf_ipmssl.sweep import tables as tables_lib
 from tf_ipmssl.sweep import results as results_lib
+from tf_ipmssl.sweep import tables as tables_lib
 
 
 def _pyplot():
