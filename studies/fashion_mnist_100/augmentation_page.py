@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from tf_ipmssl import cells as cells_lib
 from studies.fashion_mnist_100 import paired_test
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 ARMS = ('plain', 'augmented')
 CELLS = (('table1/cifar10_fisher_kplus1_entropy', 'quickstart: Fisher, K+1 with f+^H'),
@@ -26,15 +26,15 @@ CELLS = (('table1/cifar10_fisher_kplus1_entropy', 'quickstart: Fisher, K+1 with 
 PART = 'effect'
 
 
-def collect(records: str) -> Dict[Tuple[str, str], tables_lib.CellResult]:
+def collect(records: str) -> Dict[Tuple[str, str], results_lib.CellResult]:
   """{(cell id, arm): its finished runs} under records/<arm>."""
-  return {(cell_id, arm): tables_lib.collect_cell(os.path.join(records, arm),
-                                                  cells_lib.get_cell(cell_id))
+  return {(cell_id, arm): results_lib.collect_cell(os.path.join(records, arm),
+                                                   cells_lib.get_cell(cell_id))
           for cell_id, _ in CELLS for arm in ARMS}
 
 
-def differences(plain: tables_lib.CellResult,
-                augmented: tables_lib.CellResult) -> List[Tuple[int, float]]:
+def differences(plain: results_lib.CellResult,
+                augmented: results_lib.CellResult) -> List[Tuple[int, float]]:
   """[(seed, augmented − plain reported test error)] over the seeds both arms finished."""
   plain_errors = dict(zip(plain.seeds, plain.errors))
   return [(seed, error - plain_errors[seed])
@@ -45,14 +45,14 @@ def _mean_text(values: Sequence[Optional[float]]) -> str:
   known = [v for v in values if v is not None]
   if len(known) < len(values) or not known:
     return '–'
-  return cells_lib.format_error(*tables_lib.mean_std(known))
+  return cells_lib.format_error(*results_lib.mean_std(known))
 
 
-def _cpus(results: Sequence[tables_lib.CellResult]) -> List[str]:
+def _cpus(results: Sequence[results_lib.CellResult]) -> List[str]:
   return sorted({run.cpu or 'not recorded' for result in results for run in result.runs})
 
 
-def part(results: Dict[Tuple[str, str], tables_lib.CellResult]) -> str:
+def part(results: Dict[Tuple[str, str], results_lib.CellResult]) -> str:
   """The page's regenerated part: the arms' table, the paired differences, the CPUs."""
   lines = ['| cell | arm | seeds | test error, best step (%) | test error, last eval (%) '
            '| labeled-set error, best step (%) |', '|---|---|---|---|---|---|']

@@ -11,9 +11,9 @@ from typing import Callable, Dict, List, Optional, Sequence
 from tf_ipmssl import cells as cells_lib
 from studies.fashion_mnist_100 import claims
 from studies.fashion_mnist_100 import protocol
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
-Results = Dict[str, tables_lib.CellResult]
+Results = Dict[str, results_lib.CellResult]
 HEADER = ('| constraints | paper | seeds | per-example f | broadcast f | '
           'broadcast − per-example, per seed | late, per-example | late, broadcast | '
           'labeled-set error at the end, per-example | the same, broadcast |\n'
@@ -21,7 +21,7 @@ HEADER = ('| constraints | paper | seeds | per-example f | broadcast f | '
 
 
 def _mean_text(values: Sequence[float]) -> str:
-  mean, std = tables_lib.mean_std(values)
+  mean, std = results_lib.mean_std(values)
   if mean is None:
     return '–'
   return cells_lib.format_error(mean, std)
@@ -34,13 +34,13 @@ def _late_text(values: Sequence[Optional[float]], n: int) -> str:
   return f'{statistics.fmean(kept):.2f}' + (f' (n={len(kept)})' if len(kept) < n else '')
 
 
-def _labeled_text(runs: Sequence[tables_lib.RunResult]) -> str:
+def _labeled_text(runs: Sequence[results_lib.RunResult]) -> str:
   return ' / '.join('–' if run.last_labeled_error is None else f'{run.last_labeled_error:g}'
                     for run in runs)
 
 
 def table(per_example: Results, broadcast: Results,
-          late: Callable[[tables_lib.RunResult], Optional[float]] = (
+          late: Callable[[results_lib.RunResult], Optional[float]] = (
               protocol.late_validation_error)) -> str:
   """One row per cell with broadcast-f runs, in Table 2's order: the paper's CIFAR-10 error,
   the seeds both fs have, each f's mean ± std over them, the per-seed differences
@@ -67,7 +67,7 @@ def table(per_example: Results, broadcast: Results,
   return HEADER + '\n' + '\n'.join(lines) if lines else ''
 
 
-def _runs_of(result: tables_lib.CellResult, seeds: Sequence[int]
-             ) -> List[tables_lib.RunResult]:
+def _runs_of(result: results_lib.CellResult, seeds: Sequence[int]
+             ) -> List[results_lib.RunResult]:
   by_seed = {run.seed: run for run in result.runs}
   return [by_seed[s] for s in seeds]

@@ -27,7 +27,7 @@ against a fixed level (`check_level`).
 import dataclasses
 from typing import Optional, Sequence, Tuple
 
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 HOLDS, REVERSED, MIXED, UNDECIDED, PARTLY = (
     'holds', 'reversed', 'mixed', 'undecided', 'partly')
@@ -56,7 +56,7 @@ WHAT_IT_CAN_SHOW = (
     'way.')
 
 # After a per-seed difference whose two runs trained on different CPUs.
-CPU_MARK = tables_lib.CPU_MARK
+CPU_MARK = results_lib.CPU_MARK
 CPU_NOTE = (
     f'A difference marked {CPU_MARK} compares two runs that trained on different CPUs, whose '
     'kernels round differently: one run moves by about a point between CPU families, so '
@@ -125,7 +125,7 @@ class PairCheck:
   @property
   def difference(self) -> Optional[float]:
     """Mean paired difference first − second (None without shared seeds)."""
-    return tables_lib.mean_std(self.diffs)[0]
+    return results_lib.mean_std(self.diffs)[0]
 
   @property
   def decided(self) -> bool:
@@ -153,16 +153,16 @@ class PairCheck:
     return f'{self.numbers}: {self.verdict}'
 
 
-def check_pair(first: tables_lib.CellResult, second: tables_lib.CellResult,
+def check_pair(first: results_lib.CellResult, second: results_lib.CellResult,
                kind: str = HIGHER, margin: float = MARGIN) -> PairCheck:
   """Whether `first` has the higher error (kind HIGHER), the same (NO_DIFFERENCE) or not a
   lower one (NOT_LOWER), paired over the shared seeds."""
-  seeds, diffs, across_cpus = tables_lib.paired_differences(first, second)
+  seeds, diffs, across_cpus = results_lib.paired_differences(first, second)
   return PairCheck(short_name(first.cell.id), short_name(second.cell.id), seeds, diffs,
                    _VERDICTS[kind](diffs, margin), kind, across_cpus)
 
 
-def check_level(result: tables_lib.CellResult, level: float, above: bool = True,
+def check_level(result: results_lib.CellResult, level: float, above: bool = True,
                 margin: float = MARGIN) -> PairCheck:
   """Whether every run of `result` is above (or below) a fixed `level` (%)."""
   diffs = tuple((e - level) if above else (level - e) for e in result.errors)
@@ -216,8 +216,8 @@ def overall(verdicts: Sequence[str]) -> str:
   return PARTLY
 
 
-def labeled_errors(result: tables_lib.CellResult, which: str = 'last'
-                   ) -> tables_lib.CellResult:
+def labeled_errors(result: results_lib.CellResult, which: str = 'last'
+                   ) -> results_lib.CellResult:
   """`result` with each run's labeled-set error in place of its test error ('last': at its
   last evaluation, the end of training; 'best': at the best validation step); runs without
   it are left out."""

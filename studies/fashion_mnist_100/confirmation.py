@@ -20,7 +20,7 @@ from studies.fashion_mnist_100 import protocol
 from studies.fashion_mnist_100 import record_readings
 from studies.fashion_mnist_100 import results_page
 from studies.fashion_mnist_100 import split_test
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 PAGE = 'confirmation.md'
 RECORDS = 'confirmation_records'  # Beside the pages, under docs/results.
@@ -97,8 +97,8 @@ def load_cells(records: str, keys: Sequence[Key], seeds: Sequence[int],
   found: Observations = {}
   for cell, f in keys:
     folder = os.path.join(records, folders[f])
-    result = (tables_lib.collect_cell(folder, cells_lib.get_cell(cell), seeds)
-              if os.path.isdir(folder) else tables_lib.CellResult(cells_lib.get_cell(cell)))
+    result = (results_lib.collect_cell(folder, cells_lib.get_cell(cell), seeds)
+              if os.path.isdir(folder) else results_lib.CellResult(cells_lib.get_cell(cell)))
     replaced, changes = record_readings.with_earliest_tied_best({cell: result})
     if moved is not None:
       moved += [(folders[f],) + change for change in changes]

@@ -12,9 +12,9 @@ that is a Table 2 cell are that Table 2 cell's runs (`with_reused_seeds`).
 """
 from typing import Dict, List, Optional, Tuple
 
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
-Results = Dict[str, tables_lib.CellResult]
+Results = Dict[str, results_lib.CellResult]
 
 # Each group: cells, one per table, whose configurations are equal under the preset.
 GROUPS: Tuple[Tuple[str, ...], ...] = (
@@ -55,12 +55,12 @@ def with_reused_seeds(results: Results) -> Results:
              if run.seed >= FIRST_REUSED_SEED and run.seed not in own]
     if extra:
       runs = sorted(results[target].runs + tuple(extra), key=lambda run: run.seed)
-      out[target] = tables_lib.CellResult(results[target].cell, tuple(runs),
-                                          results[target].unfinished)
+      out[target] = results_lib.CellResult(results[target].cell, tuple(runs),
+                                           results[target].unfinished)
   return out
 
 
-def reused_from(results: Results, cell_id: str, run: tables_lib.RunResult) -> Optional[str]:
+def reused_from(results: Results, cell_id: str, run: results_lib.RunResult) -> Optional[str]:
   """The Table 2 cell whose run `run` of `cell_id` is (through `with_reused_seeds`), None
   where the cell trained it itself."""
   source = reused().get(cell_id)
@@ -69,20 +69,20 @@ def reused_from(results: Results, cell_id: str, run: tables_lib.RunResult) -> Op
   return source if any(run is other for other in results[source].runs) else None
 
 
-def _run_text(run: tables_lib.RunResult) -> str:
+def _run_text(run: results_lib.RunResult) -> str:
   return f'{run.test_error:.2f} ({run.cpu or "CPU not recorded"})'
 
 
-def _gap(runs: List[Tuple[str, tables_lib.RunResult]]) -> str:
+def _gap(runs: List[Tuple[str, results_lib.RunResult]]) -> str:
   errors = [run.test_error for _, run in runs]
   return f'{max(errors) - min(errors):.2f} points apart'
 
 
-def _one_error(runs: List[Tuple[str, tables_lib.RunResult]]) -> bool:
+def _one_error(runs: List[Tuple[str, results_lib.RunResult]]) -> bool:
   return len({run.test_error for _, run in runs}) == 1
 
 
-def _equality(runs: List[Tuple[str, tables_lib.RunResult]]) -> str:
+def _equality(runs: List[Tuple[str, results_lib.RunResult]]) -> str:
   """Whether one seed's runs of one configuration gave one error: across all of them, and
   apart from that between the runs that trained on one known CPU (which must agree)."""
   if _one_error(runs):
@@ -92,7 +92,7 @@ def _equality(runs: List[Tuple[str, tables_lib.RunResult]]) -> str:
     return f'**no**: {_gap(runs)} on one CPU'
   parts = [f'no: {_gap(runs)}, ' + ('a CPU not recorded' if None in cpus
                                      else 'on different CPUs')]
-  by_cpu: Dict[str, List[Tuple[str, tables_lib.RunResult]]] = {}
+  by_cpu: Dict[str, List[Tuple[str, results_lib.RunResult]]] = {}
   for cell_id, run in runs:
     if run.cpu is not None:
       by_cpu.setdefault(run.cpu, []).append((cell_id, run))
@@ -116,7 +116,7 @@ def trained_twice(results: Results) -> str:
            '|---|---:|---|---|']
   for group in GROUPS:
     cells = [c for c in group if c in results]
-    by_seed: Dict[int, List[Tuple[str, tables_lib.RunResult]]] = {}
+    by_seed: Dict[int, List[Tuple[str, results_lib.RunResult]]] = {}
     for cell_id in cells:
       for run in results[cell_id].runs:
         seen = by_seed.setdefault(run.seed, [])

@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from tf_ipmssl import cells as cells_lib
 from studies.fashion_mnist_100 import claims
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 BASELINE = 'appendix_c/cifar10_none_4k'  # The supervised critic under the same preset.
 # The mechanism: labeled-set error in % of 100 labeled images, so 3 points are 3 images.
@@ -25,7 +25,7 @@ MECHANISM_MARGIN = 3.0
 CHANCE_LIKE = 70.0  # "Near chance" (90% for 10 classes): the paper's Sobolev plain is 80.45%.
 BEST_MARGIN = 5.0  # Points the best SSL cell must gain over the supervised critic.
 
-Results = Dict[str, tables_lib.CellResult]
+Results = Dict[str, results_lib.CellResult]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +222,7 @@ class Mechanism:
   text: str  # A markdown item.
 
 
-def _labeled_text(result: tables_lib.CellResult) -> str:
+def _labeled_text(result: results_lib.CellResult) -> str:
   """'42 / 29 / 33 (lowest over the run – / 8 / 15)': the labeled-set error per seed at the
   end of training and, where it differs, the lowest over the run ('–' where the run's eval
   curve is not kept)."""

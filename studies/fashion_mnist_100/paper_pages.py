@@ -43,9 +43,9 @@ from studies.fashion_mnist_100 import record_readings
 from studies.fashion_mnist_100 import results_page
 from studies.fashion_mnist_100 import split_reading
 from studies.fashion_mnist_100 import step900_reading
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
-Results = Dict[str, tables_lib.CellResult]
+Results = Dict[str, results_lib.CellResult]
 SEEDS = 3
 FOLDER = '{table}_fashion_mnist_100'
 README = 'README.md'  # The key of the README's part in `parts`; its path is given to write.
@@ -64,20 +64,20 @@ def table_cells(table: str) -> List[cells_lib.Cell]:
 def merge(*sources: Results) -> Results:
   """One result per cell from several sources; a later source's run replaces an earlier
   one's of the same seed."""
-  runs: Dict[str, Dict[int, tables_lib.RunResult]] = {}
+  runs: Dict[str, Dict[int, results_lib.RunResult]] = {}
   cells: Dict[str, cells_lib.Cell] = {}
   for source in sources:
     for cell_id, result in source.items():
       cells[cell_id] = result.cell
       runs.setdefault(cell_id, {}).update({run.seed: run for run in result.runs})
-  return {cell_id: tables_lib.CellResult(cells[cell_id], tuple(
+  return {cell_id: results_lib.CellResult(cells[cell_id], tuple(
       by_seed[s] for s in sorted(by_seed))) for cell_id, by_seed in runs.items()}
 
 
 def with_every_cell(results: Results, cells: Sequence[cells_lib.Cell]) -> Results:
   """`results` restricted to `cells`, in their order; a cell without runs gets an empty
   result."""
-  return {cell.id: results.get(cell.id, tables_lib.CellResult(cell)) for cell in cells}
+  return {cell.id: results.get(cell.id, results_lib.CellResult(cell)) for cell in cells}
 
 
 def load(results_dir: str, records: Optional[str] = None, moved: Optional[List] = None
@@ -88,14 +88,14 @@ def load(results_dir: str, records: Optional[str] = None, moved: Optional[List] 
   (`earliest_tied`; `moved` collects what that moves)."""
   def csv_results(table):
     path = os.path.join(_folder(results_dir, table), 'runs.csv')
-    return tables_lib.read_runs_csv(path) if os.path.exists(path) else {}
+    return results_lib.read_runs_csv(path) if os.path.exists(path) else {}
   table1 = with_every_cell(csv_results('table1'), table_cells('table1'))
   rows = merge(csv_results('table2'), csv_results('table3'))
   cells = table_cells('table2')[:-1] + table_cells('table3')
   if not records:
     return table1, with_every_cell(one_configuration.with_reused_seeds(rows), cells), set()
   from_records = record_readings.with_lowest_labeled_errors(
-      earliest_tied(tables_lib.collect(records, cells), os.path.basename(records), moved))
+      earliest_tied(results_lib.collect(records, cells), os.path.basename(records), moved))
   kept = {(cell_id, run.seed) for cell_id, result in from_records.items()
           for run in result.runs if run.has_record}
   row_only = {(cell_id, run.seed) for cell_id, result in merge(rows, from_records).items()
@@ -132,7 +132,7 @@ def load_broadcast(results_dir: str, moved: Optional[List] = None) -> Results:
   folder = os.path.join(results_dir, protocol.BROADCAST_RECORDS)
   if not os.path.isdir(folder):
     return {}
-  found = earliest_tied(tables_lib.collect(folder, table_cells('table2')[:-1]),
+  found = earliest_tied(results_lib.collect(folder, table_cells('table2')[:-1]),
                         protocol.BROADCAST_RECORDS, moved)
   return {cell_id: result for cell_id, result in found.items() if result.runs}
 
@@ -190,7 +190,7 @@ def _seeds_text(seeds: Sequence[int]) -> str:
   return f'seed{"s" * (len(seeds) > 1)} {", ".join(map(str, seeds))}'
 
 
-def mixed_cpus(results: Sequence[tables_lib.CellResult]) -> List[str]:
+def mixed_cpus(results: Sequence[results_lib.CellResult]) -> List[str]:
   """The cells whose runs trained on more than one CPU, grouped by which seeds ran where:
   'seeds 0, 1 on A and seed 2 on B: cell, cell', the CPUs in order of their first seed."""
   groups: Dict[str, List[str]] = {}
@@ -237,7 +237,7 @@ def reused_note(table23: Results, table: str) -> str:
 
 
 def _mean_std_text(values):
-  mean, std = tables_lib.mean_std(values)
+  mean, std = results_lib.mean_std(values)
   if mean is None:
     return '–'
   return f'{mean:.2f}' + ('' if std is None else f' ± {std:.2f}') + f' (n={len(values)})'
@@ -293,7 +293,7 @@ LATE_MARGIN = 5.0
 def late_collapses(results: Results) -> str:
   """Markdown items: each run whose test error at its last evaluation is LATE_MARGIN points
   or more above the one reported at its best validation step, with both; and the runs whose
-  last evaluation is unknown (a blank final_test_error in runs.csv: tables.runs_csv)."""
+  last evaluation is unknown (a blank final_test_error in runs.csv: results.runs_csv)."""
   lines, unknown = [], {}
   for result in results.values():
     for run in result.runs:

@@ -19,7 +19,7 @@ from tf_ipmssl.run_dir import run_files
 from studies.fashion_mnist_100 import claims
 from studies.fashion_mnist_100 import paired_test
 from studies.fashion_mnist_100 import results_page
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 PAGE = 'protocol.md'
 PAIRS_PART = 'primary pairs'
@@ -37,7 +37,7 @@ LATE_EVALUATIONS = 4
 VALIDATION_CURVE = 'eval/validation_error'
 RAMPUP_MARK = '‡'
 
-Results = Dict[str, tables_lib.CellResult]
+Results = Dict[str, results_lib.CellResult]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +82,7 @@ def read_pairs(page_path: str) -> Tuple[PrimaryPair, ...]:
 
 # ---- Per-run numbers --------------------------------------------------------------------
 
-def late_validation_error(run: tables_lib.RunResult) -> Optional[float]:
+def late_validation_error(run: results_lib.RunResult) -> Optional[float]:
   """The validation error averaged over the run's last LATE_EVALUATIONS evaluations (its
   eval curve; a step evaluated twice across sessions counts once, the later value); None
   where the run keeps no curve."""
@@ -95,7 +95,7 @@ def late_validation_error(run: tables_lib.RunResult) -> Optional[float]:
   return statistics.fmean(curve[s] for s in sorted(curve)[-LATE_EVALUATIONS:])
 
 
-def _best_step_and_rampup(run: tables_lib.RunResult) -> Tuple[Optional[int], Optional[bool]]:
+def _best_step_and_rampup(run: results_lib.RunResult) -> Tuple[Optional[int], Optional[bool]]:
   """(the run's best validation step, whether it came before the IPM ramp-up ended: fewer
   critic updates before it than `ipm_rampup_updates`), from its record's metrics.json and
   run_config.json; None for what the record does not say (no record; no IPM term or
@@ -117,18 +117,18 @@ def _best_step_and_rampup(run: tables_lib.RunResult) -> Tuple[Optional[int], Opt
   return int(step), step * updates / steps < rampup
 
 
-def best_step(run: tables_lib.RunResult) -> Optional[int]:
+def best_step(run: results_lib.RunResult) -> Optional[int]:
   """The run's best validation step (metrics.json); None without a record."""
   return _best_step_and_rampup(run)[0]
 
 
-def best_step_in_rampup(run: tables_lib.RunResult) -> Optional[bool]:
+def best_step_in_rampup(run: results_lib.RunResult) -> Optional[bool]:
   """Whether the run's best validation step came before the IPM ramp-up ended; None where
   its record does not say (see _best_step_and_rampup)."""
   return _best_step_and_rampup(run)[1]
 
 
-def best_step_text(run: tables_lib.RunResult) -> str:
+def best_step_text(run: results_lib.RunResult) -> str:
   """'250 ‡' (inside the ramp-up), '900', or '–' where the record does not say."""
   step, in_rampup = _best_step_and_rampup(run)
   if step is None:
@@ -136,7 +136,7 @@ def best_step_text(run: tables_lib.RunResult) -> str:
   return f'{step}' + (f' {RAMPUP_MARK}' if in_rampup else '')
 
 
-def training_commit(run: tables_lib.RunResult) -> Optional[str]:
+def training_commit(run: results_lib.RunResult) -> Optional[str]:
   """The commit that trained the run (versions.json), its first 7 digits."""
   if not run.has_record or not run.model_dir:
     return None
@@ -149,7 +149,7 @@ def training_commit(run: tables_lib.RunResult) -> Optional[str]:
 @dataclasses.dataclass(frozen=True)
 class Observation:
   """One run as a pair uses it: the run, and what its record adds."""
-  run: tables_lib.RunResult
+  run: results_lib.RunResult
   late: Optional[float]  # Late validation error (%), None without an eval curve.
   in_rampup: Optional[bool]
   commit: Optional[str]
@@ -158,7 +158,7 @@ class Observation:
     return self.run.test_error if endpoint == BEST else self.late
 
 
-def observe(result: tables_lib.CellResult) -> Dict[int, Observation]:
+def observe(result: results_lib.CellResult) -> Dict[int, Observation]:
   return {run.seed: Observation(run, late_validation_error(run), best_step_in_rampup(run),
                                 training_commit(run))
           for run in result.runs}
@@ -225,7 +225,7 @@ def pair_result(pair: PrimaryPair, endpoint: str, higher: Dict[int, Observation]
       continue
     seeds.append(seed)
     diffs.append(a.value(endpoint) - b.value(endpoint))
-    across.append(tables_lib.different_cpus(a.run, b.run))
+    across.append(results_lib.different_cpus(a.run, b.run))
     runs += [(pair.higher, pair.higher_f, seed, a.commit),
              (pair.lower, pair.lower_f, seed, b.commit)]
     if endpoint == BEST:

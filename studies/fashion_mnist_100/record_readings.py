@@ -4,16 +4,16 @@ check), and each run's reported error moved to the earliest of its tied best val
 steps (records of a trainer that broke such ties late; the confirmation and Tables 2-3).
 
 Each reads the runs' eval/ TensorBoard events (event_files: a call imports TensorFlow, an
-import of this module does not) and returns the sweep's results (tables.collect) with
+import of this module does not) and returns the sweep's results (results.collect) with
 RunResult fields replaced.
 """
 import dataclasses
 from typing import Dict, List, Tuple
 
 from tf_ipmssl.run_dir import run_files
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
-Results = Dict[str, tables_lib.CellResult]
+Results = Dict[str, results_lib.CellResult]
 
 # A run's errors at each evaluation, in its eval/ TensorBoard events.
 LABELED_ERROR_CURVE = 'eval/labeled_error'
@@ -36,7 +36,7 @@ def with_lowest_labeled_errors(results: Results) -> Results:
 
 def with_earliest_tied_best(results: Results
                             ) -> Tuple[Results, List[Tuple[str, int, int, int, float, float]]]:
-  """`results` with each run's reported error taken at `tables.earliest_tied_step` of its
+  """`results` with each run's reported error taken at `results.earliest_tied_step` of its
   eval curve, and what moved: (cell id, seed, recorded best step, earliest tied step,
   recorded error, error at the earlier step). A trainer before lower_error compared the new
   error in float64 with the stored best in float32, so an equal count of wrong images at a
@@ -50,7 +50,7 @@ def with_earliest_tied_best(results: Results
     metrics = run_files.read_metrics(run.model_dir, unreadable_ok=True) or {}
     recorded = (metrics.get('best') or {}).get('step', -1)
     curves = event_files.read_eval_curves(run.model_dir)
-    step = tables_lib.earliest_tied_step(curves.get(VALIDATION_ERROR_CURVE, {}))
+    step = results_lib.earliest_tied_step(curves.get(VALIDATION_ERROR_CURVE, {}))
     test = curves.get(TEST_ERROR_CURVE, {}).get(step)
     if step is None or recorded < 0 or step == recorded or test is None:
       return run

@@ -12,7 +12,7 @@ from typing import Dict, List
 
 from tf_ipmssl import errors
 from tf_ipmssl.run_dir import run_files
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 WIDTH = 92
 
@@ -83,7 +83,7 @@ def session_spans(model_dir: str) -> List[float]:
   return spans
 
 
-def wall_time_table(results: Dict[str, tables_lib.CellResult]) -> List[str]:
+def wall_time_table(results: Dict[str, results_lib.CellResult]) -> List[str]:
   """A markdown table's lines: per finished run, its bin/train sessions' spans and total."""
   lines = ['| cell | seed | sessions | span of each (s) | total (s) |',
            '|---|---:|---:|---|---:|']

@@ -27,7 +27,7 @@ import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tf_ipmssl.run_dir import run_files
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 CELL = 'table2/cifar10_sobolev_f'
 SHORT, LONG, PROBE = 'steps_900', 'steps_1800', 'probe_900_again'  # Under the records.
@@ -92,8 +92,8 @@ def read_run(model_dir: str, finished_only: bool = True) -> Optional[Run]:
   validation = curves.get(VALIDATION)
   if not validation:
     return None
-  return Run(seed=tables_lib.seed_of(model_dir), steps=max(validation),
-             cpu=tables_lib.cpu_of(model_dir), validation=validation,
+  return Run(seed=results_lib.seed_of(model_dir), steps=max(validation),
+             cpu=results_lib.cpu_of(model_dir), validation=validation,
              labeled=curves.get(LABELED, {}))
 
 

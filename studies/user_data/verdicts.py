@@ -19,7 +19,7 @@ from studies.user_data import plan as plan_lib
 from tf_ipmssl.run_dir import event_files
 from tf_ipmssl.run_dir import reporting
 from tf_ipmssl.run_dir import run_files
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 HOLM_LEVEL = 0.025  # Per direction: supported and contradicted together at 0.05.
 CONFIDENCE = 0.95
@@ -47,8 +47,8 @@ CLAIMS = {
 
 def subset_step(curves: Dict[str, Dict[int, float]]) -> Optional[int]:
   """The earliest step with the lowest validation-subset error (the trainer's tie rule,
-  tables.earliest_tied_step); None without the curve."""
-  return tables_lib.earliest_tied_step(curves.get(SUBSET_TAG) or {})
+  results.earliest_tied_step); None without the curve."""
+  return results_lib.earliest_tied_step(curves.get(SUBSET_TAG) or {})
 
 
 def endpoint(model_dir: str, name: str) -> Optional[float]:
@@ -137,7 +137,7 @@ def contrast(terms: Sequence[plan_lib.Term], records: str, seed: int
     if value is None:
       return None, ()
     total += term.weight * value
-    cpus.append(tables_lib.cpu_of(model_dir) or 'unknown CPU')
+    cpus.append(results_lib.cpu_of(model_dir) or 'unknown CPU')
   return total, tuple(sorted(set(cpus)))
 
 

@@ -41,16 +41,16 @@ def test_final_line_without_a_validation_split():
 def _runs_csv(tmp_path, cells_errors, labels='100', dataset='fashion_mnist'):
   """A runs.csv as bin/sweep writes it: {cell id: {seed: error}}."""
   from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
-  from tf_ipmssl.sweep import tables  # pylint: disable=g-import-not-at-top
+  from tf_ipmssl.sweep import results as results_lib  # pylint: disable=g-import-not-at-top
   results = {}
   for cell_id, errors in cells_errors.items():
     cell = cells_lib.get_cell(cell_id)
-    runs = tuple(tables.RunResult(seed=s, test_error=e, model_dir='x', dataset=dataset,
-                                  labels=labels, steps=600, wall_seconds=10.0)
+    runs = tuple(results_lib.RunResult(seed=s, test_error=e, model_dir='x', dataset=dataset,
+                                       labels=labels, steps=600, wall_seconds=10.0)
                  for s, e in errors.items())
-    results[cell.id] = tables.CellResult(cell, runs)
+    results[cell.id] = results_lib.CellResult(cell, runs)
   path = tmp_path / 'runs.csv'
-  path.write_text(tables.runs_csv(results))
+  path.write_text(results_lib.runs_csv(results))
   return str(path)
 
 

@@ -31,6 +31,7 @@ def test_unreadable_json(tmp_path, capsys):
 
 def test_imports_no_tensorflow():
   code = ('import sys; import tf_ipmssl.run_dir.run_files; import tf_ipmssl.sweep.tables; '
+          'import tf_ipmssl.sweep.results; '
           'print([m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras")])')
   result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                           env=runs.environment(), cwd=str(runs.REPO_ROOT), check=True)

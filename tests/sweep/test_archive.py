@@ -11,8 +11,8 @@ from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
 from tf_ipmssl.sweep import archive
 from tf_ipmssl.sweep import plan as plan_lib
+from tf_ipmssl.sweep import results as results_lib
 from tf_ipmssl.sweep import runner
-from tf_ipmssl.sweep import tables as tables_lib
 
 FAKE_TRAIN = (sys.executable, os.path.join(os.path.dirname(__file__), 'fake_train.py'))
 SWEEP = str(cells_lib.REPO_ROOT / 'bin' / 'sweep')
@@ -41,7 +41,7 @@ def test_save_then_restore_into_a_lost_root(tmp_path):
   assert archive.save(run, store)
   kept = archive.archived_dir(run, store)
   assert kept == os.path.join(store, 'table2', 'cifar10_fisher_f', 'seed_0')
-  assert sorted(os.listdir(kept)) == [tables_lib.ARCHIVED_ON_FILE, 'dataset.json',
+  assert sorted(os.listdir(kept)) == [results_lib.ARCHIVED_ON_FILE, 'dataset.json',
                                       archive.MANIFEST_FILE, 'metrics.json',
                                       'operative_config.gin', archive.RUN_FILE]
   with open(os.path.join(kept, archive.RUN_FILE)) as f:
@@ -61,10 +61,10 @@ def test_save_then_restore_into_a_lost_root(tmp_path):
   # The runner skips the restored run, and the tables read it as the original.
   (outcome,) = runner.run_plan([again], fresh, program=FAKE_TRAIN, report=lambda _: None)
   assert outcome.status == runner.SKIPPED
-  restored = tables_lib.collect_cell(fresh, CELL)
+  restored = results_lib.collect_cell(fresh, CELL)
   assert restored.errors == (21.5,) and restored.seeds == (0,)
   # The archive is a root of its own for the tables.
-  assert tables_lib.collect_cell(store, CELL).errors == (21.5,)
+  assert results_lib.collect_cell(store, CELL).errors == (21.5,)
 
 
 def test_restore_never_writes_into_a_started_run(tmp_path):
@@ -191,20 +191,20 @@ def test_the_record_keeps_eval_scalars_and_the_cpu_that_saw_the_run_finish(tmp_p
   os.makedirs(os.path.join(run.model_dir, 'train'))  # Images and training scalars: left.
   archive.save(run, store)
   kept = archive.archived_dir(run, store)
-  assert sorted(os.listdir(kept)) == [tables_lib.ARCHIVED_ON_FILE, 'dataset.json', 'eval',
+  assert sorted(os.listdir(kept)) == [results_lib.ARCHIVED_ON_FILE, 'dataset.json', 'eval',
                                       archive.MANIFEST_FILE, 'metrics.json',
                                       'operative_config.gin', archive.RUN_FILE]
   assert _read(os.path.join(kept, 'eval'), os.path.basename(events)) == _read(
       os.path.dirname(events), os.path.basename(events))
-  with open(os.path.join(kept, tables_lib.ARCHIVED_ON_FILE)) as f:
+  with open(os.path.join(kept, results_lib.ARCHIVED_ON_FILE)) as f:
     assert json.load(f) == {'cpu': cpu_info.description()}
-  assert tables_lib.collect_cell(store, CELL).runs[0].cpu == tables_lib.cpu_of(kept)
-  assert tables_lib.cpu_of(kept).startswith(cpu_info.description()['model_name'])
+  assert results_lib.collect_cell(store, CELL).runs[0].cpu == results_lib.cpu_of(kept)
+  assert results_lib.cpu_of(kept).startswith(cpu_info.description()['model_name'])
   (again,) = plan_lib.make_plan([CELL], (0,), str(tmp_path / 'fresh'))
   assert archive.restore(again, store)
   assert os.listdir(os.path.join(again.model_dir, 'eval')) == [os.path.basename(events)]
-  assert tables_lib.collect_cell(str(tmp_path / 'fresh'), CELL).runs[0].cpu == (
-      tables_lib.cpu_of(kept))
+  assert results_lib.collect_cell(str(tmp_path / 'fresh'), CELL).runs[0].cpu == (
+      results_lib.cpu_of(kept))
 
 
 def test_a_run_that_names_its_cpu_gets_no_archived_on_file_and_its_path_is_left_out(tmp_path):
@@ -216,17 +216,17 @@ def test_a_run_that_names_its_cpu_gets_no_archived_on_file_and_its_path_is_left_
                                     'signature': 'no-avx512f tensorflow-2.21.0'}}}, f, indent=2)
   archive.save(run, store)
   kept = archive.archived_dir(run, store)
-  assert tables_lib.ARCHIVED_ON_FILE not in os.listdir(kept)
+  assert results_lib.ARCHIVED_ON_FILE not in os.listdir(kept)
   with open(os.path.join(kept, 'versions.json')) as f:  # No machine path in the record.
     assert json.load(f)['command'] == [
         'bin/train', '--model_dir=<root>/table2/cifar10_fisher_f/seed_0', '--gin_file=x.gin']
-  assert tables_lib.collect_cell(store, CELL).runs[0].cpu == 'Some CPU no-avx512f'
+  assert results_lib.collect_cell(store, CELL).runs[0].cpu == 'Some CPU no-avx512f'
 
 
 def _recordless_rows(store, rows):
   """The archive's runs_without_record.csv with (cell, seed, test error) rows."""
   os.makedirs(store, exist_ok=True)
-  with open(os.path.join(store, tables_lib.RECORDLESS_ROWS_FILE), 'w') as f:
+  with open(os.path.join(store, results_lib.RECORDLESS_ROWS_FILE), 'w') as f:
     f.write('cell,seed,test_error,paper_error,dataset,labels,steps,wall_seconds,'
             'labeled_error,final_labeled_error,cpu,record\n')
     for cell_id, seed, error in rows:
@@ -238,11 +238,11 @@ def test_a_run_standing_as_a_row_counts_as_finished_and_is_never_trained(tmp_pat
   root, store = str(tmp_path / 'lost'), str(tmp_path / 'archive')
   archive.save(_finished_run(root, 0, 17.0), store)
   _recordless_rows(store, [(CELL.id, 1, 23.25)])
-  result = tables_lib.collect_cell(store, CELL)
+  result = results_lib.collect_cell(store, CELL)
   assert result.seeds == (0, 1) and result.errors == (17.0, 23.25)
   assert [r.has_record for r in result.runs] == [True, False]
   assert result.runs[1].last_labeled_error == 3.0 and result.runs[1].cpu == 'Old CPU'
-  rows = tables_lib.runs_csv({CELL.id: result}).splitlines()
+  rows = results_lib.runs_csv({CELL.id: result}).splitlines()
   assert ',cpu,record,' in rows[0] and ',yes,' in rows[1]
   assert ',Old CPU,no,' in rows[2]
   fresh = str(tmp_path / 'fresh')

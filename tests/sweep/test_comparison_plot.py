@@ -6,7 +6,7 @@ import pytest
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import paper_comparison
 from tf_ipmssl.sweep import plots
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 # Four Fisher-family cells whose paper numbers lie within 2.7 points of each other, and ours
 # within 0.6: at their first place (right of the point) their labels overlap.
@@ -16,9 +16,9 @@ CROWD = {'table1/cifar10_fisher_sobolev_kplus1': 25.0, 'table1/cifar10_fisher_kp
 
 
 def _result(cell_id, errors):
-  runs = tuple(tables_lib.RunResult(seed=s, test_error=e, model_dir='')
+  runs = tuple(results_lib.RunResult(seed=s, test_error=e, model_dir='')
                for s, e in enumerate(errors))
-  return tables_lib.CellResult(cells_lib.get_cell(cell_id), runs)
+  return results_lib.CellResult(cells_lib.get_cell(cell_id), runs)
 
 
 def _boxes(figure, annotations):

@@ -8,7 +8,7 @@ from tests.sweep import fake_results
 from tests.sweep.test_bin_sweep import _sweep
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import paper_comparison
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 
 def test_average_ranks_share_ties():
@@ -31,9 +31,9 @@ def test_spearman_known_answers():
 
 def _result(cell_id, errors_by_seed):
   cell = cells_lib.get_cell(cell_id)
-  runs = tuple(tables_lib.RunResult(seed=s, test_error=e, model_dir='') for s, e in
+  runs = tuple(results_lib.RunResult(seed=s, test_error=e, model_dir='') for s, e in
                sorted(errors_by_seed.items()))
-  return tables_lib.CellResult(cell, runs)
+  return results_lib.CellResult(cell, runs)
 
 
 def test_compare_ranks_and_pairs_by_seed():
@@ -110,8 +110,8 @@ def test_bin_sweep_writes_the_comparison(tmp_path):
 
 def test_a_paired_difference_across_cpus_is_marked():
   def result(cell_id, cpus):
-    return tables_lib.CellResult(cells_lib.get_cell(cell_id), tuple(
-        tables_lib.RunResult(seed=s, test_error=30.0 + s, model_dir='', cpu=c)
+    return results_lib.CellResult(cells_lib.get_cell(cell_id), tuple(
+        results_lib.RunResult(seed=s, test_error=30.0 + s, model_dir='', cpu=c)
         for s, c in enumerate(cpus)))
   baseline = result('appendix_c/cifar10_none_4k', ('A', 'A'))
   comparison = paper_comparison.compare([result('table1/cifar10_fisher_kplus1', ('A', 'B'))],

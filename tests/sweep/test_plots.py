@@ -6,7 +6,7 @@ import pytest
 
 from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
-from tf_ipmssl.sweep import tables
+from tf_ipmssl.sweep import results as results_lib
 
 matplotlib = pytest.importorskip('matplotlib')
 from tf_ipmssl.sweep import plots  # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -21,7 +21,7 @@ def _written(root, errors_by_cell):
   for cell_id, errors in errors_by_cell.items():
     for seed, error in enumerate(errors):
       fake_results.write_run(root, cells_lib.get_cell(cell_id), seed, error)
-  return tables.collect(root, [cells_lib.get_cell(c) for c in errors_by_cell])
+  return results_lib.collect(root, [cells_lib.get_cell(c) for c in errors_by_cell])
 
 
 def test_the_error_against_labels_plot_draws_mean_and_sample_std(tmp_path):

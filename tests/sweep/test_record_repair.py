@@ -14,8 +14,8 @@ from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl.sweep import archive
 from tf_ipmssl.sweep import plan as plan_lib
+from tf_ipmssl.sweep import results as results_lib
 from tf_ipmssl.sweep import runner
-from tf_ipmssl.sweep import tables as tables_lib
 
 FAKE_TRAIN = (sys.executable, os.path.join(os.path.dirname(__file__), 'fake_train.py'))
 SWEEP = str(cells_lib.REPO_ROOT / 'bin' / 'sweep')
@@ -125,7 +125,7 @@ def test_a_damaged_file_is_repaired_from_the_other_copy(swept, tmp_path, copy, n
   assert _calls(run.model_dir) == 1
   assert _tree(root) == _tree(str(tmp_path / 'clean' / 'root'))
   assert _tree(store) == _tree(str(tmp_path / 'clean' / 'archive'))
-  assert tables_lib.collect_cell(root, CELL).errors == (12.5, 13.5)  # Each run its own.
+  assert results_lib.collect_cell(root, CELL).errors == (12.5, 13.5)  # Each run its own.
 
 
 @pytest.mark.parametrize('how', ['truncated', 'flipped', 'deleted'])
@@ -232,10 +232,10 @@ def test_a_record_without_a_manifest_is_read_as_before_and_gets_one_when_archive
     assert archive.check(directory) == archive.Check(archive.WHOLE)
   os.remove(os.path.join(kept, 'manifest.json'))  # An archive written before manifests.
   assert archive.check(kept) == archive.Check(archive.UNVERIFIED)
-  assert tables_lib.collect_cell(store, CELL).errors == (21.5,)
+  assert results_lib.collect_cell(store, CELL).errors == (21.5,)
   (fresh,) = plan_lib.make_plan([CELL], (0,), str(tmp_path / 'fresh'))
   assert archive.sync([fresh], store) == (0, 1)
-  assert tables_lib.collect_cell(str(tmp_path / 'fresh'), CELL).errors == (21.5,)
+  assert results_lib.collect_cell(str(tmp_path / 'fresh'), CELL).errors == (21.5,)
   assert archive.check(fresh.model_dir) == archive.Check(archive.WHOLE)
   assert not archive.save(run, store)  # Archived again: now with its manifest.
   assert archive.check(kept) == archive.Check(archive.WHOLE)
@@ -247,7 +247,7 @@ def test_a_record_without_a_manifest_is_read_as_before_and_gets_one_when_archive
   reports = []
   archive.sync([run], store, report=reports.append)
   assert f'Repaired {run.model_dir}/metrics.json from the archive\'s copy' in reports
-  assert tables_lib.collect_cell(root, CELL).errors == (21.5,)
+  assert results_lib.collect_cell(root, CELL).errors == (21.5,)
 
 
 def test_rearchiving_replaces_the_evaluation_files_never_adds_to_them(tmp_path, events):
@@ -264,7 +264,7 @@ def test_rearchiving_replaces_the_evaluation_files_never_adds_to_them(tmp_path, 
   kept = archive.archived_dir(run, store)
   assert os.listdir(os.path.join(kept, 'eval')) == ['events.out.tfevents.2.x.v2']
   assert archive.check(kept) == archive.Check(archive.WHOLE)
-  curve = tables_lib.collect_cell(store, CELL).runs[0]
+  curve = results_lib.collect_cell(store, CELL).runs[0]
   assert curve.test_error == 21.5
 
 

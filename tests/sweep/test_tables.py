@@ -9,6 +9,7 @@ import pytest
 
 from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
+from tf_ipmssl.sweep import results as results_lib
 from tf_ipmssl.sweep import tables
 
 
@@ -27,13 +28,13 @@ def table1_root(tmp_path):
 
 
 def test_run_error_prefers_best_validation():
-  assert tables.run_error({'best': {'test_error': 11.0}, 'final': {'test_error': 9.0}}) == 11.0
-  assert tables.run_error({'best': {'test_error': None}, 'final': {'test_error': 9.0}}) == 9.0
-  assert tables.run_error({'final': {'test_error': None}}) is None
+  assert results_lib.run_error({'best': {'test_error': 11.0}, 'final': {'test_error': 9.0}}) == 11.0
+  assert results_lib.run_error({'best': {'test_error': None}, 'final': {'test_error': 9.0}}) == 9.0
+  assert results_lib.run_error({'final': {'test_error': None}}) is None
 
 
 def test_collect_mean_std_n(table1_root):
-  results = tables.collect(table1_root, cells_lib.select_cells(tables=['table1']))
+  results = results_lib.collect(table1_root, cells_lib.select_cells(tables=['table1']))
   kplus1 = results['table1/cifar10_fisher_kplus1']
   assert kplus1.errors == (10.0, 12.0, 14.0) and kplus1.seeds == (0, 1, 2)
   assert kplus1.n == 3 and kplus1.unfinished == 1
@@ -58,7 +59,7 @@ def _markdown_rows(text):
 
 def test_markdown_has_the_paper_layout(table1_root):
   table = cells_lib.TABLES['table1']
-  results = tables.collect(table1_root, cells_lib.select_cells(tables=['table1']))
+  results = results_lib.collect(table1_root, cells_lib.select_cells(tables=['table1']))
   text = tables.markdown_table(table, results)
   header = [line for line in text.splitlines() if line.startswith('|')][0]
   assert header == ('| IPM | CIFAR-10 (4k) plain ⟨v,Φ(x)⟩ | paper | CIFAR-10 (4k) K+1 | paper | '
@@ -79,14 +80,14 @@ def test_markdown_flags_runs_on_another_dataset(tmp_path):
   root = str(tmp_path)
   cell = cells_lib.get_cell('table2/svhn_gp_f')
   fake_results.write_run(root, cell, 0, 30.0, dataset='fashion_mnist')
-  results = tables.collect(root, [cell])
+  results = results_lib.collect(root, [cell])
   text = tables.markdown_table(cells_lib.TABLES['table2'], results)
   assert 'trained on fashion_mnist' in text and 'not comparable' in text
   assert _markdown_rows(text)['Ω_GP(f)'] == ['–', '49.28', '30.00 (n=1)', '34.05']
 
 
 def test_csv_has_the_paper_layout(table1_root):
-  results = tables.collect(table1_root, cells_lib.select_cells(tables=['table1']))
+  results = results_lib.collect(table1_root, cells_lib.select_cells(tables=['table1']))
   rows = list(csv.DictReader(io.StringIO(tables.csv_table(cells_lib.TABLES['table1'],
                                                           results))))
   assert [r['IPM'] for r in rows] == ['WGAN clip', 'WGAN-GP', 'Fisher', 'Sobolev',
@@ -117,7 +118,7 @@ def test_runs_csv_wall_time_sums_the_sessions(tmp_path):
       metrics = json.load(f)
     with open(path, 'w') as f:
       json.dump({**metrics, **wall}, f)
-  rows = list(csv.DictReader(io.StringIO(tables.runs_csv(tables.collect(root, [cell])))))
+  rows = list(csv.DictReader(io.StringIO(results_lib.runs_csv(results_lib.collect(root, [cell])))))
   assert [(r['seed'], r['wall_seconds']) for r in rows] == [('0', '300'), ('1', '50')]
 
 
@@ -134,7 +135,7 @@ def test_runs_csv_carries_the_wall_time_split(tmp_path):
   with open(path, 'w') as f:
     json.dump({**metrics, 'wall_seconds': 261.25, 'wall_split': split}, f)
   fake_results.write_run(root, cell, 1, 11.0)
-  text = tables.runs_csv(tables.collect(root, [cell]))
+  text = results_lib.runs_csv(results_lib.collect(root, [cell]))
   rows = list(csv.DictReader(io.StringIO(text)))
   columns = ['startup_seconds', 'training_seconds', 'evaluation_seconds',
              'checkpoints_seconds', 'export_seconds', 'teardown_seconds']
@@ -142,7 +143,7 @@ def test_runs_csv_carries_the_wall_time_split(tmp_path):
       ['12.5', '200.0', '40.2', '3.0', '5.0', '0.5'], [''] * 6]
   path = tmp_path / 'runs.csv'
   path.write_text(text)
-  read = tables.read_runs_csv(str(path))[cell.id]
+  read = results_lib.read_runs_csv(str(path))[cell.id]
   assert [r.wall_split for r in read.runs] == [(12.5, 200.0, 40.2, 3.0, 5.0, 0.5), None]
 
 
@@ -163,19 +164,19 @@ def test_runs_csv_has_the_labeled_errors_and_the_cpu(tmp_path):
     json.dump({'numerics': {'cpu': {'model_name': 'Some CPU',
                                     'signature': 'avx512f Vendor-6-7 tensorflow-2.21.0'}}}, f)
   fake_results.write_run(root, cell, 1, 31.0)
-  results = tables.collect(root, [cell])
+  results = results_lib.collect(root, [cell])
   assert [r.labeled_error for r in results[cell.id].runs] == [45.0, None]
   # The reported error stays the best step's; the last evaluation's beside it.
   assert [(r.test_error, r.last_test_error) for r in results[cell.id].runs] == [
       (30.0, 41.25), (31.0, 99.0)]
-  rows = list(csv.DictReader(io.StringIO(tables.runs_csv(results))))
+  rows = list(csv.DictReader(io.StringIO(results_lib.runs_csv(results))))
   assert [(r['labeled_error'], r['final_labeled_error'], r['final_test_error'], r['cpu'])
           for r in rows] == [('45.00', '12.50', '41.25', 'Some CPU avx512f Vendor-6-7'),
                              ('', '', '99.00', '')]
   # Read back: the same numbers per cell and seed.
   path = tmp_path / 'runs.csv'
-  path.write_text(tables.runs_csv(results))
-  read = tables.read_runs_csv(str(path))[cell.id]
+  path.write_text(results_lib.runs_csv(results))
+  read = results_lib.read_runs_csv(str(path))[cell.id]
   assert read.cell == cell and read.seeds == (0, 1) and read.errors == (30.0, 31.0)
   assert [(r.labeled_error, r.last_labeled_error, r.last_test_error, r.cpu, r.steps)
           for r in read.runs] == [(45.0, 12.5, 41.25, 'Some CPU avx512f Vendor-6-7', 10),
@@ -186,7 +187,7 @@ def test_read_runs_csv_of_the_committed_table1():
   """The committed miniature Table 1 (written before runs.csv had labeled errors)."""
   path = os.path.join(os.path.dirname(__file__), '..', '..', 'docs', 'results',
                       'table1_fashion_mnist_100', 'runs.csv')
-  results = tables.read_runs_csv(path)
+  results = results_lib.read_runs_csv(path)
   assert len(results) == 14 and all(r.n == 3 for r in results.values())
   baseline = results['appendix_c/cifar10_none_4k']
   assert baseline.mean == pytest.approx(31.35, abs=0.005)
@@ -201,7 +202,7 @@ def test_write_tables_and_plots(tmp_path):
       fake_results.write_run(root, cell, seed, error)
   fake_results.write_run(root, cells_lib.get_cell('appendix_c/svhn_none_all'), 4, 4.0,
                          num_labeled=None)
-  results = tables.collect(root, cells_lib.all_cells())
+  results = results_lib.collect(root, cells_lib.all_cells())
   out = str(tmp_path / 'tables')
   written = tables.write_tables(results, out)
   assert sorted(os.path.basename(p) for p in written) == [
@@ -245,7 +246,7 @@ def test_a_table_of_your_own_shows_ours_without_a_paper_column(tmp_path):
   for seed, error in enumerate((30.0, 27.0, 24.0)):
     fake_results.write_run(root, supervised, seed, error)
   fake_results.write_run(root, gp, 1, 40.0, num_labeled=1000)
-  results = tables.collect(root, cells_lib.select_cells(tables=['own_table_layout']))
+  results = results_lib.collect(root, cells_lib.select_cells(tables=['own_table_layout']))
   assert tables.tables_with_results(results) == [OWN_TABLE]
 
   text = tables.markdown_table(OWN_TABLE, results)
@@ -259,7 +260,7 @@ def test_a_table_of_your_own_shows_ours_without_a_paper_column(tmp_path):
                                'Fashion-MNIST (1k) std', 'Fashion-MNIST (1k) n']
   assert (csv_rows[0]['Fashion-MNIST (1k) mean'], csv_rows[0]['Fashion-MNIST (1k) std']) == (
       '27.0000', '3.0000')
-  runs = list(csv.DictReader(io.StringIO(tables.runs_csv(results))))
+  runs = list(csv.DictReader(io.StringIO(results_lib.runs_csv(results))))
   assert {r['paper_error'] for r in runs} == {''} and len(runs) == 4
   assert [r['labels'] for r in runs] == ['', '', '', '1000']
   pytest.importorskip('matplotlib')
@@ -280,7 +281,7 @@ def test_per_class_tables_of_runs_with_per_class_results(tmp_path):
   plain = cells_lib.get_cell('table1/svhn_fisher_plain')
   fake_results.write_run(root, plain, 0, 20.0, best=False, class_errors={'cat': 6.0,
                                                                          'dog': 2.0})
-  results = tables.collect(root, cells_lib.all_cells())
+  results = results_lib.collect(root, cells_lib.all_cells())
   out = str(tmp_path / 'tables')
   written = [os.path.basename(p) for p in tables.write_tables(results, out)]
   assert 'class_errors.csv' in written and 'class_errors.md' in written
@@ -293,12 +294,12 @@ def test_per_class_tables_of_runs_with_per_class_results(tmp_path):
   assert markdown['table1/cifar10_fisher_kplus1'] == ['2', '13.50', '25.00', '2.00']
   older = str(tmp_path / 'older')
   fake_results.write_run(older, cell, 0, 10.0)
-  written = tables.write_tables(tables.collect(older, cells_lib.all_cells()),
+  written = tables.write_tables(results_lib.collect(older, cells_lib.all_cells()),
                                 str(tmp_path / 'older_tables'))
   assert not any('class_errors' in p for p in written)
 
 
 def test_the_earliest_of_tied_lowest_validation_errors_is_the_best_step():
-  assert tables.earliest_tied_step({10: 2.5, 4: 2.5, 2: 3.0}) == 4
-  assert tables.earliest_tied_step({6: 1.0, 8: 2.0}) == 6
-  assert tables.earliest_tied_step({}) is None
+  assert results_lib.earliest_tied_step({10: 2.5, 4: 2.5, 2: 3.0}) == 4
+  assert results_lib.earliest_tied_step({6: 1.0, 8: 2.0}) == 6
+  assert results_lib.earliest_tied_step({}) is None

@@ -2,7 +2,7 @@
 
 `train.baseline = (runs_csv, baseline_cell)` or `(runs_csv, baseline_cell, recipe_cell)`:
 cells of a results table written by `bin/sweep` (its `runs.csv`: one line per finished run,
-with the dataset and label count each run trained on; tf_ipmssl/sweep/tables.py). Typically
+with the dataset and label count each run trained on; tf_ipmssl/sweep/results.py). Typically
 the baseline cell is the supervised run and the recipe cell the configuration this run
 trains. The final line then shows
 

@@ -5,7 +5,9 @@
   resuming interrupted ones.
 - `ray_backend`: the same runs as Ray tasks on a cluster (`bin/sweep --backend=ray`; imports
   `ray`, the optional `ray` extra).
-- `tables`: collects each run's metrics.json into the paper's table layouts (markdown, CSV).
+- `results`: reads each finished run's numbers (its metrics.json, or a runs.csv row) into
+  per-cell results: mean ± sample std, n, the CPUs they trained on.
+- `tables`: lays them out as the paper's tables (markdown, CSV, per-class errors).
 - `plots`: one PNG per table (matplotlib, the optional `plots` extra).
 
 None of these modules imports TensorFlow: the training happens in the subprocesses.

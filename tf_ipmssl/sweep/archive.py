@@ -32,7 +32,7 @@ one: an archive holding the same cell and seed trained with other gin files or b
 refused with a message, never overwritten or mixed into the tables.
 
 A run whose record was lost can still stand in an archive as one row of
-DIR/runs_without_record.csv (runs.csv's columns, tables.RECORDLESS_ROWS_FILE): the sweep
+DIR/runs_without_record.csv (runs.csv's columns, results.RECORDLESS_ROWS_FILE): the sweep
 counts it finished and never trains it again, and the tables read the row.
 """
 import dataclasses
@@ -45,20 +45,20 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from tf_ipmssl import errors
 from tf_ipmssl.run_dir import run_files
 from tf_ipmssl.sweep import plan as plan_lib
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 RUN_FILE = 'sweep_run.json'
 MANIFEST_FILE = 'manifest.json'
 # metrics.json last: a copy cut short leaves no finished record behind.
 RECORD_FILES = (run_files.CONFIG_FILE, run_files.RUN_CONFIG_FILE,
                 run_files.OPERATIVE_CONFIG_FILE, run_files.VERSIONS_FILE,
-                tables_lib.ARCHIVED_ON_FILE, run_files.DATASET_FILE, run_files.METRICS_FILE)
+                results_lib.ARCHIVED_ON_FILE, run_files.DATASET_FILE, run_files.METRICS_FILE)
 # Folders copied whole, before metrics.json: the evaluations' TensorBoard scalars (the
 # trainer writes its images and the training scalars to train/, which stays behind).
 RECORD_DIRS = ('eval',)
 # The files the sweep writes into the archive's copy, not the trainer (archived_on.json is
 # copied into a root with the rest of the record; sweep_run.json is the archive's alone).
-ARCHIVE_FILES = (RUN_FILE, tables_lib.ARCHIVED_ON_FILE)
+ARCHIVE_FILES = (RUN_FILE, results_lib.ARCHIVED_ON_FILE)
 # Where a root's damaged record files go when neither copy is whole (the trainer's own
 # damaged/ folder of the run): the run is then trained again.
 DAMAGED_DIR = 'damaged'
@@ -311,11 +311,11 @@ def _write_archive_files(run: plan_lib.Run, target: str, replace_cpu: bool = Fal
   does not name its CPU) the CPU of this machine, unless archived_on.json is there already
   (and not `replace_cpu`: the file is damaged)."""
   run_files.write_json(target, RUN_FILE, identity(run))
-  archived_on = os.path.join(target, tables_lib.ARCHIVED_ON_FILE)
-  if tables_lib.cpu_of(run.model_dir) is None and (
+  archived_on = os.path.join(target, results_lib.ARCHIVED_ON_FILE)
+  if results_lib.cpu_of(run.model_dir) is None and (
       replace_cpu or not os.path.exists(archived_on)) and not os.path.exists(
-          os.path.join(run.model_dir, tables_lib.ARCHIVED_ON_FILE)):
-    run_files.write_json(target, tables_lib.ARCHIVED_ON_FILE, {'cpu': _this_cpu()})
+          os.path.join(run.model_dir, results_lib.ARCHIVED_ON_FILE)):
+    run_files.write_json(target, results_lib.ARCHIVED_ON_FILE, {'cpu': _this_cpu()})
 
 
 def save(run: plan_lib.Run, archive: str) -> bool:
@@ -329,7 +329,7 @@ def save(run: plan_lib.Run, archive: str) -> bool:
   _check_identity(run, archive, kept.damaged)
   new = not _whole_and_finished(target, kept)
   os.makedirs(target, exist_ok=True)
-  _write_archive_files(run, target, replace_cpu=tables_lib.ARCHIVED_ON_FILE in kept.damaged)
+  _write_archive_files(run, target, replace_cpu=results_lib.ARCHIVED_ON_FILE in kept.damaged)
   _copy(run.model_dir, target, root=None)
   return new
 
@@ -347,7 +347,7 @@ def _this_cpu() -> dict:
 
 def recordless(run: plan_lib.Run, archive: str) -> bool:
   """Whether the archive's runs_without_record.csv stands for this run (cell and seed)."""
-  return run.seed in tables_lib.recordless_seeds(archive, run.cell.id)
+  return run.seed in results_lib.recordless_seeds(archive, run.cell.id)
 
 
 def restore(run: plan_lib.Run, archive: str) -> bool:
@@ -383,11 +383,11 @@ def _repair(run: plan_lib.Run, archive: str, damaged: Check, into_archive: bool,
   names = None if whole_copy else [n for n in damaged.damaged if n != RUN_FILE]
   if whole_copy and not into_archive:  # A root has archived_on.json only from a restore.
     names = [n for n in record_files(source)
-             if n != tables_lib.ARCHIVED_ON_FILE or n in before]
+             if n != results_lib.ARCHIVED_ON_FILE or n in before]
   if into_archive:
     _write_archive_files(run, kept, replace_cpu=(
-        tables_lib.ARCHIVED_ON_FILE in damaged.damaged or run_files.read_json(
-            kept, tables_lib.ARCHIVED_ON_FILE, unreadable_ok=True) is None))
+        results_lib.ARCHIVED_ON_FILE in damaged.damaged or run_files.read_json(
+            kept, results_lib.ARCHIVED_ON_FILE, unreadable_ok=True) is None))
   removed = _copy(source, target, root=None if into_archive else _root_of(run), names=names)
   for name in record_files(target):
     path = os.path.join(target, *name.split('/'))

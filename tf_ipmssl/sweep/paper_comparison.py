@@ -24,7 +24,7 @@ import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 
 def average_ranks(values: Sequence[float]) -> List[float]:
@@ -48,7 +48,7 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
 @dataclasses.dataclass(frozen=True)
 class Row:
   """One compared cell."""
-  result: tables_lib.CellResult
+  result: results_lib.CellResult
   paper_rank: Optional[float]
   our_rank: Optional[float]
   paired: Tuple[float, ...]  # Our error − the baseline's, per shared seed.
@@ -57,20 +57,20 @@ class Row:
 
   @property
   def paired_mean_std(self):
-    return tables_lib.mean_std(self.paired)
+    return results_lib.mean_std(self.paired)
 
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
   rows: Tuple[Row, ...]
-  baseline: tables_lib.CellResult
+  baseline: results_lib.CellResult
   rho: Optional[float]
   # The seeds our ranks are on where the ranked cells' seeds differ (None where they are
   # all of every ranked cell's seeds).
   ranked_on: Optional[Tuple[int, ...]] = None
 
 
-def ranking_seeds(results: Sequence[tables_lib.CellResult]) -> Optional[Tuple[int, ...]]:
+def ranking_seeds(results: Sequence[results_lib.CellResult]) -> Optional[Tuple[int, ...]]:
   """The seeds every cell of `results` has, where the cells' seeds differ and they share
   some; None where every cell has the same seeds, or where no seed is shared (the cells are
   then ranked on their own means)."""
@@ -81,15 +81,15 @@ def ranking_seeds(results: Sequence[tables_lib.CellResult]) -> Optional[Tuple[in
   return tuple(sorted(common)) or None
 
 
-def mean_over(result: tables_lib.CellResult, seeds: Optional[Sequence[int]]) -> float:
+def mean_over(result: results_lib.CellResult, seeds: Optional[Sequence[int]]) -> float:
   """The cell's mean test error over `seeds` (all its seeds where None)."""
   if seeds is None:
     return result.mean
-  return tables_lib.mean_std([run.test_error for run in result.runs if run.seed in seeds])[0]
+  return results_lib.mean_std([run.test_error for run in result.runs if run.seed in seeds])[0]
 
 
-def compare(results: Sequence[tables_lib.CellResult],
-            baseline: tables_lib.CellResult) -> Comparison:
+def compare(results: Sequence[results_lib.CellResult],
+            baseline: results_lib.CellResult) -> Comparison:
   """Ranks (among the cells with a result and a paper number, ours on the seeds they all
   have), ρ and paired differences."""
   ranked = [r for r in results if r.n and r.cell.paper_error is not None]
@@ -99,7 +99,7 @@ def compare(results: Sequence[tables_lib.CellResult],
                          average_ranks([r.cell.paper_error for r in ranked])))
   our_ranks = dict(zip((r.cell.id for r in ranked), average_ranks(ours)))
   rows = tuple(Row(r, paper_ranks.get(r.cell.id), our_ranks.get(r.cell.id),
-                   *tables_lib.paired_differences(r, baseline)[1:]) for r in results)
+                   *results_lib.paired_differences(r, baseline)[1:]) for r in results)
   rho = spearman([r.cell.paper_error for r in ranked], ours)
   return Comparison(rows, baseline, rho, seeds)
 
@@ -119,7 +119,7 @@ def markdown(comparison: Comparison) -> str:
            '|---|---:|---:|---:|---:|---|']
   for row in comparison.rows:
     mean, std = row.paired_mean_std
-    per_seed = ', '.join(f'{d:+.2f}' + (tables_lib.CPU_MARK if across else '')
+    per_seed = ', '.join(f'{d:+.2f}' + (results_lib.CPU_MARK if across else '')
                          for d, across in zip(row.paired, row.paired_across_cpus))
     paired = '–' if mean is None else (
         f'{mean:+.2f}' + ('' if std is None else f' ± {std:.2f}') + f' ({per_seed})')
@@ -140,7 +140,7 @@ def markdown(comparison: Comparison) -> str:
               f'ranked cell has; the mean ± std of {", ".join(more)} is over all '
               f'{"their" if len(more) > 1 else "its"} seeds.']
   if any(any(row.paired_across_cpus) for row in comparison.rows):
-    lines += ['', f'{tables_lib.CPU_MARK} the run and the baseline\'s of that seed trained on '
+    lines += ['', f'{results_lib.CPU_MARK} the run and the baseline\'s of that seed trained on '
               'different CPUs (one run moves by about a point between CPU families).']
   return '\n'.join(lines) + '\n'
 
@@ -166,7 +166,7 @@ def _blank(value, digits=2):
   return '' if value is None else f'{value:.{digits}f}'
 
 
-def write(results: Dict[str, tables_lib.CellResult], baseline_id: str, tables_dir: str,
+def write(results: Dict[str, results_lib.CellResult], baseline_id: str, tables_dir: str,
           plot: bool = True) -> List[str]:
   """comparison.md, comparison.csv and (with `plot`) comparison.png for every cell of
   `results` except the baseline."""

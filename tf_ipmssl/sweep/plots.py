@@ -17,6 +17,7 @@ from typing import Dict, List
 
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import errors
+from tf_ipmssl.sweep import results as results_lib
 from tf_ipmssl.sweep import tables as tables_lib
 
 
@@ -117,7 +118,7 @@ def _plot_bars(plt, table, results):
   return figure
 
 
-def plot_table(table: cells_lib.Table, results: Dict[str, 'tables_lib.CellResult'],
+def plot_table(table: cells_lib.Table, results: Dict[str, 'results_lib.CellResult'],
                path: str) -> str:
   """Writes the table's figure to `path` (PNG); returns path."""
   plt = _pyplot()
@@ -130,7 +131,7 @@ def plot_table(table: cells_lib.Table, results: Dict[str, 'tables_lib.CellResult
   return path
 
 
-def plot_tables(results: Dict[str, 'tables_lib.CellResult'], tables_dir: str) -> List[str]:
+def plot_tables(results: Dict[str, 'results_lib.CellResult'], tables_dir: str) -> List[str]:
   """<table>.png for each table with results; returns the paths written."""
   return [plot_table(table, results, os.path.join(tables_dir, f'{table.name}.png'))
           for table in tables_lib.tables_with_results(results)]

@@ -23,7 +23,7 @@ import numpy as np
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl import table_file  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.run_dir import run_files  # pylint: disable=g-import-not-at-top
-from tf_ipmssl.sweep import tables as tables_lib  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.sweep import results as results_lib  # pylint: disable=g-import-not-at-top
 from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
 
 RESULTS = pathlib.Path(__file__).resolve().parents[3] / 'docs' / 'results'
@@ -47,7 +47,7 @@ def mean_curve(curves, critic_per_step):
 
 def main(root):
   study = table_file.load(str(TABLE_FILE))
-  results = tables_lib.collect(root, cells_lib.select_cells(tables=[study.name]))
+  results = results_lib.collect(root, cells_lib.select_cells(tables=[study.name]))
   labels = dict(study.rows)
   rows = [r for r in results.values() if r.n]
   rows.sort(key=lambda r: r.mean)

@@ -17,14 +17,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))  # The chec
 from studies.fashion_mnist_100 import results_page  # pylint: disable=g-import-not-at-top
 from studies.fashion_mnist_100.paper_claims import BASELINE  # pylint: disable=g-import-not-at-top
 from tf_ipmssl import cells as cells_lib  # pylint: disable=g-import-not-at-top
-from tf_ipmssl.sweep import tables  # pylint: disable=g-import-not-at-top
+from tf_ipmssl.sweep import results as results_lib  # pylint: disable=g-import-not-at-top
 
 
 def table(root):
   """The markdown table's lines: per finished run, its sessions' spans and their total."""
   cells = (cells_lib.select_cells(tables=['table1'], datasets=['cifar10'])
            + (cells_lib.get_cell(BASELINE),))
-  return results_page.wall_time_table(tables.collect(root, cells))
+  return results_page.wall_time_table(results_lib.collect(root, cells))
 
 
 def main(root):

@@ -4,18 +4,18 @@ import statistics
 
 from tf_ipmssl import cells as cells_lib
 from studies.fashion_mnist_100 import broadcast_f
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 GP_F, SOBOLEV_F = 'table2/cifar10_gp_f', 'table2/cifar10_sobolev_f'
 
 
 def _cell(cell_id, *runs):
-  return tables_lib.CellResult(cells_lib.get_cell(cell_id), tuple(runs))
+  return results_lib.CellResult(cells_lib.get_cell(cell_id), tuple(runs))
 
 
 def _run(seed, error, tag, cpu='A', labeled=None):
-  return tables_lib.RunResult(seed=seed, test_error=error, model_dir=f'{tag}{seed}', cpu=cpu,
-                              last_labeled_error=labeled)
+  return results_lib.RunResult(seed=seed, test_error=error, model_dir=f'{tag}{seed}', cpu=cpu,
+                               last_labeled_error=labeled)
 
 
 def _rows(text):

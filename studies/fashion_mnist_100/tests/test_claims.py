@@ -4,18 +4,18 @@ import pytest
 
 from tf_ipmssl import cells as cells_lib
 from studies.fashion_mnist_100 import claims
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 GP_F, GP_FNEG, FISHER_F = 'table2/cifar10_gp_f', 'table2/cifar10_gp_fneg', 'table2/cifar10_fisher_f'
 
 
 def _result(cell_id, errors_by_seed, labeled=None, final=None):
   labeled, final = labeled or {}, final or {}
-  runs = tuple(tables_lib.RunResult(seed=s, test_error=e, model_dir='',
-                                    labeled_error=labeled.get(s),
-                                    last_labeled_error=final.get(s))
+  runs = tuple(results_lib.RunResult(seed=s, test_error=e, model_dir='',
+                                     labeled_error=labeled.get(s),
+                                     last_labeled_error=final.get(s))
                for s, e in sorted(errors_by_seed.items()))
-  return tables_lib.CellResult(cells_lib.get_cell(cell_id), runs)
+  return results_lib.CellResult(cells_lib.get_cell(cell_id), runs)
 
 
 def _pair(diffs):
@@ -64,8 +64,8 @@ def test_pairs_use_the_shared_seeds_only():
 
 def test_a_difference_between_runs_on_different_cpus_is_marked():
   def result(cell_id, errors, cpus):
-    return tables_lib.CellResult(cells_lib.get_cell(cell_id), tuple(
-        tables_lib.RunResult(seed=s, test_error=e, model_dir='', cpu=c)
+    return results_lib.CellResult(cells_lib.get_cell(cell_id), tuple(
+        results_lib.RunResult(seed=s, test_error=e, model_dir='', cpu=c)
         for s, (e, c) in enumerate(zip(errors, cpus))))
   # Seed 1 ran on another CPU in one cell; seed 2's CPU is not recorded in one cell, which
   # is not known to differ.
@@ -78,7 +78,7 @@ def test_a_difference_between_runs_on_different_cpus_is_marked():
   assert check.verdict == claims.check_pair(_pair((10.0, 11.0, 12.0))[0],
                                             _pair((10.0, 11.0, 12.0))[1]).verdict
   # The labeled-set errors keep each run's CPU, so the mechanism's pairs are marked too.
-  labeled = tables_lib.CellResult(cells_lib.get_cell(GP_F), (tables_lib.RunResult(
+  labeled = results_lib.CellResult(cells_lib.get_cell(GP_F), (results_lib.RunResult(
       seed=0, test_error=40.0, model_dir='', cpu='B', last_labeled_error=12.0),))
   assert [(r.test_error, r.cpu) for r in claims.labeled_errors(labeled).runs] == [(12.0, 'B')]
 

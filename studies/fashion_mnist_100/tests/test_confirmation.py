@@ -11,7 +11,7 @@ from studies.fashion_mnist_100 import confirmation
 from studies.fashion_mnist_100 import paired_test
 from studies.fashion_mnist_100 import protocol
 from studies.fashion_mnist_100 import split_test
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 REPO = str(pathlib.Path(__file__).resolve().parents[3])  # The checkout.
 RESULTS = os.path.join(REPO, 'docs', 'results')
@@ -61,7 +61,7 @@ def _observations(values, cpus=None):
   for key, by_seed in values.items():
     found[key] = {
         seed: protocol.Observation(
-            tables_lib.RunResult(seed, best, '', cpu=cpus.get((key, seed), 'cpu A')),
+            results_lib.RunResult(seed, best, '', cpu=cpus.get((key, seed), 'cpu A')),
             late, False, 'c5b46ca') for seed, (best, late) in by_seed.items()}
   return found
 

@@ -9,7 +9,7 @@ from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
 from studies.fashion_mnist_100 import longer_budget
 from studies.fashion_mnist_100 import protocol
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 PE, BC = protocol.PER_EXAMPLE, protocol.BROADCAST
 F_SF, F_SFNEG = longer_budget.F_SF, longer_budget.F_SFNEG
@@ -33,7 +33,7 @@ def _record(root, cell_id, seed, error, late, best_step):
 
 def _short(values):
   """900-step observations from {(cell, f): {seed: (best-step error, late)}}."""
-  return {key: {seed: protocol.Observation(tables_lib.RunResult(seed, best, ''), late, None,
+  return {key: {seed: protocol.Observation(results_lib.RunResult(seed, best, ''), late, None,
                                            None)
                 for seed, (best, late) in by_seed.items()}
           for key, by_seed in values.items()}
@@ -103,7 +103,7 @@ def test_the_cpus_of_the_two_budgets_and_their_gap_at_step_900(tmp_path):
     with writer.as_default():
       tf.summary.scalar(protocol.VALIDATION_CURVE, at_900, step=900)
     writer.close()
-    return protocol.Observation(tables_lib.RunResult(seed, 30.0, model_dir, cpu=cpu), 30.0,
+    return protocol.Observation(results_lib.RunResult(seed, 30.0, model_dir, cpu=cpu), 30.0,
                                 None, None)
   short = {(F_SF, PE): {20: run('a', 20, 25.0, 'CPU A')},
            (F_SFNEG, PE): {20: run('b', 20, 23.0, 'CPU A')},

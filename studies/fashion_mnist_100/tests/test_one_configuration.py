@@ -8,7 +8,7 @@ import gin
 from tf_ipmssl import cells as cells_lib
 from tf_ipmssl import configurables
 from studies.fashion_mnist_100 import one_configuration
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 PRESET = str(cells_lib.GIN_DIR / 'presets' / 'cpu_fashion_mnist_100.gin')
 FISHER_F, NONE_FISHER = 'table2/cifar10_fisher_f', 'table3/cifar10_none_fisher'
@@ -37,11 +37,11 @@ def test_the_groups_are_exactly_the_cells_with_equal_configurations():
 
 
 def _run(seed, error, cpu='A'):
-  return tables_lib.RunResult(seed=seed, test_error=error, model_dir='', cpu=cpu)
+  return results_lib.RunResult(seed=seed, test_error=error, model_dir='', cpu=cpu)
 
 
 def _cell(cell_id, *runs):
-  return tables_lib.CellResult(cells_lib.get_cell(cell_id), tuple(runs))
+  return results_lib.CellResult(cells_lib.get_cell(cell_id), tuple(runs))
 
 
 def test_a_table3_cell_reuses_only_the_extra_seeds_it_has_not_run():

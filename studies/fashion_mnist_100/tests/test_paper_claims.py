@@ -9,7 +9,7 @@ import pytest
 from tf_ipmssl import cells as cells_lib
 from studies.fashion_mnist_100 import claims
 from studies.fashion_mnist_100 import paper_claims
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 REPO = str(pathlib.Path(__file__).resolve().parents[3])  # The checkout.
 TABLE1_RUNS = os.path.join(REPO, 'docs', 'results', 'table1_fashion_mnist_100', 'runs.csv')
@@ -19,13 +19,13 @@ OFFSETS = (0.0, 1.5, -1.0)  # A seed's label split moves every cell alike.
 
 
 def _result(cell_id, errors, final=None, best=None, lowest=None):
-  runs = tuple(tables_lib.RunResult(
+  runs = tuple(results_lib.RunResult(
       seed=s, test_error=e, model_dir='',
       last_labeled_error=None if final is None else final[s],
       labeled_error=None if best is None else best[s],
       lowest_labeled_error=None if lowest is None else lowest[s])
                for s, e in enumerate(errors))
-  return tables_lib.CellResult(cells_lib.get_cell(cell_id), runs)
+  return results_lib.CellResult(cells_lib.get_cell(cell_id), runs)
 
 
 def _paper_results(labeled=None):
@@ -156,7 +156,7 @@ def test_mechanism_margin_and_counterexample():
 
 
 def test_conclusion_one_from_the_committed_table1():
-  results = tables_lib.read_runs_csv(TABLE1_RUNS)
+  results = results_lib.read_runs_csv(TABLE1_RUNS)
   assert paper_claims.verdicts(results, paper_claims.K_PLUS_1_CLAIMS) == ['holds', 'holds']
   _, (check,) = paper_claims.TABLE1_CLAIMS[3].check(results)  # K+1 vs plain, fisher.
   assert (check.first, check.second, check.verdict) == ('fisher_plain', 'fisher_kplus1', 'holds')

@@ -12,7 +12,7 @@ from studies.fashion_mnist_100 import one_configuration
 from studies.fashion_mnist_100 import paper_claims
 from studies.fashion_mnist_100 import paper_pages
 from studies.fashion_mnist_100 import step900_reading
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 REPO = str(pathlib.Path(__file__).resolve().parents[3])  # The checkout.
 RESULTS = os.path.join(REPO, 'docs', 'results')
@@ -22,11 +22,11 @@ GP_F = 'table2/cifar10_gp_f'
 
 
 def _run(seed, error, **kwargs):
-  return tables_lib.RunResult(seed=seed, test_error=error, model_dir='', **kwargs)
+  return results_lib.RunResult(seed=seed, test_error=error, model_dir='', **kwargs)
 
 
 def _cell(cell_id, *runs):
-  return tables_lib.CellResult(cells_lib.get_cell(cell_id), tuple(runs))
+  return results_lib.CellResult(cells_lib.get_cell(cell_id), tuple(runs))
 
 
 def test_merge_replaces_a_seed_and_keeps_the_others():
@@ -47,7 +47,7 @@ def _results_dir(tmp_path, table2_rows):
   shutil.copy(os.path.join(RESULTS, 'table1_fashion_mnist_100', 'runs.csv'),
               results / 'table1_fashion_mnist_100' / 'runs.csv')
   (results / 'table2_fashion_mnist_100' / 'runs.csv').write_text(
-      tables_lib.runs_csv(table2_rows))
+      results_lib.runs_csv(table2_rows))
   return str(results)
 
 
@@ -61,8 +61,8 @@ def test_load_from_rows_and_records(tmp_path):
   fake_results.write_run(records, cells_lib.get_cell(GP_F), 2, 52.0)
   # A run whose record was lost stands in the records folder as a row of its own file.
   sobolev_f = 'table2/cifar10_sobolev_f'
-  with open(os.path.join(records, tables_lib.RECORDLESS_ROWS_FILE), 'w') as f:
-    f.write(tables_lib.runs_csv({sobolev_f: _cell(sobolev_f, _run(0, 33.0))}))
+  with open(os.path.join(records, results_lib.RECORDLESS_ROWS_FILE), 'w') as f:
+    f.write(results_lib.runs_csv({sobolev_f: _cell(sobolev_f, _run(0, 33.0))}))
   table1, table23, row_only = paper_pages.load(results_dir, records)
   assert table1['table1/cifar10_fisher_plain'].n == 3
   assert table23[GP_F].errors == (30.0, 51.0, 52.0)
@@ -161,10 +161,10 @@ def test_wall_times_name_whose_run_a_reused_seed_is():
 def test_the_script_regenerates_every_page(tmp_path):
   # The committed Table 2 runs of seeds 0 and 1, which are finished: the numbers below do not
   # move as the sweep commits further seeds.
-  committed = tables_lib.read_runs_csv(
+  committed = results_lib.read_runs_csv(
       os.path.join(RESULTS, 'table2_fashion_mnist_100', 'runs.csv'))
-  rows = {cell_id: tables_lib.CellResult(result.cell, tuple(r for r in result.runs
-                                                            if r.seed < 2))
+  rows = {cell_id: results_lib.CellResult(result.cell, tuple(r for r in result.runs
+                                                             if r.seed < 2))
           for cell_id, result in committed.items()}
   results_dir = _results_dir(tmp_path, rows)
   script = os.path.join(REPO, 'studies', 'fashion_mnist_100', 'scripts', 'update_result_pages.py')

@@ -13,7 +13,7 @@ from tf_ipmssl import errors
 from studies.fashion_mnist_100 import paired_test
 from studies.fashion_mnist_100 import protocol
 from studies.fashion_mnist_100 import results_page
-from tf_ipmssl.sweep import tables as tables_lib
+from tf_ipmssl.sweep import results as results_lib
 
 REPO = str(pathlib.Path(__file__).resolve().parents[3])  # The checkout.
 RESULTS = os.path.join(REPO, 'docs', 'results')
@@ -88,16 +88,16 @@ def test_late_endpoint_rampup_mark_and_commit(tmp_path):
   # Step 850 evaluated twice (a resumed run): the later value counts.
   curve = [(700, 50.0), (750, 30.0), (800, 20.0), (850, 99.0), (850, 10.0), (900, 20.0)]
   model_dir = _record(root, 'table2/cifar10_fisher_f', 0, 25.0, curve, best_step=250)
-  run = tables_lib.collect_cell(root, cells_lib.get_cell('table2/cifar10_fisher_f')).runs[0]
+  run = results_lib.collect_cell(root, cells_lib.get_cell('table2/cifar10_fisher_f')).runs[0]
   assert protocol.late_validation_error(run) == pytest.approx((30 + 20 + 10 + 20) / 4)
   # 250 steps × 2 updates = 500 < 600: inside the ramp-up; step 300 is not.
   assert protocol.best_step_in_rampup(run) is True
   _record(root, 'table2/cifar10_fisher_f', 1, 25.0, best_step=300)
-  late = tables_lib.collect_cell(root, cells_lib.get_cell('table2/cifar10_fisher_f')).runs[1]
+  late = results_lib.collect_cell(root, cells_lib.get_cell('table2/cifar10_fisher_f')).runs[1]
   assert protocol.best_step_in_rampup(late) is False
   assert (protocol.best_step_text(run), protocol.best_step_text(late)) == ('250 ‡', '300')
   # A run used by two pairs counts once among its family's runs.
-  bn = protocol.observe(tables_lib.collect_cell(
+  bn = protocol.observe(results_lib.collect_cell(
       root, cells_lib.get_cell('table2/cifar10_fisher_f')))
   family = protocol.FamilyResult('2', protocol.BEST, tuple(
       protocol.pair_result(protocol.PrimaryPair('2', 'table2/cifar10_fisher_f',
@@ -108,8 +108,8 @@ def test_late_endpoint_rampup_mark_and_commit(tmp_path):
   assert family.trained_by == 'Its 6 runs: 6 trained by bbbb1c3'
   assert protocol.late_validation_error(late) is None  # No curve kept.
   assert protocol.training_commit(run) == 'bbbb1c3'
-  row_only = tables_lib.RunResult(seed=2, test_error=1.0, model_dir=model_dir,
-                                  has_record=False)
+  row_only = results_lib.RunResult(seed=2, test_error=1.0, model_dir=model_dir,
+                                   has_record=False)
   assert protocol.late_validation_error(row_only) is None
   assert protocol.best_step_in_rampup(row_only) is None
   assert protocol.best_step_text(row_only) == '–'
@@ -120,13 +120,13 @@ def test_late_endpoint_rampup_mark_and_commit(tmp_path):
   config['train']['mode'] = 'supervised'
   with open(os.path.join(supervised, 'run_config.json'), 'w') as f:
     json.dump(config, f)
-  baseline = tables_lib.collect_cell(root, cells_lib.get_cell('appendix_c/cifar10_none_4k'))
+  baseline = results_lib.collect_cell(root, cells_lib.get_cell('appendix_c/cifar10_none_4k'))
   assert protocol.best_step_text(baseline.runs[0]) == '100'
 
 
 def _cell(cell_id, errors_by_seed):
-  return tables_lib.CellResult(cells_lib.get_cell(cell_id), tuple(
-      tables_lib.RunResult(seed=s, test_error=e, model_dir='', has_record=False)
+  return results_lib.CellResult(cells_lib.get_cell(cell_id), tuple(
+      results_lib.RunResult(seed=s, test_error=e, model_dir='', has_record=False)
       for s, e in sorted(errors_by_seed.items())))
 
 
@@ -165,7 +165,7 @@ def test_judge_known_answers_and_holm_over_the_tests_that_ran():
 def test_a_pair_reads_its_interval_median_and_sign_rule():
   pair = PAIRS[0]
   def run(seed, error, cpu):
-    return tables_lib.RunResult(seed=seed, test_error=error, model_dir='', cpu=cpu)
+    return results_lib.RunResult(seed=seed, test_error=error, model_dir='', cpu=cpu)
   result = protocol.pair_result(pair, protocol.BEST, {
       s: protocol.Observation(run(s, e, 'A'), None, s == 1, None)
       for s, e in ((0, 90.0), (1, 34.0), (2, 31.7))}, {

@@ -6,7 +6,7 @@ import os
 from studies.fashion_mnist_100 import record_readings
 from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
-from tf_ipmssl.sweep import tables
+from tf_ipmssl.sweep import results as results_lib
 
 
 def test_the_lowest_labeled_error_over_a_run_is_read_from_its_eval_curve(tmp_path):
@@ -23,7 +23,7 @@ def test_the_lowest_labeled_error_over_a_run_is_read_from_its_eval_curve(tmp_pat
     tensorboard.write_scalars(writer, step, {'eval/labeled_error': labeled,
                                              'eval/test_error': test})
   writer.close()
-  results = record_readings.with_lowest_labeled_errors(tables.collect(root, [cell]))
+  results = record_readings.with_lowest_labeled_errors(results_lib.collect(root, [cell]))
   assert [r.lowest_labeled_error for r in results[cell.id].runs] == [7.0, None]
   assert [r.test_error for r in results[cell.id].runs] == [30.0, 31.0]
 
@@ -50,7 +50,7 @@ def test_the_earliest_of_tied_best_steps_is_reported(tmp_path):
         scalars['eval/test_error'] = test
       tensorboard.write_scalars(writer, step, scalars)
     writer.close()
-  results, moved = record_readings.with_earliest_tied_best(tables.collect(root, [cell]))
+  results, moved = record_readings.with_earliest_tied_best(results_lib.collect(root, [cell]))
   runs = results[cell.id].runs
   assert [round(r.test_error, 4) for r in runs] == [24.52, 30.0, 31.0]
   assert [r.best_step for r in runs] == [4, None, None]

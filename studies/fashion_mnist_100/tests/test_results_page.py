@@ -7,7 +7,7 @@ import tensorflow as tf
 from tests.sweep import fake_results
 from tf_ipmssl import cells as cells_lib
 from studies.fashion_mnist_100 import results_page
-from tf_ipmssl.sweep import tables
+from tf_ipmssl.sweep import results as results_lib
 
 
 def test_splice_replaces_between_the_markers_only():
@@ -44,5 +44,5 @@ def test_wall_time_table_sums_each_sessions_span(tmp_path):
   _write_events(os.path.join(train_dir, 'events.out.tfevents.1.a'), [1000.0, 1100.0, 1400.0])
   _write_events(os.path.join(train_dir, 'events.out.tfevents.2.b'), [5000.0, 5050.0])
   assert results_page.session_spans(model_dir) == [400.0, 50.0]
-  lines = results_page.wall_time_table(tables.collect(root, [cell]))
+  lines = results_page.wall_time_table(results_lib.collect(root, [cell]))
   assert lines[2] == '| table2/cifar10_fisher_f | 0 | 2 | 400, 50 | 450 |'
