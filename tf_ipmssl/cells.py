@@ -116,6 +116,17 @@ def cell_id(table: str, dataset: str, row: str, column: str) -> str:
   return f'{table}/{dataset}_{row}{suffix}'
 
 
+def repository_path(path) -> str:
+  """`path` relative to the repository root where it lies in it (bin/ programs run there,
+  and a --train_checkout holds the same relative paths), else absolute; symbolic links
+  resolved."""
+  resolved = pathlib.Path(path).resolve()
+  try:
+    return str(resolved.relative_to(REPO_ROOT))
+  except ValueError:
+    return str(resolved)
+
+
 def format_error(mean: Optional[float], std: Optional[float] = None) -> str:
   if mean is None:
     return '–'

@@ -117,7 +117,8 @@ def _table(spec, path) -> cells_lib.Table:
              f'{not_numbers[0]!r}: drop "x_label" for a bar plot, or give numbers')
   gin_dir = spec.get('gin_dir')
   if gin_dir is not None:
-    gin_dir = _repository_path(os.path.join(os.path.dirname(os.path.abspath(path)), gin_dir))
+    gin_dir = cells_lib.repository_path(
+        os.path.join(os.path.dirname(os.path.abspath(path)), gin_dir))
   return cells_lib.Table(name=name, title=spec['title'], rows=rows, columns=columns,
                          row_header=spec['row_header'], x_label=spec.get('x_label'),
                          has_paper=False, gin_dir=gin_dir)
@@ -129,16 +130,6 @@ def _pairs(value, size, what, shape, refuse) -> Tuple[Tuple[str, ...], ...]:
                  and all(isinstance(part, str) for part in item) for item in value)):
     refuse(f'"{what}" must be a non-empty list of {shape} lists of strings')
   return tuple(tuple(item) for item in value)
-
-
-def _repository_path(path: str) -> str:
-  """`path` relative to the repository root where it lies in it (commands run from there,
-  and a --train_checkout holds the same relative paths), else absolute."""
-  resolved = os.path.realpath(path)
-  root = os.path.realpath(cells_lib.REPO_ROOT)
-  if os.path.commonpath([resolved, root]) == root:
-    return os.path.relpath(resolved, root)
-  return resolved
 
 
 def select_cells(patterns=(), tables=(), datasets=(), table_files=()

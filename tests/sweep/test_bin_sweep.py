@@ -87,8 +87,8 @@ def test_a_table_file_dry_run_and_tables(tmp_path):
   result = _sweep(f'--table_file={path}', f'--root={root}', '--dry_run',
                   f'--train_checkout={cells_lib.REPO_ROOT}', check=False)
   assert result.returncode == 1 and 'Traceback' not in result.stderr
-  assert (f'{gin} does not exist (a gin file of the sweep, outside the repository)'
-          in result.stderr)
+  assert (f'1 cell(s) lack their gin file, e.g. own_table_sweep/fashion_mnist_kplus1_1000: '
+          f'{gin} does not exist') in result.stderr
   result = _sweep('--table=own_table_sweep', f'--root={root}', '--dry_run', check=False)
   assert result.returncode == 1 and 'or describe a table of your own' in result.stderr
 

@@ -94,13 +94,9 @@ def run_dir(root: str, cell: cells_lib.Cell, seed: int) -> str:
 
 def _gin_file_argument(path: str) -> str:
   """Repository files as 'gin/...' (commands run from the repo root), others absolute."""
-  resolved = pathlib.Path(path).resolve()
-  if not resolved.is_file():
+  if not pathlib.Path(path).resolve().is_file():
     raise errors.ConfigError(f'gin file {path} does not exist')
-  try:
-    return str(resolved.relative_to(cells_lib.REPO_ROOT))
-  except ValueError:
-    return str(resolved)
+  return cells_lib.repository_path(path)
 
 
 def make_plan(cells: Sequence[cells_lib.Cell], seeds: Sequence[int], root: str,
