@@ -90,7 +90,19 @@ def test_a_mismatched_folder_has_foreign_unlabeled_images(fake_dir, tmp_path):
   unlabeled = _indices(os.listdir(os.path.join(out, 'unlabeled')))
   labels = data.train_labels[unlabeled]
   assert np.count_nonzero(~np.isin(labels, [0, 1, 5])) == 20  # The foreign half.
-  assert len(unlabeled) <= 40  # Own images already in labeled/ are not written twice.
+  # The built-in loader's unlabeled images under the same settings, found in train by their
+  # pixels (the fixture's random images are distinct): the folder holds exactly those, less
+  # the ones labeled/ already holds (the folder counts labeled images as unlabeled too).
+  built_in = ssl_data.build_ssl_data(ssl_data.BuildSslData(
+      'fashion_mnist', source='local', data_dir=fake_dir, num_labeled=6, validation_size=10,
+      classes=('Trouser', 0, 5), unlabeled_size=40, foreign_share=0.5))
+  flat = data.train_images.reshape(len(data.train_images), -1)
+  drawn = [int(np.flatnonzero((flat == image.reshape(-1)).all(axis=1))[0])
+           for image in built_in.unlabeled_images]
+  assert len(set(drawn)) == 40
+  labeled = _indices(f for name in class_dirs
+                     for f in os.listdir(os.path.join(out, 'labeled', name)))
+  assert unlabeled == sorted(set(drawn) - set(labeled))
   test_written = sum(len(files) for _, _, files in os.walk(os.path.join(out, 'test')))
   assert test_written == np.count_nonzero(np.isin(data.test_labels, [0, 1, 5]))
   with pytest.raises(errors.ConfigError, match='foreign_share'):

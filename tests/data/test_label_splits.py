@@ -2,6 +2,8 @@
 a validation split of a number per class, and class mismatch (a subset of the classes, with a
 share of foreign images among a fixed number of unlabeled ones); each against counts made
 independently, and each impossible request refused with its fix."""
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -29,6 +31,20 @@ def test_profile_counts_keep_the_proportions_within_what_each_class_has():
   assert splits.profile_counts([40, 100, 100], [10, 5, 1]) == [40, 20, 4]
   counts = splits.profile_counts([100, 100, 3], [10, 5, 1])
   assert counts == [30, 15, 3]
+
+
+def _profile_by_hand(available, profile):
+  """Each class's count under the profile, in exact rational arithmetic: the largest scale M
+  at which no class asks for more than it has, then floor(M * profile[c] / max(profile)), and
+  never fewer than profile[c] (written apart from splits.profile_counts)."""
+  top = max(profile)
+  scale = min(Fraction(int(a) * top, p) for a, p in zip(available, profile))
+  return [max(p, int(scale * p / top)) for p in profile]
+
+
+def test_the_profile_by_hand_gives_known_answers():
+  assert _profile_by_hand([55] * 5, [8, 4, 2, 2, 1]) == [55, 27, 13, 13, 6]
+  assert _profile_by_hand([100, 100, 3], [10, 5, 1]) == [30, 15, 3]
 
 
 def _labels(per_class=60, num_classes=5):
@@ -60,9 +76,9 @@ def test_an_imbalanced_unlabeled_set_follows_the_labels_profile():
   split = splits.make_splits(labels, 5, None, 25, seed=1, labeled_counts=counts,
                              unlabeled_profile=True)
   available = np.bincount(labels[np.setdiff1d(np.arange(300), split.validation)], minlength=5)
-  expected = splits.profile_counts(available, counts)
+  expected = _profile_by_hand(available, counts)
   np.testing.assert_array_equal(np.bincount(labels[split.unlabeled], minlength=5), expected)
-  assert expected[0] == available.min() or expected[0] <= available[0]
+  assert expected[0] == available[0] and expected[-1] < available[-1]  # The cut binds.
   assert np.isin(split.labeled, split.unlabeled).all()  # The labeled images stay in it.
   assert not np.intersect1d(split.unlabeled, split.validation).size
   # The labels are those drawn without the cut.
@@ -119,9 +135,14 @@ def test_an_imbalance_ratio_draws_geometric_labels_and_leaves_test_alone(fashion
   counts = data.counts()
   assert counts['labeled'] == splits.geometric_counts(40, 10, 10.0)
   assert counts['test'] == np.bincount(test_y, minlength=10).tolist()
-  unlabeled = data.counts()['unlabeled']
+  _, (_, train_y, _, _) = fashion_dir
+  available = np.bincount(train_y, minlength=10) - np.array(counts['validation'])
+  per_class = np.bincount(train_y[data.splits.unlabeled], minlength=10).tolist()
+  assert per_class == _profile_by_hand(available, counts['labeled'])
+  assert counts['unlabeled'] == sum(per_class) < sum(available)
   balanced = _data(fashion_dir, num_labeled=40)
-  assert unlabeled < balanced.counts()['unlabeled']
+  assert np.bincount(train_y[balanced.splits.unlabeled], minlength=10).tolist() == (
+      available.tolist())
   kept = _data(fashion_dir, num_labeled=40, imbalance_ratio=10.0, imbalanced_unlabeled=False)
   assert kept.counts()['unlabeled'] == balanced.counts()['unlabeled']
   np.testing.assert_array_equal(kept.labeled_images, data.labeled_images)

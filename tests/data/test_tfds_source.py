@@ -28,6 +28,16 @@ def test_mocked_tfds_dataset(tmp_path, name):
   assert data.image_shape == dataset_specs.REGISTRY[name].image_shape
   assert data.num_classes == 10
   assert data.train_images.std() > 0  # real pixels, not padding
+  # The same examples, read another way: tfds.load one example at a time (mock_data draws
+  # example i from seed i, so both reads see the same pixels and labels in the same order).
+  with tfds.testing.mock_data(num_examples=12):
+    for split, images, labels in (('train', data.train_images, data.train_labels),
+                                  ('test', data.test_images, data.test_labels)):
+      examples = list(tfds.as_numpy(tfds.load(
+          dataset_specs.REGISTRY[name].tfds_name, split=split, data_dir=str(tmp_path),
+          shuffle_files=False)))
+      np.testing.assert_array_equal(images, np.stack([e['image'] for e in examples]))
+      np.testing.assert_array_equal(labels, [e['label'] for e in examples])
 
 
 def test_mocked_tfds_svhn_extra_split(tmp_path, monkeypatch):

@@ -204,6 +204,10 @@ def test_bin_predict_rejects_past_the_threshold(trained, tmp_path):
   for name, image in images.items():
     (folder / name).write_bytes(tf.io.encode_png(image).numpy())
   entry = _metadata(export_dir)['foreign_score']
+  # The scores of the same pixels through the array route (checked against the critic's
+  # heads above): the CSV's score columns must be these, by file.
+  names = sorted(images)
+  by_array = dict(zip(names, api.predict(export_dir, np.stack([images[n] for n in names])).scores))
   for score in ('softmax', 'fake'):
     out = tmp_path / f'{score}.csv'
     result = runs.run_program('predict', f'--export_dir={export_dir}', '--reject',
@@ -217,6 +221,9 @@ def test_bin_predict_rejects_past_the_threshold(trained, tmp_path):
     lines = [line.split('\t') for line in result.stdout.splitlines()]
     assert [line[0] for line in lines] == [row['path'] for row in rows] and len(rows) == 12
     for line, row in zip(lines, rows):
+      expected = by_array[os.path.basename(row['path'])]
+      for i, name in enumerate(foreign_score.NAMES):
+        assert float(row[f'score_{name}']) == pytest.approx(expected[i], rel=1e-4, abs=1e-5)
       past = float(row[f'score_{score}']) > threshold
       assert row['score'] == row[f'score_{score}'] and row['none_of_these'] == str(int(past))
       assert line[1] == ('none of these' if past else row['class_name'])
