@@ -21,6 +21,10 @@ IMBALANCED_LABELS = [25, 19, 15, 11, 9, 7, 5, 4, 3, 2]
 # imbalance the rare three (Sneaker, Bag, Ankle boot) gain 20 + i, the common three 5, the
 # rest 10; with balanced labels every class gains 10, but Bag 16: rare − common +2.
 SUPERVISED_CLASSES = [50.0] * 10
+# The share of foreign test images the K+1 critic's threshold rejects at 100% foreign, per
+# split: uneven, so that the table's mean and range are not those of a constant (and the
+# mean, 14.0, is not the median, 12.5).
+FOREIGN_REJECTED = [2.0, 30.0, 11.0, 7.0, 19.0, 3.0, 26.0, 14.0]
 
 
 def _k_plus_1_classes(part, i):
@@ -29,11 +33,16 @@ def _k_plus_1_classes(part, i):
   return [45.0] * 3 + [40.0] * 4 + [30.0 - i] * 3
 
 
-def _foreign(auroc_critic, known, default='critic'):
+def _foreign(auroc_critic, known, foreign=40.0, default='critic'):
   return {'default': default, 'scores': {
       'softmax': {'auroc': 0.6, 'rejected_known_pct': 5.0, 'rejected_foreign_pct': 20.0},
       'critic': {'auroc': auroc_critic, 'rejected_known_pct': known,
-                 'rejected_foreign_pct': 40.0}}}
+                 'rejected_foreign_pct': foreign}}}
+
+
+def _mean_least_largest(values):
+  """The score table's reading of a column, computed here: mean [least, largest]."""
+  return f'{sum(values) / len(values):.1f} [{min(values):.1f}, {max(values):.1f}]'
 
 
 @pytest.fixture(scope='module')
@@ -54,7 +63,7 @@ def records(tmp_path_factory):
           class_errors=ssl, curves=curves)
     run('six_known_0', K_PLUS_1, test_error=20.0, foreign_test=_foreign(0.7 + 0.01 * i, 5.0))
     run('six_known_100', K_PLUS_1, test_error=24.0 - i,
-        foreign_test=_foreign(0.6, 4.0 + i))
+        foreign_test=_foreign(0.6, 4.0 + i, foreign=FOREIGN_REJECTED[i]))
     run('six_known_0', SUPERVISED, test_error=22.0,
         foreign_test={'default': 'entropy', 'scores': {
             'softmax': {'auroc': 0.52, 'rejected_known_pct': 5.0,
@@ -138,6 +147,11 @@ def test_the_readings_part(records):
   assert 'their difference +16.5 [+14.0, +19.0] (96.1%)' in text
   assert ('| K+1, 0% foreign | critic (default) | 8 | 0.735 [0.700, 0.770] | '
           '5.0 [5.0, 5.0] | 40.0 [40.0, 40.0] |') in text
+  known = _mean_least_largest([4.0 + i for i in range(8)])
+  foreign = _mean_least_largest(FOREIGN_REJECTED)
+  assert (known, foreign) == ('7.5 [4.0, 11.0]', '14.0 [2.0, 30.0]')  # Median 12.5: not it.
+  assert (f'| K+1, 100% foreign | critic (default) | 8 | 0.600 [0.600, 0.600] | {known} | '
+          f'{foreign} |') in text
   assert readings.readings_part(plan_lib.read_plan(), '/nonexistent') == 'No record yet.'
 
 
@@ -165,7 +179,7 @@ def test_readme_gives_the_numbers_for_a_users_own_images(records, tmp_path):
           '6 classes, 0% foreign (n=8), +1.5 with 6 classes, 100% foreign (n=8).') in text
   assert ('changed the test error by +4.5 points (K+1, balanced labels, n=8); keeping the '
           'last step instead, by +4.5 points.') in text
-  assert ('5.0% and 40.0% (K+1, 0% foreign, score critic, AUROC 0.735, n=8); 7.5% and 40.0% '
+  assert ('5.0% and 40.0% (K+1, 0% foreign, score critic, AUROC 0.735, n=8); 7.5% and 14.0% '
           '(K+1, 100% foreign, score critic, AUROC 0.600, n=8); 5.0% and 10.0% (supervised, '
           'score entropy, AUROC 0.550, n=8).') in text
   import shutil  # pylint: disable=g-import-not-at-top
