@@ -295,6 +295,18 @@ def test_the_metadata_states_the_scores_and_their_thresholds(exported):
   model = onnx.load(os.path.join(directories['onnx'], 'model.onnx'))
   props = {p.key: json.loads(p.value) for p in model.metadata_props}
   assert props['foreign_score'] == entry
+  # Each threshold is the smallest score that 95% of the images it was fitted on reach, counted
+  # here on the SavedModel's scores of those images (the run's own split, as it trained on it).
+  from tf_ipmssl import api  # pylint: disable=g-import-not-at-top
+  data = api.load(os.path.join(os.path.dirname(directories['saved_model']), 'run')).data()
+  images = data.labeled_images if name == 'folder64' else data.validation_images
+  assert len(images) == entry['images']
+  scores = runtimes.open_classifier(directories['saved_model'])(images)['scores']
+  for i, score in enumerate(entry['names']):
+    ranked = sorted(scores[:, i])
+    counted = next(v for v in ranked if sum(s <= v for s in ranked) >= 0.95 * len(ranked))
+    size = max(1.0, float(np.abs(scores[:, i]).max()))
+    assert entry['thresholds'][score] == pytest.approx(counted, rel=0, abs=1e-5 * size), score
 
 
 _NO_TENSORFLOW_SCRIPT = """
@@ -359,6 +371,9 @@ def test_served_from_files_with_tensorflow_and_keras_unimportable(exported, tmp_
         n for n, c in zip(expected.label_names, clear) if c], fmt
 
   assert answers['litert_int8']['format'] == 'litert_int8'
+  size = max(1.0, float(np.abs(expected.scores).max()))  # int8 weights: as the batches above.
+  np.testing.assert_allclose(answers['litert_int8']['scores'], expected.scores, rtol=0,
+                             atol=0.05 * size)
 
 
 def test_the_tflite_file_carries_the_metadata_file(exported):
