@@ -157,7 +157,8 @@ class Predictions:
   @property
   def threshold(self) -> Optional[float]:
     """score_name's threshold, fixed on the run's known images when it was exported (the
-    value 95% of its validation images score at or below); None without scores."""
+    value 95% of its validation images, else its labeled images, score at or below); None
+    without scores."""
     return self.rule.threshold if self.rule else None
 
   @property

@@ -26,7 +26,8 @@ from tf_ipmssl import quiet_import
 
 # TensorFlow's settings for the programs, read by TensorFlow when it is imported.
 # TF_CPP_MIN_LOG_LEVEL 2: no C++ INFO or WARNING lines. TF_ENABLE_ONEDNN_OPTS 1: TensorFlow
-# turns its oneDNN CPU kernels on by itself only on AVX-512 CPUs; on AVX2 CPUs they make a
+# turns its oneDNN CPU kernels on by itself only on CPUs with AVX512-VNNI, AVX512-BF16 or
+# AMX; on AVX2 CPUs they make a
 # training step faster (measured in docs/performance.md). Numbers then differ from
 # oneDNN-off runs in float round-off only. A user's own value wins; every run writes
 # TF_ENABLE_ONEDNN_OPTS to its versions.json.
