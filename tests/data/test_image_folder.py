@@ -98,6 +98,25 @@ def test_formats_png_jpeg_bmp_gif_webp(tmp_path):
     np.testing.assert_allclose(image[16, 16].astype(int), colours[name], atol=2)
 
 
+@pytest.mark.parametrize('size, slope', [(64, 8), (96, 6)])
+def test_upscaling_keeps_a_ramp_linear(size, slope):
+  """28x28 (Fashion-MNIST's size) up to 64 and 96, as build_ssl_data.image_size does: bilinear
+  interpolation with half-pixel centres keeps a ramp (value slope * column) linear inside the
+  image, so output column j holds slope * u, u = (j + 0.5) * 28 / size - 0.5 the source
+  column (the slopes make slope * u an odd multiple of 1/4 or 1/8: no rounding tie)."""
+  ramp = np.tile((slope * np.arange(28)).astype(np.uint8), (28, 1))[..., None]
+  fitted = image_rules.fit_images(ramp, size).numpy()[..., 0]
+  assert fitted.shape == (size, size)
+  u = (np.arange(size) + 0.5) * 28 / size - 0.5
+  inside = (u >= 0) & (u <= 27)
+  assert inside.sum() > size - 6  # Only the border columns are left out.
+  expected = np.floor(slope * u[inside] + 0.5).astype(int)
+  np.testing.assert_array_equal(fitted[:, inside], np.tile(expected, (size, 1)))
+  # Outside, the border column's value (clamped, not extrapolated).
+  np.testing.assert_array_equal(fitted[:, u < 0], 0)
+  np.testing.assert_array_equal(fitted[:, u > 27], slope * 27)
+
+
 def test_resize_rule_known_answers():
   # A ramp (value 2 * column) downscaled by 2: the antialiased bilinear filter keeps a linear
   # function away from the borders, so output column j holds 2 * (2j + 0.5) = 4j + 1.

@@ -214,6 +214,18 @@ def test_real_fashion_mnist(monkeypatch):
   assert data.train_images.dtype == np.uint8 and data.train_labels.dtype == np.int64
   np.testing.assert_array_equal(np.bincount(data.train_labels), [6000] * 10)
   np.testing.assert_array_equal(np.bincount(data.test_labels), [1000] * 10)
+  # The first training and test images are ankle boots (label 9), as published.
+  assert data.train_labels[0] == 9 and data.test_labels[0] == 9
+  # Every byte against a decoding written here: gzip, then the IDX header skipped (16 bytes
+  # for images, 8 for labels).
+  for part, images, labels in (('train', data.train_images, data.train_labels),
+                               ('t10k', data.test_images, data.test_labels)):
+    with gzip.open(os.path.join(REAL_FASHION_MNIST, f'{part}-images-idx3-ubyte.gz')) as f:
+      raw = np.frombuffer(f.read(), np.uint8, offset=16)
+    np.testing.assert_array_equal(images.reshape(-1), raw)
+    with gzip.open(os.path.join(REAL_FASHION_MNIST, f'{part}-labels-idx1-ubyte.gz')) as f:
+      np.testing.assert_array_equal(labels, np.frombuffer(f.read(), np.uint8, offset=8))
+  np.testing.assert_array_equal(np.bincount(data.test_labels), [1000] * 10)
   assert 0 == data.train_images.min() and data.train_images.max() == 255
 
 
