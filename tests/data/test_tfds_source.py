@@ -1,5 +1,8 @@
 """Loading through TensorFlow Datasets, with `tfds.testing.mock_data` (no download)."""
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
@@ -72,9 +75,12 @@ def test_auto_falls_back_to_tfds_and_prefers_local(tmp_path):
   np.testing.assert_array_equal(data.train_images, arrays[0])
 
 
-def test_unprepared_tfds_dataset_is_not_found(tmp_path):
+def test_unprepared_tfds_dataset_is_not_found(tmp_path, scratch_tempdir):
+  scratch = scratch_tempdir
   with pytest.raises(errors.DatasetNotFoundError) as e:
     datasets.load_dataset('fashion_mnist', source='tfds', data_dir=str(tmp_path))
+  # TFDS's temporary folder for an unprepared dataset's metadata is not left behind.
+  assert not os.listdir(scratch) and tempfile.gettempdir() == str(scratch)
   message = str(e.value)
   assert f'fashion_mnist in {tmp_path / "fashion_mnist"}' in message
   assert 'not prepared (download=False)' in message

@@ -4,6 +4,8 @@ TFDS is the second source `load_dataset` tries (after the original files, see
 `local_files`). It is offline-friendly by default: without `download=True` a dataset that
 TFDS has not prepared in its data_dir counts as not found, instead of starting a download.
 """
+import contextlib
+import tempfile
 from typing import Tuple
 
 import numpy as np
@@ -16,6 +18,21 @@ from tf_ipmssl.data import dataset_specs
 # TFDS's batch_size=-1, which pads to `sys.maxsize` and aborts the process when the split
 # sizes are unknown (as under `tfds.testing.mock_data` without metadata files).
 _READ_BATCH = 8192
+
+
+@contextlib.contextmanager
+def _scratch_tempdir():
+  """Python's temporary files in a folder removed on exit. TFDS makes a temporary folder
+  (tempfile.mkdtemp) for every builder of a dataset it has not prepared, to fetch metadata
+  from its bucket, and never removes it: each such lookup would leave an empty folder in
+  /tmp. (Process-wide while it lasts: tempfile has one default folder.)"""
+  previous = tempfile.tempdir
+  with tempfile.TemporaryDirectory(prefix='tf_ipmssl_tfds_') as scratch:
+    tempfile.tempdir = scratch
+    try:
+      yield
+    finally:
+      tempfile.tempdir = previous
 
 
 def _read_split(builder, split: str) -> Tuple[np.ndarray, np.ndarray]:
@@ -64,7 +81,8 @@ def load_tfds(name: str, data_dir=None, include_extra: bool = False,
       download failed; the message names the TFDS directory.
   """
   tfds_name = dataset_specs.REGISTRY[name].tfds_name
-  builder = tfds.builder(tfds_name, data_dir=data_dir)
+  with _scratch_tempdir():
+    builder = tfds.builder(tfds_name, data_dir=data_dir)
   where = f'TFDS {tfds_name} in {builder.data_dir}'
   if download:
     try:
