@@ -1,44 +1,57 @@
-"""The round-robin timer with plain Python functions (no TensorFlow work)."""
-import time
-
+"""The round-robin timer with plain Python functions (no TensorFlow work), timed by a fake
+clock that only the functions advance: every sample is known exactly, and no wall time is
+asserted."""
 import pytest
 
 from tf_ipmssl.benchmark import timing
 
 
-def test_rounds_alternate_functions_after_warm_up():
-  calls = []
+class FakeClock:
+  """time.perf_counter's stand-in: it moves only when a timed function says so."""
 
-  def fn(name, seconds):
+  def __init__(self):
+    self.now = 100.0
+
+  def perf_counter(self):
+    return self.now
+
+  def function(self, calls, name, seconds):
     def call():
       calls.append(name)
-      time.sleep(seconds)
+      self.now += seconds
     return call
 
-  timings = timing.measure_interleaved({'a': fn('a', 0.002), 'b': fn('b', 0.02)}, warmup=1,
-                                       repeats=3)
+
+@pytest.fixture
+def clock(monkeypatch):
+  fake = FakeClock()
+  monkeypatch.setattr(timing.time, 'perf_counter', fake.perf_counter)
+  return fake
+
+
+def test_rounds_alternate_functions_after_warm_up(clock):
+  calls = []
+  timings = timing.measure_interleaved(
+      {'a': clock.function(calls, 'a', 0.25), 'b': clock.function(calls, 'b', 2.0)},
+      warmup=1, repeats=3)
   assert calls == ['a', 'b'] * 4  # One warm-up call each, then one call each per round.
-  assert len(timings['a'].samples) == len(timings['b'].samples) == 3
-  assert timings['b'].min >= 0.02 > timings['a'].median
+  assert timings['a'].samples == (0.25,) * 3 and timings['b'].samples == (2.0,) * 3
 
 
-def test_fast_functions_average_several_calls_per_sample():
-  count = {'fast': 0, 'slow': 0}
-
-  def fast():
-    count['fast'] += 1
-
-  def slow():
-    count['slow'] += 1
-    time.sleep(0.03)
-
-  timings = timing.measure_interleaved({'fast': fast, 'slow': slow}, warmup=1, repeats=2,
-                                       min_sample_seconds=0.02)
-  assert count['slow'] == 3            # 0.03 s > 0.02 s: one call per sample.
-  assert count['fast'] > 3             # Many calls fill each 0.02 s sample.
-  assert timings['fast'].median < 0.01
+def test_fast_functions_average_several_calls_per_sample(clock):
+  calls = []
+  lines = []
+  timings = timing.measure_interleaved(
+      {'fast': clock.function(calls, 'fast', 0.125), 'slow': clock.function(calls, 'slow', 3.0)},
+      warmup=1, repeats=2, min_sample_seconds=1.0, log=lines.append)
+  # 0.125 s per warm-up call: ceil(1.0 / 0.125) = 8 calls per sample; 3 s > 1 s: one.
+  assert calls.count('fast') == 1 + 2 * 8 and calls.count('slow') == 1 + 2
+  assert timings['fast'].samples == (0.125, 0.125)  # Each sample: 8 calls' time / 8.
+  assert timings['slow'].samples == (3.0, 3.0)
+  assert lines == ['warm-up fast: 0.125 s', 'warm-up slow: 3 s', 'round 1/2 done',
+                   'round 2/2 done']
 
 
 def test_repeats_must_be_positive():
-  with pytest.raises(ValueError):
+  with pytest.raises(ValueError, match='repeats must be >= 1, got 0'):
     timing.measure_interleaved({'fn': lambda: None}, warmup=0, repeats=0)

@@ -45,7 +45,8 @@ def test_kill_and_resume_matches_uninterrupted_run(tmp_path):
   with open(os.path.join(killed_dir, 'metrics.json')) as f:
     before = json.load(f)
   wall_before, split_before = before['wall_seconds'], before['wall_split']
-  assert wall_before > 0.5  # start-up, tracing and three checkpoints
+  # Its split adds up to its wall time: both are read at one instant.
+  assert wall_before > 0 and abs(sum(split_before.values()) - wall_before) < 1e-6
 
   resumed = runs.run_train(killed_dir, _bindings(data_dir))
   assert resumed.returncode == 0, resumed.stderr
@@ -59,7 +60,7 @@ def test_kill_and_resume_matches_uninterrupted_run(tmp_path):
   session = metrics['wall_split_this_session']
   for part, seconds in metrics['wall_split'].items():
     assert abs(seconds - (split_before[part] + session[part])) < 1e-6, part
-  assert abs(sum(metrics['wall_split'].values()) - metrics['wall_seconds']) < 1.0
+  assert abs(sum(metrics['wall_split'].values()) - metrics['wall_seconds']) < 1e-6
 
   expected = runs.checkpoint_values(tf.train.latest_checkpoint(
       os.path.join(reference_dir, 'checkpoints')))
