@@ -1,6 +1,8 @@
 """A damaged checkpoint is set aside, not fatal: random bytes in the latest checkpoint's data
-make the run resume from the previous one and end bit-identical to an uninterrupted run; a
-truncated .index is one line in bin/train, bin/evaluate and bin/export. A newest checkpoint
+make the run resume from the previous one and end with an uninterrupted run's variables, bit
+for bit (the fault campaign, tests/reliability/campaign.py, compares everything else a run
+leaves); a truncated .index is one line in bin/evaluate and bin/export, and in bin/train a
+resume from the previous checkpoint. A newest checkpoint
 whose files are gone (the checkpoint list still naming it) or whose data is cut short is
 skipped the same way, in one line. An old checkpoint that TensorFlow was deleting when the
 trainer was killed is not damage: its deletion is completed without a word."""
@@ -152,7 +154,8 @@ def test_a_truncated_index_is_one_line_in_evaluate_and_export(six_steps, tmp_pat
                       'read')
 
 
-def test_a_truncated_index_in_train_falls_back_in_one_line(data_dir, six_steps, tmp_path):
+def test_a_truncated_index_in_train_falls_back_in_one_line(data_dir, six_steps, eight_steps,
+                                                           tmp_path):
   model_dir = str(tmp_path / 'run')
   shutil.copytree(six_steps, model_dir)
   _truncate_index(model_dir, 'checkpoints', 6)
@@ -160,7 +163,10 @@ def test_a_truncated_index_in_train_falls_back_in_one_line(data_dir, six_steps, 
   assert result.returncode == 0, result.stderr
   damaged = [l for l in result.stdout.splitlines() if 'is damaged' in l]
   assert len(damaged) == 1 and 'ckpt-6 is damaged' in damaged[0], result.stdout
-  assert 'Finished 8 steps' in result.stdout
+  checkpoints = os.path.join(model_dir, 'checkpoints')
+  assert f'Resuming from {checkpoints}/ckpt-4 (step 4)' in result.stdout  # Not from step 0.
+  assert 'step 2/8' not in result.stdout and 'Finished 8 steps' in result.stdout
+  _assert_same_final_variables(model_dir, eight_steps)
 
 
 def test_no_intact_checkpoint_is_one_line_and_rewrites_nothing(data_dir, six_steps, tmp_path):
