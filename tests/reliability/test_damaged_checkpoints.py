@@ -177,7 +177,8 @@ def test_no_intact_checkpoint_is_one_line_and_rewrites_nothing(data_dir, six_ste
   config = open(os.path.join(model_dir, 'config.gin')).read()
   versions = open(os.path.join(model_dir, 'versions.json')).read()
   result = runs.run_train(model_dir, _bindings(data_dir, 8))
-  checks.assert_one_error_line(result, f'no intact checkpoint is left in {model_dir}/checkpoints')
+  checks.assert_one_error_line(result, f'no intact checkpoint is left in {model_dir}/checkpoints',
+                              'start again with a new --model_dir')
   assert open(os.path.join(model_dir, 'config.gin')).read() == config
   assert open(os.path.join(model_dir, 'versions.json')).read() == versions
 

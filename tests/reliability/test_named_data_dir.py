@@ -34,4 +34,5 @@ def test_bin_train_with_empty_named_data_dir_fails(tmp_path):
   assert result.returncode == 1, result.stdout + result.stderr
   assert 'Traceback' not in result.stderr
   assert f'{empty} (files missing: ' in result.stderr
+  assert 'To get it: ' in result.stderr.split(f'{empty} (files missing: ')[1]
   assert not os.path.exists(tmp_path / 'm' / 'checkpoints')

@@ -67,7 +67,7 @@ def test_an_impossible_label_split_is_refused_before_the_model_dir_exists(
     data_dir, tmp_path, overrides, fragment):
   model_dir = str(tmp_path / 'run')
   result = runs.run_train(model_dir, runs.tiny_bindings(data_dir, **overrides))
-  assert result.returncode != 0
+  assert result.returncode == 1, result.stderr[-2000:]
   lines = result.stderr.strip().splitlines()
   assert lines[-1].startswith('error: ') and fragment in lines[-1], result.stderr[-2000:]
   assert 'Traceback' not in result.stderr

@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from tests.reliability import checks
 from tests.training import runs
 from tf_ipmssl.training import optimizers
 from tf_ipmssl.run_dir import event_files
@@ -49,6 +50,6 @@ def test_decay_start_outside_the_run_is_one_line(tmp_path):
   data_dir = runs.make_data(tmp_path / 'data')
   result = runs.run_train(str(tmp_path / 'run'), runs.tiny_bindings(
       data_dir, **{'train.learning_rate_linear_decay_start': 1.0}))
-  assert result.returncode == 1
-  assert result.stderr.strip().splitlines()[-1].startswith(
-      'error: train.learning_rate_linear_decay_start is a fraction of the run in [0, 1)')
+  checks.assert_one_error_line(
+      result, 'error: train.learning_rate_linear_decay_start is a fraction of the run in '
+      '[0, 1), got 1.0')

@@ -11,13 +11,18 @@ def data_dir(tmp_path_factory):
   return runs.make_data(tmp_path_factory.mktemp('data'))
 
 
-def _assert_user_error(result, *fragments):
+def _assert_user_error(result, *fragments, below=()):
+  """Exit status 1, no traceback, one `error:` line holding each fragment (what is wrong and
+  the fix); `below`: fragments of the lines that follow it (a message of several lines)."""
   assert result.returncode == 1, result.stdout + result.stderr
   assert 'Traceback' not in result.stderr, result.stderr
   error_lines = [l for l in result.stderr.splitlines() if l.startswith('error: ')]
   assert len(error_lines) == 1, result.stderr
   for fragment in fragments:
-    assert fragment in result.stderr, (fragment, result.stderr)
+    assert fragment in error_lines[0], (fragment, result.stderr)
+  after = result.stderr.split(error_lines[0], 1)[1]
+  for fragment in below:
+    assert fragment in after, (fragment, result.stderr)
 
 
 def test_bad_gin_binding(data_dir, tmp_path):
@@ -59,20 +64,23 @@ def test_missing_dataset(tmp_path):
   empty.mkdir()
   result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(
       str(empty), dataset='cifar10', **{'build_ssl_data.source': "'auto'"}))
-  _assert_user_error(result, "'cifar10' not found", str(empty))
+  _assert_user_error(result, "'cifar10' not found", below=(
+      str(empty), 'To get it:', f'tfds build cifar10 --data_dir={empty}'))
   assert not os.path.exists(tmp_path / 'm' / 'checkpoints')
 
 
 def test_impossible_label_count(data_dir, tmp_path):
   result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(
       data_dir, **{'build_ssl_data.num_labeled': 25}))
-  _assert_user_error(result, 'divisible')
+  _assert_user_error(result, 'num_labeled=25 is not divisible by num_classes=10; use a '
+                     'multiple of 10 (e.g. 20)')
 
 
 def test_constraint_on_missing_component(data_dir, tmp_path):
   result = runs.run_train(str(tmp_path / 'm'), runs.tiny_bindings(
       data_dir, **{'ssl.formulation': "'plain'", 'Fisher.component': "'f_neg'"}))
-  _assert_user_error(result, "'plain' formulation does not have")
+  _assert_user_error(result, "'plain' formulation does not have", "use a K+1 formulation or "
+                     "put the constraint on 'f'")
 
 
 def test_design_card_config_fails_fast_without_cifar10(tmp_path, monkeypatch):
@@ -82,7 +90,8 @@ def test_design_card_config_fails_fast_without_cifar10(tmp_path, monkeypatch):
   monkeypatch.delenv('TF_IPMSSL_DATA_DIR', raising=False)
   result = runs.run_train(str(tmp_path / 'm'), [],
                           gin_files=[str(runs.REPO_ROOT / 'gin' / 'cifar_fisher_ln.gin')])
-  _assert_user_error(result, "'cifar10' not found", 'cifar-10-python.tar.gz')
+  _assert_user_error(result, "'cifar10' not found", below=('To get it:',
+                                                            'cifar-10-python.tar.gz'))
 
 
 def test_nan_stops_and_keeps_last_good_checkpoint(data_dir, tmp_path):
