@@ -1,5 +1,6 @@
 """gin_queries.bound_value: a parsed binding's value, or the default when it is unbound."""
 import gin
+import pytest
 
 from tests import gin_queries
 from tf_ipmssl import configurables  # pylint: disable=unused-import
@@ -14,5 +15,10 @@ def test_bound_value_reads_bindings_and_defaults():
     assert gin_queries.bound_value('ssl.formulation', 'kplus1') == 'kplus1_entropy'
     assert gin_queries.bound_value('ssl.lambda_ce') is None
     assert gin_queries.bound_value('ssl.lambda_ce', 1.5) == 1.5
+    # A name that nothing has is an error, not "unbound".
+    with pytest.raises(ValueError, match="doesn't have a parameter named 'no_such'"):
+      gin_queries.bound_value('ssl.no_such', 1.5)
+    with pytest.raises(ValueError, match="No configurable matching 'nosuch'"):
+      gin_queries.bound_value('nosuch.steps')
   finally:
     gin.clear_config()
