@@ -51,5 +51,5 @@ def test_a_restore_to_train_still_asserts_what_training_needs(resumed_run, tmp_p
   partial = tf.train.Checkpoint(**{k: v for k, v in run.checkpointed.items()
                                    if k != 'critic_optimizer'})
   path = partial.write(str(tmp_path / 'partial' / 'ckpt-4'))
-  with pytest.raises(AssertionError):
+  with pytest.raises(AssertionError, match='not bound to checkpointed values'):
     runs.restore_run(resumed_run[0]).restore_to_train(path)
