@@ -51,6 +51,14 @@ def test_readme_example_runs_as_written(tmp_path, monkeypatch):
   assert result.steps == 20 and result.export_dir == os.path.join('runs/notebook', 'export')
   assert result.metrics == json.loads((tmp_path / 'runs/notebook/metrics.json').read_text())
   assert predictions.labels.shape == (8,) and predictions.probabilities.shape == (8, 10)
+  # The labels are the most probable classes, and the probabilities those of the export's
+  # serving signature itself on the same images (the first 8 test images, as in the README).
+  np.testing.assert_array_equal(predictions.labels, predictions.probabilities.argmax(axis=1))
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  served = tf.saved_model.load(result.export_dir).signatures['serving_default'](
+      images=tf.constant(data.test_images[:8]))
+  np.testing.assert_allclose(predictions.probabilities, served['probabilities'].numpy(),
+                             rtol=0, atol=1e-6)
   assert (tmp_path / 'runs/notebook/export_latest/saved_model.pb').is_file()
   assert gin.config_str() == ''
 

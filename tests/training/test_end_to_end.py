@@ -87,6 +87,14 @@ def test_metrics_json(finished_run):
     assert 0.0 <= metrics['final'][key] <= 100.0
   assert metrics['best']['step'] in (2, 4)
   assert metrics['best']['validation_error'] <= metrics['final']['validation_error']
+  # The best step's test error counted again from its export's labels (the export is that
+  # step's classifier): equal up to one image whose top two classes the export's graph
+  # might round into the other order.
+  data = tf_ipmssl.load(model_dir).data()
+  labels = tf_ipmssl.predict(os.path.join(model_dir, 'export'), data.test_images).labels
+  wrong = int(np.sum(labels != data.test_labels))
+  recorded = metrics['best']['test_error'] * len(data.test_labels) / 100
+  assert abs(wrong - recorded) <= 1 + 1e-9, (wrong, recorded)
   # λ_F after 4 steps of 2 critic iterations: 8 updates of ρ·Ω with Ω ≥ −1.
   assert metrics['multipliers']['fisher_f'] >= -8 * 1e-7 - 1e-12
 
