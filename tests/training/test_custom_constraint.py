@@ -65,6 +65,7 @@ def test_toy_constraint_trains_two_steps(tmp_path):
   model_dir, result = runs.train_with_gin_lines(
       tmp_path, ['import tests.training.register_toy_constraint'], **{
           'ssl.constraints': '[@ToyCentering()]', 'train.steps': 2, 'train.log_every': 1,
+          'ssl.critic_iterations': 1, 'ssl.constraint_penalty_scale': 1.0,
           'train.export_classifier': False})
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'omega/toy_centering_f' in result.stdout and 'lambda/toy_centering_f' in result.stdout
@@ -73,7 +74,17 @@ def test_toy_constraint_trains_two_steps(tmp_path):
                                                                           'checkpoints')))
   multiplier = [v for k, v in values.items()
                 if k.startswith('multipliers/toy_centering_f/') and 'VARIABLE_VALUE' in k]
-  assert len(multiplier) == 1 and multiplier[0] != 0.0  # λ ← λ + ρΩ ran.
+  # λ ← λ + ρΩ after each of the two critic updates (n_c = 1), from 0, with the Ω logged
+  # at each step and the toy's ρ = 1e-2, in float32 as the multiplier's variable.
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
+  scalars = event_files.read_scalars(os.path.join(model_dir, 'train'))
+  omegas = [np.float32(v) for _, v in scalars['omega/toy_centering_f']]
+  assert len(omegas) == 2 and all(omega != 0 for omega in omegas)
+  expected = np.float32(0)
+  for omega in omegas:
+    expected = np.float32(expected + np.float32(1e-2) * omega)
+  assert len(multiplier) == 1
+  np.testing.assert_allclose(multiplier[0], expected, rtol=1e-6, atol=1e-12)
   # The after-update hook clipped v (initialised N(0, 0.02), so mostly outside ±0.01).
   v_kernels = [v for k, v in values.items() if k.startswith('critic/v_head/')]
   assert v_kernels and all(np.abs(v).max() <= 0.01 for v in v_kernels)
