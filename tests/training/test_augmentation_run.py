@@ -128,3 +128,17 @@ def test_the_supervised_baseline_trains_on_augmented_labels(tmp_path):
   assert 'Augmentation: labeled flip + translate 2' in result.stdout
   with open(os.path.join(tmp_path, 'run', 'run_config.json')) as f:
     assert json.load(f)['augmentation']['labeled_translate'] == 2
+  # It took effect: the same run again ends with the same weights (deterministic ops), the
+  # run without augmentation with other ones.
+  supervised_gin = (str(runs.REPO_ROOT / 'gin' / 'bases' / 'supervised.gin'),)
+  again = runs.run_train(str(tmp_path / 'again'), bindings, gin_files=supervised_gin)
+  plain = runs.run_train(str(tmp_path / 'plain'), _bindings(data_dir, **{
+      'train.mode': "'supervised'", 'train.steps': 2}), gin_files=supervised_gin)
+  assert again.returncode == 0 and plain.returncode == 0, again.stderr + plain.stderr
+  augmented = _weights(str(tmp_path / 'run'))
+  critic = [k for k in augmented if k.startswith('critic/') and 'kernel' in k]
+  assert critic
+  for name in critic:
+    np.testing.assert_array_equal(_weights(str(tmp_path / 'again'))[name], augmented[name])
+  assert any(not np.array_equal(_weights(str(tmp_path / 'plain'))[k], augmented[k])
+             for k in critic)
