@@ -152,3 +152,18 @@ def test_toy_algorithm_trains_through_bin_train(tmp_path):
   assert not [k for k in values if k.startswith(('generator', 'generator_optimizer'))]
   critic = [k for k in values if k.startswith('critic/') and 'VARIABLE_VALUE' in k]
   assert critic and all(np.all(np.isfinite(values[k])) for k in critic)
+  # Its setting reaches its loss: with β = 0 (the labeled cross-entropy alone) the same run
+  # ends with other weights, and the entropy it logs is the same quantity either way.
+  (tmp_path / 'beta0').mkdir()
+  other_dir, other = runs.train_with_gin_lines(
+      tmp_path / 'beta0', ['import tests.training.register_toy_algorithm',
+                           "train.mode = 'entropy_minimization'",
+                           'entropy_minimization.beta = 0.0'],
+      **{'train.steps': 3, 'train.log_every': 1, 'train.export_classifier': False})
+  assert other.returncode == 0, other.stderr[-3000:]
+  other_values = _variables(other_dir)
+  assert any(not np.array_equal(other_values[k], values[k]) for k in critic)
+  from tf_ipmssl.run_dir import event_files  # pylint: disable=g-import-not-at-top
+  first = [event_files.read_scalars(os.path.join(d, 'train'))['entropy'][0]
+           for d in (model_dir, other_dir)]
+  assert first[0][0] == first[1][0] == 1 and first[0][1] == pytest.approx(first[1][1], rel=1e-6)
