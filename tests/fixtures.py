@@ -223,3 +223,15 @@ def make_fake_dataset(directory, name, num_train=500, num_test=100, seed=0):
   arrays = (train_images, train_labels, test_images, test_labels)
   FAKE_WRITERS[dataset_specs.REGISTRY[name].reader](directory, *arrays)
   return arrays
+
+
+def assert_tfds_examples(tfds_name, split, data_dir, images, labels=None):
+  """`images` (and `labels`) are the examples of TFDS's `split`, read another way than
+  tfds_source reads it: tfds.load one example at a time. Under tfds.testing.mock_data, which
+  draws example i from seed i, both reads see the same examples in the same order."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  examples = list(tfds.as_numpy(tfds.load(tfds_name, split=split, data_dir=str(data_dir),
+                                          shuffle_files=False)))
+  np.testing.assert_array_equal(images, np.stack([e['image'] for e in examples]))
+  if labels is not None:
+    np.testing.assert_array_equal(labels, [e['label'] for e in examples])

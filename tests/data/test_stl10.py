@@ -268,11 +268,7 @@ def test_tfds_mock_has_the_three_splits(tmp_path):
     for split, images, labels in (('train', data.train_images, data.train_labels),
                                   ('test', data.test_images, data.test_labels),
                                   ('unlabelled', data.unlabeled_images, None)):
-      examples = list(tfds.as_numpy(tfds.load('stl10', split=split, data_dir=str(tmp_path),
-                                              shuffle_files=False)))
-      np.testing.assert_array_equal(images, np.stack([e['image'] for e in examples]))
-      if labels is not None:
-        np.testing.assert_array_equal(labels, [e['label'] for e in examples])
+      fixtures.assert_tfds_examples('stl10', split, tmp_path, images, labels)
   for images in (data.train_images, data.test_images, data.unlabeled_images):
     assert images.shape == (6, 96, 96, 3) and images.dtype == np.uint8
   assert data.train_labels.shape == data.test_labels.shape == (6,)

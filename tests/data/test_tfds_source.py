@@ -31,16 +31,11 @@ def test_mocked_tfds_dataset(tmp_path, name):
   assert data.image_shape == dataset_specs.REGISTRY[name].image_shape
   assert data.num_classes == 10
   assert data.train_images.std() > 0  # real pixels, not padding
-  # The same examples, read another way: tfds.load one example at a time (mock_data draws
-  # example i from seed i, so both reads see the same pixels and labels in the same order).
-  with tfds.testing.mock_data(num_examples=12):
+  with tfds.testing.mock_data(num_examples=12):  # The same examples, read another way.
     for split, images, labels in (('train', data.train_images, data.train_labels),
                                   ('test', data.test_images, data.test_labels)):
-      examples = list(tfds.as_numpy(tfds.load(
-          dataset_specs.REGISTRY[name].tfds_name, split=split, data_dir=str(tmp_path),
-          shuffle_files=False)))
-      np.testing.assert_array_equal(images, np.stack([e['image'] for e in examples]))
-      np.testing.assert_array_equal(labels, [e['label'] for e in examples])
+      fixtures.assert_tfds_examples(dataset_specs.REGISTRY[name].tfds_name, split, tmp_path,
+                                    images, labels)
 
 
 def test_mocked_tfds_svhn_extra_split(tmp_path, monkeypatch):
@@ -76,11 +71,10 @@ def test_auto_falls_back_to_tfds_and_prefers_local(tmp_path):
 
 
 def test_unprepared_tfds_dataset_is_not_found(tmp_path, scratch_tempdir):
-  scratch = scratch_tempdir
   with pytest.raises(errors.DatasetNotFoundError) as e:
     datasets.load_dataset('fashion_mnist', source='tfds', data_dir=str(tmp_path))
   # TFDS's temporary folder for an unprepared dataset's metadata is not left behind.
-  assert not os.listdir(scratch) and tempfile.gettempdir() == str(scratch)
+  assert not os.listdir(scratch_tempdir) and tempfile.gettempdir() == str(scratch_tempdir)
   message = str(e.value)
   assert f'fashion_mnist in {tmp_path / "fashion_mnist"}' in message
   assert 'not prepared (download=False)' in message

@@ -6,6 +6,7 @@ import shutil
 import signal
 import subprocess
 
+import numpy as np
 import pytest
 
 from tests.training import runs
@@ -24,6 +25,23 @@ def one_error_line(stderr, *fragments):
 def assert_one_error_line(result, *fragments, returncode=1):
   assert result.returncode == returncode, result.stdout + result.stderr
   return one_error_line(result.stderr, *fragments)
+
+
+def export_answers(export_dir, images):
+  """(an export's metadata file as text, its outputs on `images`): what a repaired export
+  must give again."""
+  from tf_ipmssl.serving import runtimes  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(export_dir, 'tf_ipmssl_classifier.json')) as f:
+    metadata = f.read()
+  return metadata, dict(runtimes.open_classifier(export_dir)(images))
+
+
+def assert_same_answers(actual, expected):
+  """Two export_answers, equal bit for bit (one checkpoint on one machine)."""
+  assert actual[0] == expected[0]  # tf_ipmssl_classifier.json
+  assert actual[1].keys() == expected[1].keys()
+  for key in expected[1]:
+    np.testing.assert_array_equal(actual[1][key], expected[1][key], err_msg=key)
 
 
 def signal_mid_run(model_dir, bindings, signum, after_line='step 3/'):

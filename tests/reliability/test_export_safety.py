@@ -83,25 +83,14 @@ def test_an_export_killed_at_any_instant_is_completed_by_exporting_again(
   first = _export(finished_run, target)
   assert first.returncode == 0, first.stderr
   images = np.random.default_rng(0).integers(0, 256, [6, 28, 28, 1], dtype=np.uint8)
-  before = _answers(target, images)
+  before = checks.export_answers(target, images)
   killed = _export(finished_run, target, fault=f'{point}=kill')
   assert killed.returncode == -signal.SIGKILL, killed.stderr
   again = _export(finished_run, target)
   assert again.returncode == 0, again.stderr
   assert sorted(os.listdir(target)) == EXPORT_FILES
   assert not os.path.exists(target + '.tmp')
-  after = _answers(target, images)
-  assert after[0] == before[0]  # tf_ipmssl_classifier.json
-  for key in before[1]:
-    np.testing.assert_array_equal(after[1][key], before[1][key], err_msg=key)
-
-
-def _answers(export_dir, images):
-  """(the export's metadata file, its outputs on `images`)."""
-  from tf_ipmssl.serving import runtimes  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(export_dir, 'tf_ipmssl_classifier.json')) as f:
-    metadata = f.read()
-  return metadata, dict(runtimes.open_classifier(export_dir)(images))
+  checks.assert_same_answers(checks.export_answers(target, images), before)
 
 
 def test_a_users_file_beside_an_earlier_export_is_kept(finished_run, tmp_path):

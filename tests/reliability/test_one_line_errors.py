@@ -54,8 +54,9 @@ def test_bfloat16_under_an_avx2_kernel_limit_trains_or_stops_in_one_line(data_di
   env = {'TF_ENABLE_ONEDNN_OPTS': '1', **runs.environment(), 'ONEDNN_MAX_CPU_ISA': 'AVX2'}
   probe = subprocess.run([sys.executable, '-c', _BFLOAT16_PROBE], capture_output=True,
                          text=True, timeout=300, cwd=str(runs.REPO_ROOT), env=env)
-  assert probe.stdout.strip().splitlines()[-1] in ('runs', 'fails'), probe.stderr[-2000:]
-  if probe.stdout.strip().splitlines()[-1] == 'runs':
+  answer = probe.stdout.strip().splitlines()[-1]
+  assert answer in ('runs', 'fails'), probe.stderr[-2000:]
+  if answer == 'runs':
     assert result.returncode == 0, result.stderr[-2000:]
     with open(os.path.join(model_dir, 'metrics.json')) as f:
       metrics = json.load(f)

@@ -49,11 +49,6 @@ def test_rerun_of_finished_run_writes_nothing(finished_run, data_dir):
   assert _snapshot(finished_run) == before
 
 
-def _read(model_dir, name):
-  with open(os.path.join(model_dir, name)) as f:
-    return f.read()
-
-
 def test_killed_export_is_repaired_on_rerun(finished_run, data_dir, tmp_path):
   model_dir = str(tmp_path / 'model')
   shutil.copytree(finished_run, model_dir)
@@ -78,14 +73,9 @@ def test_killed_export_is_repaired_on_rerun(finished_run, data_dir, tmp_path):
   assert 'exporting again' in result.stdout
   # The repaired export answers as the finished run's own, bit for bit (one checkpoint, one
   # machine), with the same metadata.
-  from tf_ipmssl.serving import runtimes  # pylint: disable=g-import-not-at-top
   images = np.random.default_rng(0).integers(0, 256, [6, 28, 28, 1], dtype=np.uint8)
-  repaired_answers = runtimes.open_classifier(os.path.join(model_dir, 'export'))(images)
-  finished_answers = runtimes.open_classifier(os.path.join(finished_run, 'export'))(images)
-  for key in finished_answers:
-    np.testing.assert_array_equal(repaired_answers[key], finished_answers[key], err_msg=key)
-  assert _read(model_dir, 'export/tf_ipmssl_classifier.json') == _read(
-      finished_run, 'export/tf_ipmssl_classifier.json')
+  checks.assert_same_answers(checks.export_answers(os.path.join(model_dir, 'export'), images),
+                             checks.export_answers(os.path.join(finished_run, 'export'), images))
   assert not os.path.exists(os.path.join(model_dir, 'export.tmp'))
   assert not os.path.exists(os.path.join(model_dir, 'checkpoints', 'ckpt-6_temp'))
   repaired = _metrics(model_dir)

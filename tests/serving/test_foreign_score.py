@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from tests import numerics
+from tests.serving import counting
 from tests.training import runs
 from tf_ipmssl import api
 from tf_ipmssl import errors
@@ -22,20 +23,14 @@ from tf_ipmssl.serving import foreign_score
 from tf_ipmssl.serving import score_graph
 
 
-def _brute_threshold(scores, share):
-  """The smallest value v of `scores` with at least share·N of them <= v, by counting."""
-  for value in sorted(scores):
-    if sum(s <= value for s in scores) >= share * len(scores) - 1e-9:
-      return value
-
-
 @pytest.mark.parametrize('seed', range(6))
 def test_threshold_is_the_smallest_value_that_the_share_passes(seed):
   rng = np.random.default_rng(seed)
   size = int(rng.integers(1, 60))
   scores = rng.normal(size=size).round(int(rng.integers(0, 3)))  # Ties at some seeds.
   for share in (0.5, 0.9, 0.95, 0.99, 1.0):
-    assert foreign_score.threshold(scores, share) == _brute_threshold(list(scores), share)
+    expected = counting.threshold_by_count(list(scores), share)
+    assert foreign_score.threshold(scores, share) == expected
 
 
 def test_threshold_known_answers():
@@ -47,18 +42,13 @@ def test_threshold_known_answers():
     foreign_score.threshold([], 0.95)
 
 
-def _brute_auroc(known, foreign):
-  pairs = [(f > k) + 0.5 * (f == k) for k in known for f in foreign]
-  return sum(pairs) / len(pairs)
-
-
 @pytest.mark.parametrize('seed', range(6))
 def test_auroc_counts_the_pairs_ties_half(seed):
   rng = np.random.default_rng(seed)
   known = rng.normal(size=int(rng.integers(1, 40))).round(1)
   foreign = (rng.normal(size=int(rng.integers(1, 40))) + rng.uniform(-1, 2)).round(1)
-  assert foreign_score.auroc(known, foreign) == pytest.approx(_brute_auroc(known, foreign),
-                                                               abs=1e-12)
+  assert foreign_score.auroc(known, foreign) == pytest.approx(
+      counting.auroc_by_pairs(known, foreign), abs=1e-12)
 
 
 def test_auroc_known_answers():
@@ -180,7 +170,7 @@ def test_the_exports_scores_are_the_critics_and_its_thresholds_their_count(train
   assert (entry['fitted_on'], entry['images'], entry['pass_share']) == ('validation', 20, 0.95)
   for i, name in enumerate(foreign_score.NAMES):
     assert entry['thresholds'][name] == pytest.approx(
-        _brute_threshold(list(scores[:, i]), 0.95), abs=1e-5), name
+        counting.threshold_by_count(list(scores[:, i]), 0.95), abs=1e-5), name
     # 19 of the 20 validation images pass (no ties among these floats).
     assert np.sum(scores[:, i] > entry['thresholds'][name] + 1e-5) <= 1
   # The export's own decision is its score past its threshold. (Which of the validation
@@ -207,7 +197,8 @@ def test_bin_predict_rejects_past_the_threshold(trained, tmp_path):
   # The scores of the same pixels through the array route (checked against the critic's
   # heads above): the CSV's score columns must be these, by file.
   names = sorted(images)
-  by_array = dict(zip(names, api.predict(export_dir, np.stack([images[n] for n in names])).scores))
+  scores = api.predict(export_dir, np.stack([images[n] for n in names])).scores
+  by_array = dict(zip(names, scores))
   for score in ('softmax', 'fake'):
     out = tmp_path / f'{score}.csv'
     result = runs.run_program('predict', f'--export_dir={export_dir}', '--reject',

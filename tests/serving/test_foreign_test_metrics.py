@@ -10,6 +10,7 @@ import signal
 import numpy as np
 import pytest
 
+from tests.serving import counting
 from tests.training import runs
 from tf_ipmssl import api
 from tf_ipmssl.serving import foreign_score
@@ -49,15 +50,6 @@ def subset_run(tmp_path_factory, data_dir):
   return model_dir, result
 
 
-def _brute_auroc(known, foreign):
-  return float(np.mean([(f > k) + 0.5 * (f == k) for k in known for f in foreign]))
-
-
-def _counted_threshold(scores):
-  """The smallest score that at least 95% of `scores` are at or below, by counting."""
-  return float(min(v for v in scores if 100 * np.sum(scores <= v) >= 95 * len(scores)))
-
-
 def _counted(model_dir, checkpoint):
   """`foreign_test` computed here from the run's `checkpoint` ('best' or 'latest')."""
   loaded = api.load(model_dir, checkpoint)
@@ -72,9 +64,9 @@ def _counted(model_dir, checkpoint):
   known, foreign = scored(data.test_images), scored(data.foreign_test_images)
   expected = {}
   for i, name in enumerate(foreign_score.names_for(formulation)):
-    cut = _counted_threshold(fitting[:, i])
+    cut = float(counting.threshold_by_count(fitting[:, i]))
     expected[name] = {
-        'auroc': _brute_auroc(known[:, i], foreign[:, i]), 'threshold': cut,
+        'auroc': counting.auroc_by_pairs(known[:, i], foreign[:, i]), 'threshold': cut,
         'rejected_known_pct': 100 * sum(int(s > cut) for s in known[:, i]) / len(known),
         'rejected_foreign_pct': 100 * sum(int(s > cut) for s in foreign[:, i]) / len(foreign)}
   return {'known_images': len(known), 'foreign_images': len(foreign),

@@ -29,6 +29,7 @@ import pytest
 import tensorflow as tf
 
 from tests import fixtures
+from tests.serving import counting
 from tests.training import runs
 from tf_ipmssl.data import image_rules
 from tf_ipmssl.serving import portable_graph
@@ -303,8 +304,7 @@ def test_the_metadata_states_the_scores_and_their_thresholds(exported):
   assert len(images) == entry['images']
   scores = runtimes.open_classifier(directories['saved_model'])(images)['scores']
   for i, score in enumerate(entry['names']):
-    ranked = sorted(scores[:, i])
-    counted = next(v for v in ranked if sum(s <= v for s in ranked) >= 0.95 * len(ranked))
+    counted = counting.threshold_by_count(list(scores[:, i]))
     size = max(1.0, float(np.abs(scores[:, i]).max()))
     assert entry['thresholds'][score] == pytest.approx(counted, rel=0, abs=1e-5 * size), score
 

@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from tests.reliability import checks
 from tests.training import runs
 
 
@@ -14,13 +15,8 @@ def data_dir(tmp_path_factory):
 def _assert_user_error(result, *fragments, below=()):
   """Exit status 1, no traceback, one `error:` line holding each fragment (what is wrong and
   the fix); `below`: fragments of the lines that follow it (a message of several lines)."""
-  assert result.returncode == 1, result.stdout + result.stderr
-  assert 'Traceback' not in result.stderr, result.stderr
-  error_lines = [l for l in result.stderr.splitlines() if l.startswith('error: ')]
-  assert len(error_lines) == 1, result.stderr
-  for fragment in fragments:
-    assert fragment in error_lines[0], (fragment, result.stderr)
-  after = result.stderr.split(error_lines[0], 1)[1]
+  line = checks.assert_one_error_line(result, *fragments)
+  after = result.stderr.split(line, 1)[1]
   for fragment in below:
     assert fragment in after, (fragment, result.stderr)
 

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests.serving import counting
 from tests.training import runs
 from tf_ipmssl import api
 from tf_ipmssl.serving import score_graph
@@ -68,10 +69,6 @@ def mismatched_run(tmp_path_factory):
   return model_dir
 
 
-def _brute_auroc(known, foreign):
-  return np.mean([(f > k) + 0.5 * (f == k) for k in known for f in foreign])
-
-
 def test_the_numbers_are_the_exports_scores_counted(mismatched_run, tmp_path):
   model_dir = mismatched_run
   out = tmp_path / 'auroc.json'
@@ -101,7 +98,7 @@ def test_the_numbers_are_the_exports_scores_counted(mismatched_run, tmp_path):
     scores = scored(images)
     for i, name in enumerate(entry['names']):
       assert measured['kinds'][kind]['auroc'][name] == pytest.approx(
-          _brute_auroc(known[:, i], scores[:, i]), abs=1e-9), (kind, name)
+          counting.auroc_by_pairs(known[:, i], scores[:, i]), abs=1e-9), (kind, name)
       assert measured['kinds'][kind]['rejected'][name] == pytest.approx(
           np.mean(scores[:, i] > thresholds[i]), abs=1e-9), (kind, name)
   # The counts above are not all ties or all one way: the scores tell images apart.
