@@ -7,8 +7,10 @@ whose files are gone (the checkpoint list still naming it) or whose data is cut 
 skipped the same way, in one line. An old checkpoint that TensorFlow was deleting when the
 trainer was killed is not damage: its deletion is completed without a word."""
 import os
+import shlex
 import shutil
 import signal
+import subprocess
 
 import numpy as np
 import pytest
@@ -300,3 +302,55 @@ def test_a_newest_checkpoint_without_files_is_left_out_of_the_list(tmp_path):
   remove('ckpt-1.')
   assert checkpoint_integrity.set_aside_damaged(str(tmp_path), directory)[0] is None
   assert checkpoint_integrity.listed(directory) == []
+
+
+@checks.needs_mount
+@pytest.mark.parametrize('disk_kib', [700, 2200])  # Full at ckpt-4's and at ckpt-8's save.
+def test_a_full_disk_keeps_the_checkpoints_it_had_and_the_rerun_with_room_ends_as_uninterrupted(
+    data_dir, eight_steps, tmp_path, disk_kib):
+  """The 8-step run on a tmpfs too small for it stops in one line; the checkpoints it lists
+  then are intact (each reads, and equals the uninterrupted run's where that keeps it), and the same command, once the disk has room, resumes
+  and ends with the uninterrupted run's variables, bit for bit. Both happen in one mount
+  namespace (its tmpfs is gone when it ends), the model dir copied out at each stage."""
+  disk, out = tmp_path / 'disk', tmp_path / 'out'
+  disk.mkdir()
+  out.mkdir()
+  model_dir = str(disk / 'm')
+  command = shlex.join(runs.train_command(model_dir, _bindings(data_dir, 8)))
+  script = (f"mount -t tmpfs -o size={disk_kib}k tmpfs '{disk}' || exit 2\n"
+            f"{command} > '{out}/full.out' 2> '{out}/full.err'; echo $? > '{out}/full.rc'\n"
+            f"cp -a '{model_dir}' '{out}/after_fault'\n"
+            f"mount -o remount,size=64m '{disk}' || exit 2\n"
+            f"{command} > '{out}/room.out' 2> '{out}/room.err'; echo $? > '{out}/room.rc'\n"
+            f"cp -a '{model_dir}' '{out}/after_rerun'\n")
+  setup = subprocess.run(['unshare', '-m', 'sh', '-c', script], capture_output=True,
+                         text=True, env=runs.environment(), cwd=str(runs.REPO_ROOT),
+                         timeout=1200)
+  assert setup.returncode == 0, setup.stderr
+
+  def result(stage):
+    return subprocess.CompletedProcess(
+        [], int((out / f'{stage}.rc').read_text()), (out / f'{stage}.out').read_text(),
+        (out / f'{stage}.err').read_text())
+
+  full = result('full')
+  checks.assert_one_error_line(full, 'rerun the same command')
+  assert 'No space left on device' in full.stderr or 'out of space' in full.stderr
+  after_fault = str(out / 'after_fault')
+  listed = _listed(after_fault)
+  assert listed, 'the disk filled before the first checkpoint: the test needs a larger disk'
+  reference = _listed(eight_steps)
+  for name in listed:  # Each reads; those the reference keeps equal its, bit for bit.
+    values = runs.checkpoint_values(os.path.join(after_fault, 'checkpoints', name))
+    if name in reference:
+      expected = runs.checkpoint_values(os.path.join(eight_steps, 'checkpoints', name))
+      assert values.keys() == expected.keys()
+      for key in expected:
+        if not key.startswith('save_counter'):
+          np.testing.assert_array_equal(values[key], expected[key], err_msg=f'{name} {key}')
+
+  room = result('room')
+  assert room.returncode == 0, room.stderr[-3000:]
+  assert 'Traceback' not in room.stdout + room.stderr
+  assert f'Resuming from {model_dir}/checkpoints/' in room.stdout, room.stdout
+  _assert_same_final_variables(str(out / 'after_rerun'), eight_steps)

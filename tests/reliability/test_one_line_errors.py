@@ -68,18 +68,6 @@ def test_bfloat16_under_an_avx2_kernel_limit_trains_or_stops_in_one_line(data_di
 
 
 @checks.needs_mount
-def test_full_disk_is_one_line(data_dir, tmp_path):
-  disk = tmp_path / 'disk'
-  disk.mkdir()
-  model_dir = str(disk / 'm')
-  # Room for the config and a checkpoint or two, not for the whole run.
-  result = checks.in_private_mount(f"mount -t tmpfs -o size=600k tmpfs '{disk}'", model_dir,
-                                   runs.tiny_bindings(data_dir))
-  checks.assert_one_error_line(result, 'rerun the same command')
-  assert 'No space left on device' in result.stderr or 'out of space' in result.stderr
-
-
-@checks.needs_mount
 def test_read_only_model_dir(data_dir, tmp_path):
   model_dir = str(tmp_path / 'm')
   os.makedirs(model_dir)
