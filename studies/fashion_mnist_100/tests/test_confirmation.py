@@ -11,6 +11,7 @@ from studies.fashion_mnist_100 import confirmation
 from studies.fashion_mnist_100 import paired_test
 from studies.fashion_mnist_100 import protocol
 from studies.fashion_mnist_100 import split_test
+from studies.tests import counting
 from tf_ipmssl.sweep import results as results_lib
 
 REPO = str(pathlib.Path(__file__).resolve().parents[3])  # The checkout.
@@ -216,11 +217,10 @@ def test_secondary_words_and_the_least_p():
 
 def test_the_committed_records_p_values_are_the_same_through_scipy():
   """Every family of the committed confirmation at both endpoints: the split test's p values
-  equal a count over all 2^6 sign patterns written in the tests (test_split_test's, on the
-  contrasts as the test rounds them), and scipy's exact Wilcoxon where the contrasts have no
+  equal a count over all 2^6 sign patterns written in the tests (studies/tests/counting.py's, on
+  the contrasts as the test rounds them), and scipy's exact Wilcoxon where the contrasts have no
   tie or zero; the pages print these."""
   from scipy import stats  # pylint: disable=g-import-not-at-top
-  from studies.fashion_mnist_100.tests.test_split_test import _signed_rank_brute_force  # pylint: disable=g-import-not-at-top
   judgement = confirmation.judge(PLAN, confirmation.load(
       os.path.join(RESULTS, confirmation.RECORDS), PLAN))
   results = list(judgement.primary) + list(judgement.secondary) + [
@@ -228,7 +228,7 @@ def test_the_committed_records_p_values_are_the_same_through_scipy():
   assert len(results) == 8 and all(r.n == 6 for r in results)
   through_scipy = 0
   for result in results:
-    counted, counted_other = _signed_rank_brute_force(
+    counted, counted_other = counting.signed_rank_by_enumeration(
         [paired_test.rounded(d) for d in result.contrasts])
     assert result.test.p_value == pytest.approx(counted, abs=1e-12)
     assert result.test.p_other == pytest.approx(counted_other, abs=1e-12)

@@ -7,6 +7,7 @@ import pytest
 
 from studies.fashion_mnist_100 import paired_test
 from studies.fashion_mnist_100 import split_test
+from studies.tests import counting
 
 
 def test_six_splits_all_in_the_papers_direction_give_one_in_64():
@@ -27,23 +28,12 @@ def test_one_split_the_other_way():
       [-0.5, 2.0, 3.0, 4.0, 5.0, 60.0]).p_value == pytest.approx(2 / 64)
 
 
-def _signed_rank_brute_force(contrasts):
-  sizes = [abs(c) for c in contrasts]
-  ranks = [sum(x < s for x in sizes) + (sum(x == s for x in sizes) + 1) / 2 for s in sizes]
-  weights = [0.0 if s == 0 else r for s, r in zip(sizes, ranks)]
-  observed = sum(np.sign(c) * w for c, w in zip(contrasts, weights))
-  totals = [sum(p * w for p, w in zip(pattern, weights))
-            for pattern in itertools.product((1, -1), repeat=len(contrasts))]
-  return (np.mean([t >= observed - 1e-9 for t in totals]),
-          np.mean([t <= observed + 1e-9 for t in totals]))
-
-
 @pytest.mark.parametrize('contrasts', [
     [9.9, 7.75, 40.6], [14.0, 13.1, 6.8, 9.9, 9.3], [1.0, -1.0, 2.0, 0.0, 2.0, -3.5],
     [-4.6, 2.2, 0.3, -1.2, 0.8, -0.1, 1.9]])
 def test_signed_rank_equals_brute_force(contrasts):
   result = split_test.signed_rank_over_splits(contrasts)
-  p, p_other = _signed_rank_brute_force(contrasts)
+  p, p_other = counting.signed_rank_by_enumeration(contrasts)
   assert result.p_value == pytest.approx(p)
   assert result.p_other == pytest.approx(p_other)
 

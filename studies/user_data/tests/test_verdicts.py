@@ -1,13 +1,13 @@
 """The study's verdicts on synthetic records whose contrasts are known: each endpoint read as
 the page defines it, the exact p against a count over all 2^8 sign patterns, Holm by hand,
 the words, and the page's results part."""
-import itertools
 
 import numpy as np
 import pytest
 
 from studies.user_data import plan as plan_lib
 from studies.user_data import verdicts
+from studies.tests import counting
 from studies.user_data.tests.synthetic import K_PLUS_1, SUPERVISED
 from studies.user_data.tests.synthetic import edited_copy
 from tests import test_wording
@@ -39,15 +39,6 @@ def test_each_endpoint_is_read_from_the_record(tmp_path):
   assert verdicts.endpoint(model_dir, 'auroc critic') == 0.625
   assert verdicts.endpoint(model_dir, 'auroc softmax') == 0.5
   assert verdicts.endpoint(str(tmp_path / 'none'), 'test error') is None
-
-
-def _exact_p(d):
-  """P(W ≥ W observed) over the 256 sign patterns, counted (ranks of |d|, no ties here)."""
-  ranks = np.argsort(np.argsort(np.abs(d))) + 1
-  observed = np.sum(np.sign(d) * ranks)
-  count = sum(np.sum(np.array(signs) * ranks) >= observed
-              for signs in itertools.product((-1, 1), repeat=len(d)))
-  return count / 2 ** len(d)
 
 
 # Per question, the contrast of each split 30..37 the synthetic records give.
@@ -98,14 +89,14 @@ def test_the_contrasts_and_words_follow_the_page(records):
   for question, d in expected.items():
     np.testing.assert_allclose(list(results[question].contrasts.values()), d, atol=1e-12,
                                err_msg=question)
-  p = {q: _exact_p(np.array(d)) for q, d in expected.items()}
+  p = {q: counting.signed_rank_by_enumeration(d)[0] for q, d in expected.items()}
   for question, r in results.items():
     assert r.test.p_value == pytest.approx(p[question]), question
   adjusted = _holm_by_hand(p)
   for question, r in results.items():
     assert r.adjusted == pytest.approx(adjusted[question]), question
   # And the other way: p' counted over the sign patterns of -d.
-  p_other = {q: _exact_p(-np.array(d)) for q, d in expected.items()}
+  p_other = {q: counting.signed_rank_by_enumeration(d)[1] for q, d in expected.items()}
   adjusted_other = _holm_by_hand(p_other)
   for question, r in results.items():
     assert r.test.p_other == pytest.approx(p_other[question]), question
@@ -174,18 +165,6 @@ def test_readme_says_each_claim_with_its_word_once_all_runs_are_in(records, tmp_
       '- Under way: 55 of 56 runs recorded; no question is tested until every contrast is in.')
 
 
-def _exact_p_midranks(d):
-  """P(W ≥ W observed) over the 256 sign patterns, with mid-ranks of |d| (ties share their
-  ranks' mean) and a zero counting 0, counted by brute force."""
-  from scipy import stats  # pylint: disable=g-import-not-at-top
-  d = np.asarray(d, float)
-  ranks = stats.rankdata(np.abs(d))
-  observed = np.sum(np.sign(d) * ranks)
-  count = sum(np.sum(np.array(signs) * np.sign(d) * ranks) >= observed - 1e-9
-              for signs in itertools.product((-1, 1), repeat=len(d)))
-  return count / 2 ** len(d)
-
-
 def test_a_zero_and_ties_are_counted_as_the_page_says(records, tmp_path):
   plan = plan_lib.read_plan()
   # imbalance: a zero on split 30 and a tie (+4, +4) on splits 31 and 32.
@@ -197,7 +176,7 @@ def test_a_zero_and_ties_are_counted_as_the_page_says(records, tmp_path):
   results = {r.question: r for r in verdicts.judge(plan, zeros)}
   r = results['imbalance']
   assert r.zero_splits == (30,)
-  assert r.test.p_value == pytest.approx(_exact_p_midranks(d))
+  assert r.test.p_value == pytest.approx(counting.signed_rank_by_enumeration(d)[0])
   assert r.test.p_value == pytest.approx(2 / 256)  # Each zero halves the least p.
   assert 'Contrasts of exactly 0 (each halves the least p the test can give): imbalance on ' \
          'split(s) 30.' in verdicts.results_part(plan, zeros)
