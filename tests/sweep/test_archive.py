@@ -1,6 +1,7 @@
 """A sweep's archive keeps each finished run's record and restores it into a lost root."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -198,13 +199,48 @@ def test_the_record_keeps_eval_scalars_and_the_cpu_that_saw_the_run_finish(tmp_p
       os.path.dirname(events), os.path.basename(events))
   with open(os.path.join(kept, results_lib.ARCHIVED_ON_FILE)) as f:
     assert json.load(f) == {'cpu': cpu_info.description()}
-  assert results_lib.collect_cell(store, CELL).runs[0].cpu == results_lib.cpu_of(kept)
-  assert results_lib.cpu_of(kept).startswith(cpu_info.description()['model_name'])
+  # The CPU as /proc/cpuinfo names it, read here by regular expression: its model name, and
+  # for an AVX-512 CPU vendor-family-model (cpu_of's known answers: the test below).
+  with open('/proc/cpuinfo') as f:
+    text = f.read()
+  field = lambda name: re.search(rf'^{name}\s*:\s*(.*?)\s*$', text, re.M).group(1)
+  expected = f"{field('model name')} no-avx512f"
+  if 'avx512f' in field('flags').split():
+    expected = (f"{field('model name')} avx512f "
+                f"{field('vendor_id')}-{field('cpu family')}-{field('model')}")
+  assert results_lib.cpu_of(kept) == expected
+  assert results_lib.collect_cell(store, CELL).runs[0].cpu == expected
   (again,) = plan_lib.make_plan([CELL], (0,), str(tmp_path / 'fresh'))
   assert archive.restore(again, store)
   assert os.listdir(os.path.join(again.model_dir, 'eval')) == [os.path.basename(events)]
   assert results_lib.collect_cell(str(tmp_path / 'fresh'), CELL).runs[0].cpu == (
       results_lib.cpu_of(kept))
+
+
+@pytest.mark.parametrize('versions, archived_on, expected', [
+    ({'numerics': {'cpu': {'model_name': 'AMD EPYC', 'signature':
+                           'avx512f AuthenticAMD-25-17 tensorflow-2.21.0'}}}, None,
+     'AMD EPYC avx512f AuthenticAMD-25-17'),
+    ({'numerics': {'cpu': {'model_name': 'AMD EPYC', 'signature':
+                           'no-avx512f tensorflow-2.21.0'}}}, None, 'AMD EPYC no-avx512f'),
+    ({'numerics': {'cpu': {'model_name': 'Intel(R) Xeon(R) Processor', 'signature':
+                           'avx512f GenuineIntel-6-207 onednn-max-isa=AVX2 tensorflow-2.20.0'}}},
+     {'cpu': {'model_name': 'AMD EPYC', 'signature': 'no-avx512f tensorflow-2.21.0'}},
+     'Intel(R) Xeon(R) Processor avx512f GenuineIntel-6-207 onednn-max-isa=AVX2'),
+    ({'numerics': {}}, {'cpu': {'model_name': 'AMD EPYC', 'signature':
+                                'no-avx512f tensorflow-2.21.0'}}, 'AMD EPYC no-avx512f'),
+    ({}, None, None),
+    (None, {'cpu': {'model_name': None, 'signature': 'no-avx512f tensorflow-2.21.0'}},
+     'no-avx512f'),
+], ids=['avx512', 'avx2', 'versions_first', 'archived_on', 'neither', 'no_model_name'])
+def test_cpu_of_known_answers(tmp_path, versions, archived_on, expected):
+  """versions.json's CPU, else archived_on.json's; the TensorFlow version left out."""
+  for name, content in (('versions.json', versions),
+                        (results_lib.ARCHIVED_ON_FILE, archived_on)):
+    if content is not None:
+      with open(tmp_path / name, 'w') as f:
+        json.dump(content, f)
+  assert results_lib.cpu_of(str(tmp_path)) == expected
 
 
 def test_a_run_that_names_its_cpu_gets_no_archived_on_file_and_its_path_is_left_out(tmp_path):
