@@ -111,6 +111,26 @@ def test_evaluate_recomputes_the_recorded_errors(trained):
   assert exported.error == best.error
   assert exported.confusion == best.confusion
   assert list(best.class_errors) == metrics['class_names']
+  # Counted here: the export's labels on the test images (the predict test below checks
+  # them against the critic) against the true labels.
+  data = api.load(model_dir).data()
+  predicted = api.predict(result.export_dir, data.test_images).labels
+  k = len(metrics['class_names'])
+  confusion = np.zeros([k, k], np.int64)
+  for true, label in zip(data.test_labels, predicted):
+    confusion[true, label] += 1
+  assert best.confusion == confusion.tolist()
+  per_class = {name: (None if not confusion[c].sum() else
+                      100.0 * (confusion[c].sum() - confusion[c, c]) / confusion[c].sum())
+               for c, name in enumerate(metrics['class_names'])}
+  assert best.class_errors.keys() == per_class.keys()
+  for name, error in per_class.items():
+    assert (best.class_errors[name] is None) if error is None else (
+        best.class_errors[name] == pytest.approx(error, abs=1e-9)), name
+  present = [e for e in per_class.values() if e is not None]
+  assert best.balanced_error == pytest.approx(sum(present) / len(present), abs=1e-9)
+  assert best.error == pytest.approx(
+      100.0 * np.sum(predicted != data.test_labels) / len(predicted), abs=1e-12)
   lines = best.text().splitlines()
   assert len(lines) == 11 and lines[1].split()[0] == metrics['class_names'][0]
 

@@ -90,3 +90,15 @@ def bindings(cell):
     expected['build_ssl_data.num_labeled'] = LABELS[cell.dataset]
     expected['build_critic.normalization'] = cell.row if cell.table == 'table3' else 'none'
   return expected
+
+
+def optimizer(cell):
+  """{RunConfig.train field: value} of the cell's effective optimizer: the paper's Appendix B
+  ("unless noted otherwise, Adam with β1 = 0.5 and β2 = 0.999, both for critic and
+  generator"), with PyTorch's ε = 1e-8 added to the bias-corrected √v̂ (algorithm.md); the
+  WGAN-clip cells use RMSprop, for which none of these applies."""
+  if cell.table == 'table1' and cell.row == 'wgan_clip':
+    return {'optimizer': 'rmsprop'}
+  return {'optimizer': 'adam', 'adam_beta1': 0.5, 'adam_beta2': 0.999, 'adam_epsilon': 1e-8,
+          'adam_epsilon_placement': 'bias_corrected'}
+

@@ -119,6 +119,10 @@ def _check_cell_config(cell):
     else:
       assert bound == value, (name, bound, value)
   assert _constraints() == expected.constraints(cell)
+  # What the run gets, bound or defaulted (an unbound setting reads None above).
+  train = configurables.run_config().train
+  for name, value in expected.optimizer(cell).items():
+    assert getattr(train, name) == value, (name, getattr(train, name), value)
 
 
 def test_every_gin_file_is_tested():

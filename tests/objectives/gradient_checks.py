@@ -68,3 +68,14 @@ def finite_difference_input_gradients(fn, x, step=1e-5):
       shifted.append(np.asarray(fn(x_shift)))
     grad[(slice(None),) + index] = (shifted[0] - shifted[1]) / (2.0 * step)
   return grad
+
+
+def assert_surrogate_matches_finite_differences(critic, batches, kwargs):
+  """The surrogate loss's gradients equal central differences of values['critic_loss']
+  (itself checked against numpy_reference.critic_loss)."""
+  grads, _ = surrogate_gradients(critic, batches, **kwargs)
+  expected = finite_difference_gradients(
+      lambda: run_critic_objective(critic, batches, **kwargs).values['critic_loss'],
+      critic.trainable_variables)
+  for variable, grad, fd in zip(critic.trainable_variables, grads, expected):
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8, err_msg=variable.path)

@@ -86,14 +86,15 @@ def pairwise_mean_square(f_pos, f_neg):
 
 
 def critic_loss(model, x_l, y_l, x_p, x_q, *, formulation, constraints, multipliers,
-                lambda_ce, alpha=None, pairwise=False):
-  """−L_D of algorithm.md#critic-objective and the Ω of each constraint, all over one (global) batch."""
+                lambda_ce, alpha=None, pairwise=False, ipm_weight=1.0):
+  """−L_D of algorithm.md#critic-objective and the Ω of each constraint, all over one (global) batch.
+  `ipm_weight`: w of the IPM ramp-up, the loss's −IPM becoming −w·IPM."""
   b = len(x_p)
   outs = {side: components(*model.forward(x), formulation)
           for side, x in (('p', x_p), ('q', x_q))}
   _, logits_l = model.forward(x_l)
   ce = np.mean(logsumexp(logits_l) - logits_l[np.arange(len(y_l)), y_l])
-  loss = -(outs['p']['f'].mean() - outs['q']['f'].mean()) + lambda_ce * ce
+  loss = -ipm_weight * (outs['p']['f'].mean() - outs['q']['f'].mean()) + lambda_ce * ce
   pairwise_f = pairwise and formulation != 'plain'
   omegas = {}
   for c in constraints:

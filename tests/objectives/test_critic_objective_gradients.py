@@ -84,7 +84,7 @@ def test_critic_loss_value_matches_numpy(case):
 @pytest.mark.parametrize('case', sorted(_CASES))
 def test_surrogate_gradient_matches_finite_differences(case):
   critic, batches, kwargs = _case(case, critic_seed=13, batch_seed=14)
-  _assert_gradients_match_finite_differences(critic, batches, kwargs)
+  gradient_checks.assert_surrogate_matches_finite_differences(critic, batches, kwargs)
 
 
 def test_batch_norm_critic_gradient_matches_finite_differences():
@@ -95,7 +95,7 @@ def test_batch_norm_critic_gradient_matches_finite_differences():
       'fisher_f': 0.4, 'sobolev_f_neg': -0.2},
                 constraints=[fisher.Fisher('f', 0.3), sobolev.Sobolev('f-', 0.2),
                              gradient_penalty.GradientPenalty('f+', 1.0)])
-  _assert_gradients_match_finite_differences(critic, batches, kwargs)
+  gradient_checks.assert_surrogate_matches_finite_differences(critic, batches, kwargs)
 
 
 def test_batch_norm_critic_sees_each_batch_in_its_own_pass():
@@ -205,13 +205,3 @@ def test_float32_critic_under_tf_function_matches_eager():
   assert eager.values['critic_loss'].dtype == tf.float32
   for a, b in zip(eager_grads, graph_grads):
     np.testing.assert_allclose(b.numpy(), a, rtol=1e-4, atol=1e-6)
-
-
-def _assert_gradients_match_finite_differences(critic, batches, kwargs):
-  """The surrogate loss's gradients equal finite differences of the critic loss."""
-  grads, _ = gradient_checks.surrogate_gradients(critic, batches, **kwargs)
-  expected = gradient_checks.finite_difference_gradients(
-      lambda: gradient_checks.run_critic_objective(critic, batches, **kwargs)
-      .values['critic_loss'], critic.trainable_variables)
-  for variable, grad, fd in zip(critic.trainable_variables, grads, expected):
-    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8, err_msg=variable.path)
