@@ -192,13 +192,18 @@ def leaky_relu(x):
   return np.where(x > 0, x, 0.2 * x)
 
 
-def numpy_critic(critic, x, norm):
-  """Φ, v·Φ and S(Φ) from the algorithm.md#critic table, reading the critic's weights by layer name."""
+def numpy_critic(critic, x, norm, reduction_strides=()):
+  """Φ, v·Φ and S(Φ) from the algorithm.md#critic table, reading the critic's weights by layer
+  name; after conv 1 a reduction block Conv 3x3 stride s 'same', Norm, LReLU per stride
+  (algorithm.md#image-sizes)."""
   def weights(name):
     return [w.numpy().astype(np.float64) for w in critic.body.get_layer(name).weights]
 
   kernel, bias = weights('conv1')
   h = leaky_relu(numpy_conv(x.astype(np.float64), kernel, 1, 'same', bias))
+  for index, stride in enumerate(reduction_strides, start=1):
+    (kernel,) = weights(f'reduce{index}')
+    h = leaky_relu(norm(numpy_conv(h, kernel, stride, 'same'), *weights(f'reduce_norm{index}')))
   table = [(2, 1, 'same'), (3, 2, 'same'), (4, 1, 'same'), (5, 1, 'same'), (6, 2, 'same'),
            (7, 1, 'valid'), (8, 1, 'valid'), (9, 1, 'valid')]
   for index, stride, padding in table:

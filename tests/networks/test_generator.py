@@ -97,12 +97,57 @@ def test_init_statistics(generators):
   assert bn.epsilon == 1e-5 and bn.momentum == pytest.approx(0.9)
 
 
-@pytest.mark.numerics
-def test_forward_matches_numpy_in_inference():
-  """tanh of ConvT / BN / ReLU written out in NumPy (PyTorch ConvTranspose2d semantics)."""
-  ngf = 4
-  generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=ngf), 2, seed=3)
-  rng = np.random.default_rng(4)
+def conv_transpose(x, kernel, stride, pad):
+  """PyTorch ConvTranspose2d in NumPy: Keras kernel [k, k, out, in]; each input pixel
+  scatters kernel·x into the output, then `pad` rows/cols are cropped from each side (4x4 s2
+  'same' = PyTorch padding 1)."""
+  batch, height, width, _ = x.shape
+  k = kernel.shape[0]
+  full = np.zeros((batch, (height - 1) * stride + k, (width - 1) * stride + k,
+                   kernel.shape[2]))
+  for i in range(height):
+    for j in range(width):
+      full[:, i * stride:i * stride + k, j * stride:j * stride + k, :] += np.einsum(
+          'bc,hwoc->bhwo', x[:, i, j, :], kernel)
+  return full[:, pad:full.shape[1] - pad, pad:full.shape[2] - pad, :]
+
+
+def conv3x3(x, kernel):
+  x = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+  h, w = x.shape[1] - 2, x.shape[2] - 2
+  return sum(x[:, i:i + h, j:j + w, :] @ kernel[i, j] for i in range(3) for j in range(3))
+
+
+def numpy_generator(generator, z, training=False, upsamplings=0):
+  """tanh of ConvT / BN / ReLU written out in NumPy, reading the weights by layer name; BN
+  with its moving statistics, or (training) the batch's mean and biased variance per channel
+  over (N, H, W); `upsamplings` blocks ConvT 4x4 s2 'same' → BN, ReLU before the last ConvT
+  (docs/algorithm.md#image-sizes)."""
+  def kernel(name):
+    return generator.body.get_layer(name).kernel.numpy().astype(np.float64)
+
+  def bn_relu(x, name):
+    gamma, beta, mean, var = [w.numpy().astype(np.float64)
+                              for w in generator.body.get_layer(name).weights]
+    if training:
+      mean, var = x.mean(axis=(0, 1, 2)), x.var(axis=(0, 1, 2))
+    return np.maximum(gamma * (x - mean) / np.sqrt(var + 1e-5) + beta, 0.0)
+
+  h = conv_transpose(z[:, None, None, :].astype(np.float64), kernel('convt1'), 1, 0)
+  h = bn_relu(h, 'bn1')
+  h = bn_relu(conv_transpose(h, kernel('convt2'), 2, 1), 'bn2')
+  h = bn_relu(conv_transpose(h, kernel('convt3'), 2, 1), 'bn3')
+  h = bn_relu(conv3x3(h, kernel('conv4')), 'bn4')
+  h = bn_relu(conv3x3(h, kernel('conv5')), 'bn5')
+  for index in range(1, upsamplings + 1):
+    h = bn_relu(conv_transpose(h, kernel(f'up{index}'), 2, 1), f'up_bn{index}')
+  return np.tanh(conv_transpose(h, kernel('convt6'), 2, 1))
+
+
+def randomize(generator, seed):
+  """BN parameters and statistics away from their init, kernels larger: every layer's wiring
+  shows in the output."""
+  rng = np.random.default_rng(seed)
   for v in generator.body.variables:
     if v.path.endswith(('gamma', 'moving_variance')):
       v.assign(rng.uniform(0.5, 1.5, size=v.shape).astype(np.float32))
@@ -110,40 +155,15 @@ def test_forward_matches_numpy_in_inference():
       v.assign(0.1 * rng.normal(size=v.shape).astype(np.float32))
     elif v.path.endswith('kernel'):
       v.assign(0.15 * rng.normal(size=v.shape).astype(np.float32))
+  return rng
 
-  def conv_transpose(x, kernel, stride, pad):
-    # Keras kernel [k, k, out, in]; each input pixel scatters kernel·x into the output,
-    # then `pad` rows/cols are cropped from each side (4x4 s2 'same' = PyTorch padding 1).
-    batch, height, width, _ = x.shape
-    k = kernel.shape[0]
-    full = np.zeros((batch, (height - 1) * stride + k, (width - 1) * stride + k,
-                     kernel.shape[2]))
-    for i in range(height):
-      for j in range(width):
-        full[:, i * stride:i * stride + k, j * stride:j * stride + k, :] += np.einsum(
-            'bc,hwoc->bhwo', x[:, i, j, :], kernel)
-    return full[:, pad:full.shape[1] - pad, pad:full.shape[2] - pad, :]
 
-  def conv3x3(x, kernel):
-    x = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
-    h, w = x.shape[1] - 2, x.shape[2] - 2
-    return sum(x[:, i:i + h, j:j + w, :] @ kernel[i, j] for i in range(3) for j in range(3))
-
-  def bn_relu(x, name):
-    gamma, beta, mean, var = [w.numpy() for w in generator.body.get_layer(name).weights]
-    return np.maximum(gamma * (x - mean) / np.sqrt(var + 1e-5) + beta, 0.0)
-
-  def kernel(name):
-    return generator.body.get_layer(name).kernel.numpy().astype(np.float64)
-
+@pytest.mark.numerics
+def test_forward_matches_numpy_in_inference():
+  generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=4), 2, seed=3)
+  rng = randomize(generator, 4)
   z = rng.normal(size=(2, 100))
-  h = conv_transpose(z[:, None, None, :], kernel('convt1'), 1, 0)
-  h = bn_relu(h, 'bn1')
-  h = bn_relu(conv_transpose(h, kernel('convt2'), 2, 1), 'bn2')
-  h = bn_relu(conv_transpose(h, kernel('convt3'), 2, 1), 'bn3')
-  h = bn_relu(conv3x3(h, kernel('conv4')), 'bn4')
-  h = bn_relu(conv3x3(h, kernel('conv5')), 'bn5')
-  expected = np.tanh(conv_transpose(h, kernel('convt6'), 2, 1))
+  expected = numpy_generator(generator, z)
   got = generator(z.astype(np.float32), training=False).numpy()
   assert got.shape == expected.shape == (2, 32, 32, 2)
   # Spread over the range but not saturated, so the comparison means something.
@@ -153,15 +173,22 @@ def test_forward_matches_numpy_in_inference():
 
 @pytest.mark.numerics
 def test_training_mode_uses_batch_statistics():
+  """The output with each BN on its batch's statistics, against NumPy; and the moving mean
+  after one update, 0.1 × the batch mean of convt1's output (momentum 0.9)."""
   generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=4), 1, seed=5)
-  z = np.random.default_rng(6).normal(size=(16, 100)).astype(np.float32)
-  before = generator.body.get_layer('bn1').moving_mean.numpy().copy()
-  generator(z, training=True)
+  rng = randomize(generator, 7)
+  z = rng.normal(size=(16, 100))
+  before = generator.body.get_layer('bn1').moving_mean.numpy().astype(np.float64)
+  expected = numpy_generator(generator, z, training=True)
+  got = generator(z.astype(np.float32), training=True).numpy()
+  assert 0.5 < np.abs(expected).max() < 0.999
+  np.testing.assert_allclose(got, expected, atol=1e-5, rtol=1e-4)
+  # Inference with the old moving statistics would differ by far more than that.
+  assert np.abs(numpy_generator(generator, z) - expected).max() > 1e-2
   after = generator.body.get_layer('bn1').moving_mean.numpy()
-  assert not np.allclose(before, after)
-  # After one update the moving mean is 0.1 × the batch mean of convt1's output.
-  h = generator.body.get_layer('convt1')(generator.body.get_layer('z_map')(z)).numpy()
-  np.testing.assert_allclose(after, 0.1 * h.mean(axis=(0, 1, 2)), atol=1e-6)
+  h = conv_transpose(z[:, None, None, :],
+                     generator.body.get_layer('convt1').kernel.numpy().astype(np.float64), 1, 0)
+  np.testing.assert_allclose(after, 0.9 * before + 0.1 * h.mean(axis=(0, 1, 2)), atol=1e-6)
 
 
 def test_seed_reproducible():

@@ -5,6 +5,8 @@ import hashlib
 import numpy as np
 import pytest
 
+from tests.networks import test_critic
+from tests.networks import test_generator
 from tf_ipmssl import errors
 from tf_ipmssl.data import dataset_specs
 from tf_ipmssl.networks import critic as critic_lib
@@ -94,6 +96,51 @@ def test_generator_shapes(generators, size):
   z = np.random.default_rng(size).normal(size=(2, 100)).astype(np.float32)
   x = generator(z, training=True).numpy()
   assert x.shape == (2, size, size, 3) and -1.0 <= x.min() and x.max() <= 1.0
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize('size, strides', [(64, (2,)), (96, (3,))])
+def test_critic_forward_matches_numpy(size, strides):
+  """The critic with its reduction block against NumPy (test_critic's forward, inference,
+  per-pixel layer norm with random parameters so that the block's norm shows). At 96 the
+  stride-3 windows tile the map: 'same' pads nothing, so it equals 'valid' there."""
+  critic = critic_lib.build_critic(critic_lib.BuildCritic(
+      normalization='layer_norm_singleton_per_pixel', width=1 / 8), K, 3, image_size=size,
+                                   seed=1)
+  test_critic.randomize_norm_parameters(critic, 2)
+  critic.s_head.bias.assign(np.arange(K, dtype=np.float32) / 10)
+  x = np.random.default_rng(4).uniform(-1, 1, size=(2, size, size, 3)).astype(np.float32)
+  phi, fake, classes = test_critic.numpy_critic(
+      critic, x, test_critic.per_pixel_singleton_layer_norm, reduction_strides=strides)
+  scale = np.abs(phi).max()
+  np.testing.assert_allclose(critic.features(x).numpy(), phi, atol=1e-5 * scale, rtol=1e-4)
+  got_fake, got_classes = critic(x)
+  np.testing.assert_allclose(got_fake.numpy(), fake, atol=1e-5 * scale, rtol=1e-4)
+  np.testing.assert_allclose(got_classes.numpy(), classes, atol=1e-5 * scale, rtol=1e-4)
+  if size == 96:
+    (kernel,) = [w.numpy() for w in critic.body.get_layer('reduce1').weights]
+    h = np.random.default_rng(5).normal(size=(1, 96, 96, kernel.shape[2]))
+    np.testing.assert_array_equal(test_critic.numpy_conv(h, kernel, 3, 'same'),
+                                  test_critic.numpy_conv(h, kernel, 3, 'valid'))
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize('size', [64, 96])
+def test_generator_forward_matches_numpy(size):
+  """The generator with its seed map and upsampling block against NumPy (test_generator's
+  forward), in inference and on the batch's statistics."""
+  generator = generator_lib.build_generator(generator_lib.BuildGenerator(ngf=4), 3,
+                                            image_size=size, seed=3)
+  rng = test_generator.randomize(generator, 4)
+  z = rng.normal(size=(4, 100))
+  upsamplings = generator_lib.SIZE_LAYOUTS[size][1]
+  for training in (False, True):
+    expected = test_generator.numpy_generator(generator, z, training, upsamplings)
+    assert expected.shape == (4, size, size, 3)
+    # Mostly off tanh's flat ends and not all near 0, so the comparison means something.
+    assert np.mean(np.abs(expected) < 0.99) > 0.9 and np.abs(expected).max() > 0.2
+    got = generator(z.astype(np.float32), training=training).numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=1e-4, err_msg=str(training))
 
 
 def test_the_32_networks_are_those_of_before():

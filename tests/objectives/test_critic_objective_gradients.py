@@ -205,3 +205,17 @@ def test_float32_critic_under_tf_function_matches_eager():
   assert eager.values['critic_loss'].dtype == tf.float32
   for a, b in zip(eager_grads, graph_grads):
     np.testing.assert_allclose(b.numpy(), a, rtol=1e-4, atol=1e-6)
+  # And against NumPy in float64 on the same float32 weights, batches and α (float32's
+  # rounding of the sums apart).
+  alpha = gradient_penalty.interpolation_weights(4, _ALPHA_SEED, dtype=tf.float32).numpy()
+  params = {k: v.astype(np.float64) for k, v in critic.numpy_params().items()}
+  x_l, y_l, x_p, x_q = batches
+  expected, omegas = numpy_reference.critic_loss(
+      numpy_reference.NumpyMlp(params), x_l.astype(np.float64), y_l, x_p.astype(np.float64),
+      x_q.astype(np.float64), formulation='kplus1', constraints=kwargs['constraints'],
+      multipliers={'fisher_f': 0.5, 'sobolev_f_neg': -0.25}, lambda_ce=1.5,
+      alpha=alpha.astype(np.float64))
+  np.testing.assert_allclose(graph['critic_loss'].numpy(), expected, rtol=1e-5, atol=1e-6)
+  for name, omega in omegas.items():
+    np.testing.assert_allclose(graph[f'omega/{name}'].numpy(), omega, rtol=1e-5, atol=1e-6,
+                               err_msg=name)

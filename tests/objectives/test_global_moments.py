@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.objectives import gradient_checks
+from tests.objectives import numpy_reference
 from tests.objectives import tiny_critics
 from tf_ipmssl.objectives import fisher
 from tf_ipmssl.objectives import global_moments
@@ -93,6 +94,18 @@ def test_two_replicas_sum_to_the_full_batch_gradient(case):
   for key, value in full.values.items():
     np.testing.assert_allclose(replica_values[key].numpy(), value.numpy(), rtol=1e-10,
                                err_msg=key)
+  # The full batch's objective itself: its value against NumPy, its gradient against central
+  # differences of that value.
+  gps = [c for c in constraints if c.kind == 'gp']
+  alpha = gradient_penalty.interpolation_weights(
+      6, kwargs['alpha_seed'], per_example=gps[0].per_example_alpha if gps else True,
+      dtype=tf.float64).numpy()
+  expected, _ = numpy_reference.critic_loss(
+      numpy_reference.NumpyMlp(critic.numpy_params()), *batches, formulation='kplus1',
+      constraints=constraints, multipliers=multipliers, lambda_ce=1.5, alpha=alpha,
+      pairwise=pairwise)
+  np.testing.assert_allclose(full.values['critic_loss'].numpy(), expected, rtol=1e-10)
+  gradient_checks.assert_surrogate_matches_finite_differences(critic, batches, kwargs)
   # A replica that ignored the other's moments would see a different objective.
   _, alone = gradient_checks.surrogate_gradients(critic, halves[0], **kwargs)
   assert abs(alone.values['critic_loss'].numpy() - full.values['critic_loss'].numpy()) > 1e-3
