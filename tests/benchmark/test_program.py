@@ -44,8 +44,15 @@ def test_tiny_run_prints_tables_and_writes_json(tmp_path, capsys):
   assert fisher['config'] == 'fisher' and fisher['critic_iterations'] == 2
   assert set(fisher['timings_seconds']) == {'critic_step', 'generator_step', 'iteration_1',
                                             'iteration_nc'}
-  assert fisher['flops']['iteration_nc']['executed'] > fisher['flops']['iteration_1'][
-      'executed'] > 0
+  # A step is n_c critic updates and one generator update, in both counts (the counts
+  # themselves: test_flops.py's hand counts).
+  flops = fisher['flops']
+  for kind in ('executed', 'required'):
+    assert flops['critic_step'][kind] > 0 and flops['generator_step'][kind] > 0
+    assert flops['iteration_1'][kind] == (flops['critic_step'][kind] +
+                                          flops['generator_step'][kind])
+    assert flops['iteration_nc'][kind] == (2 * flops['critic_step'][kind] +
+                                           flops['generator_step'][kind])
   assert len(data['machine']['load_average_end']) == 3
 
 
