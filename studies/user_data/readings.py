@@ -342,8 +342,8 @@ def readme_part(plan: plan_lib.Plan, records: str) -> str:
   found = [(c, _present(g.values())) for c, g in gains(plan, records)]
   lines = [f'Measured by [the user-data study](studies/user_data/README.md) on Fashion-MNIST '
            "with the quickstart's settings, " +
-           (f'over its {len(plan.seeds)} label splits (its verdicts are above, under "What is '
-            'reproduced")' if tested else
+           (f'over its {len(plan.seeds)} label splits (its verdicts: [above]'
+            '(#does-the-gain-survive-data-as-users-have-it))' if tested else
             f'so far ({len(runs)} of its {len(plan_lib.runs(plan))} runs recorded, on '
             f'{splits} of its {len(plan.seeds)} label splits; no test until all are in)') +
            '. Exploratory readings: point estimates, without the intervals the study\'s page '

@@ -2,6 +2,7 @@
 gain per condition, the costs of model selection, the per-class gains and the rare-minus-
 common difference, the score table, the page's readings part and its figure."""
 import hashlib
+import pathlib
 
 import numpy as np
 import pytest
@@ -173,7 +174,10 @@ def test_the_figure_draws_every_split_and_writes_the_same_bytes_twice(records, t
 def test_readme_gives_the_numbers_for_a_users_own_images(records, tmp_path):
   plan = plan_lib.read_plan()
   text = readings.readme_part(plan, records)
-  assert 'over its 8 label splits' in text
+  assert 'over its 8 label splits (its verdicts: [above](#does-the-gain-survive-data-as-users-' \
+         'have-it))' in text
+  readme = (pathlib.Path(__file__).resolve().parents[3] / 'README.md').read_text()
+  assert '\n## Does the gain survive data as users have it?\n' in readme
   # Gains: 5..12 (estimate 8.5), 6..13, 2 each, -2..5 (1.5).
   assert ('+8.5 with balanced labels (n=8), +9.5 with imbalanced labels (n=8), +2.0 with '
           '6 classes, 0% foreign (n=8), +1.5 with 6 classes, 100% foreign (n=8).') in text
