@@ -304,6 +304,7 @@ def test_a_newest_checkpoint_without_files_is_left_out_of_the_list(tmp_path):
   assert checkpoint_integrity.listed(directory) == []
 
 
+@pytest.mark.integration  # Two runs, one stopped by the full disk and resumed.
 @checks.needs_mount
 def test_a_full_disk_keeps_the_checkpoints_it_had_and_the_rerun_with_room_ends_as_uninterrupted(
     data_dir, eight_steps, tmp_path):
