@@ -36,6 +36,7 @@ def readme_example():
   return re.search(r'```python\n(.*?)```', section, re.DOTALL).group(1)
 
 
+@pytest.mark.integration  # Two whole runs and two exports, as README's block has them.
 def test_readme_example_runs_as_written(tmp_path, monkeypatch):
   """The block, run from a directory with the checkout's gin/, on a stand-in Fashion-MNIST
   found through $TF_IPMSSL_DATA_DIR (the real one where the README runs)."""

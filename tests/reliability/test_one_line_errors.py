@@ -38,6 +38,7 @@ else:
 """
 
 
+@pytest.mark.integration  # A whole run and a probe process under the kernel limit.
 def test_bfloat16_under_an_avx2_kernel_limit_trains_or_stops_in_one_line(data_dir, tmp_path):
   """oneDNN held to AVX2: where TensorFlow still sends bfloat16 convolutions to it (an
   AVX-512 CPU) the run stops before its first step with one line naming the limit; where it
@@ -67,6 +68,7 @@ def test_bfloat16_under_an_avx2_kernel_limit_trains_or_stops_in_one_line(data_di
     assert not os.path.exists(os.path.join(model_dir, 'checkpoints'))
 
 
+@pytest.mark.integration  # A whole run, then two runs in a read-only mount.
 @checks.needs_mount
 def test_read_only_model_dir(data_dir, tmp_path):
   model_dir = str(tmp_path / 'm')
