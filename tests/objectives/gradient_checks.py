@@ -3,6 +3,7 @@ import numpy as np
 import tensorflow as tf
 
 from tests.objectives import tiny_critics
+from tf_ipmssl.objectives import gradient_penalty
 from tf_ipmssl.objectives import critic_objective as critic_objective_lib
 
 
@@ -79,3 +80,12 @@ def assert_surrogate_matches_finite_differences(critic, batches, kwargs):
       critic.trainable_variables)
   for variable, grad, fd in zip(critic.trainable_variables, grads, expected):
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8, err_msg=variable.path)
+
+
+def interpolation_alpha(constraints, batch_size, alpha_seed):
+  """The α (float64, NumPy) the objective draws from `alpha_seed` for the gradient penalty
+  among `constraints`: one per example, or one per batch where that penalty says so."""
+  gps = [c for c in constraints if c.kind == 'gp']
+  return gradient_penalty.interpolation_weights(
+      batch_size, alpha_seed, per_example=gps[0].per_example_alpha if gps else True,
+      dtype=tf.float64).numpy()

@@ -66,10 +66,7 @@ def _kwargs(case):
 def test_critic_loss_value_matches_numpy(case):
   critic, batches, kwargs = _case(case, critic_seed=11, batch_seed=12)
   result = gradient_checks.run_critic_objective(critic, batches, **kwargs)
-  gps = [c for c in kwargs['constraints'] if c.kind == 'gp']
-  alpha = gradient_penalty.interpolation_weights(
-      4, _ALPHA_SEED, per_example=gps[0].per_example_alpha if gps else True,
-      dtype=tf.float64).numpy()
+  alpha = gradient_checks.interpolation_alpha(kwargs['constraints'], 4, _ALPHA_SEED)
   expected, omegas = numpy_reference.critic_loss(
       numpy_reference.NumpyMlp(critic.numpy_params()), *batches,
       formulation=kwargs['formulation'], constraints=kwargs['constraints'],

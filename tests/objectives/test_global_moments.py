@@ -96,10 +96,7 @@ def test_two_replicas_sum_to_the_full_batch_gradient(case):
                                err_msg=key)
   # The full batch's objective itself: its value against NumPy, its gradient against central
   # differences of that value.
-  gps = [c for c in constraints if c.kind == 'gp']
-  alpha = gradient_penalty.interpolation_weights(
-      6, kwargs['alpha_seed'], per_example=gps[0].per_example_alpha if gps else True,
-      dtype=tf.float64).numpy()
+  alpha = gradient_checks.interpolation_alpha(constraints, 6, kwargs['alpha_seed'])
   expected, _ = numpy_reference.critic_loss(
       numpy_reference.NumpyMlp(critic.numpy_params()), *batches, formulation='kplus1',
       constraints=constraints, multipliers=multipliers, lambda_ce=1.5, alpha=alpha,

@@ -42,13 +42,15 @@ def eight_steps(data_dir, tmp_path_factory):
   return model_dir
 
 
-def _assert_same_final_variables(model_dir, reference_dir):
-  expected = runs.checkpoint_values(os.path.join(reference_dir, 'checkpoints', 'ckpt-8'))
-  actual = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', 'ckpt-8'))
+def _assert_same_variables(model_dir, reference_dir, checkpoint='ckpt-8'):
+  """`checkpoint` of both runs holds the same variables, bit for bit (save_counter aside)."""
+  expected = runs.checkpoint_values(os.path.join(reference_dir, 'checkpoints', checkpoint))
+  actual = runs.checkpoint_values(os.path.join(model_dir, 'checkpoints', checkpoint))
   assert expected.keys() == actual.keys()
   for name in expected:
     if not name.startswith('save_counter'):
-      np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+      np.testing.assert_array_equal(actual[name], expected[name],
+                                    err_msg=f'{checkpoint} {name}')
 
 
 def _data_file(model_dir, step):
@@ -82,7 +84,7 @@ def test_random_bytes_in_the_latest_checkpoint_resume_from_the_previous(
                                      os.path.basename(data_file)))
   assert open(os.path.join(model_dir, 'config.gin')).read().count('train.steps = 8') == 1
   assert config_before.count('train.steps = 6') == 1
-  _assert_same_final_variables(model_dir, eight_steps)
+  _assert_same_variables(model_dir, eight_steps)
 
 
 def _remove_files(model_dir, step):
@@ -123,7 +125,7 @@ def test_a_missing_or_cut_newest_checkpoint_resumes_from_the_newest_intact_one(
   assert skips[0].startswith(f'checkpoint {checkpoints}/ckpt-6 {skipped}'), skips[0]
   assert f'Resuming from {checkpoints}/ckpt-4 (step 4)' in result.stdout
   assert 'step 6/8' in result.stdout and 'step 2/8' not in result.stdout, result.stdout
-  _assert_same_final_variables(model_dir, eight_steps)
+  _assert_same_variables(model_dir, eight_steps)
   # ckpt-4, which the run resumed from, stays in the checkpoint list as in an uninterrupted
   # run (its time kept with it: not left out of the list, its files never deleted).
   assert _listed(model_dir) == _listed(eight_steps) == ['ckpt-4', 'ckpt-6', 'ckpt-8']
@@ -168,7 +170,7 @@ def test_a_truncated_index_in_train_falls_back_in_one_line(data_dir, six_steps, 
   checkpoints = os.path.join(model_dir, 'checkpoints')
   assert f'Resuming from {checkpoints}/ckpt-4 (step 4)' in result.stdout  # Not from step 0.
   assert 'step 2/8' not in result.stdout and 'Finished 8 steps' in result.stdout
-  _assert_same_final_variables(model_dir, eight_steps)
+  _assert_same_variables(model_dir, eight_steps)
 
 
 def test_no_intact_checkpoint_is_one_line_and_rewrites_nothing(data_dir, six_steps, tmp_path):
@@ -309,9 +311,10 @@ def test_a_newest_checkpoint_without_files_is_left_out_of_the_list(tmp_path):
 def test_a_full_disk_keeps_the_checkpoints_it_had_and_the_rerun_with_room_ends_as_uninterrupted(
     data_dir, eight_steps, tmp_path):
   """The 8-step run on a tmpfs too small for it stops in one line; the checkpoints it lists
-  then are intact (each reads, and equals the uninterrupted run's where that keeps it), and the same command, once the disk has room, resumes
-  and ends with the uninterrupted run's variables, bit for bit. Both happen in one mount
-  namespace (its tmpfs is gone when it ends), the model dir copied out at each stage."""
+  then are intact (each reads, and equals the uninterrupted run's where that keeps it), and
+  the same command, once the disk has room, resumes and ends with the uninterrupted run's
+  variables, bit for bit. Both happen in one mount namespace (its tmpfs is gone when it
+  ends), the model dir copied out at each stage."""
   disk_kib = 2200  # Full at ckpt-8's save, with ckpt-2, 4 and 6 kept (1,000 KiB: at ckpt-4's).
   disk, out = tmp_path / 'disk', tmp_path / 'out'
   disk.mkdir()
@@ -342,16 +345,13 @@ def test_a_full_disk_keeps_the_checkpoints_it_had_and_the_rerun_with_room_ends_a
   assert listed, 'the disk filled before the first checkpoint: the test needs a larger disk'
   reference = _listed(eight_steps)
   for name in listed:  # Each reads; those the reference keeps equal its, bit for bit.
-    values = runs.checkpoint_values(os.path.join(after_fault, 'checkpoints', name))
     if name in reference:
-      expected = runs.checkpoint_values(os.path.join(eight_steps, 'checkpoints', name))
-      assert values.keys() == expected.keys()
-      for key in expected:
-        if not key.startswith('save_counter'):
-          np.testing.assert_array_equal(values[key], expected[key], err_msg=f'{name} {key}')
+      _assert_same_variables(after_fault, eight_steps, name)
+    else:
+      runs.checkpoint_values(os.path.join(after_fault, 'checkpoints', name))
 
   room = result('room')
   assert room.returncode == 0, room.stderr[-3000:]
   assert 'Traceback' not in room.stdout + room.stderr
   assert f'Resuming from {model_dir}/checkpoints/' in room.stdout, room.stdout
-  _assert_same_final_variables(str(out / 'after_rerun'), eight_steps)
+  _assert_same_variables(str(out / 'after_rerun'), eight_steps)

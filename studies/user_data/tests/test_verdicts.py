@@ -5,9 +5,9 @@ the words, and the page's results part."""
 import numpy as np
 import pytest
 
+from studies.tests import counting
 from studies.user_data import plan as plan_lib
 from studies.user_data import verdicts
-from studies.tests import counting
 from studies.user_data.tests.synthetic import K_PLUS_1, SUPERVISED
 from studies.user_data.tests.synthetic import edited_copy
 from tests import test_wording
